@@ -1,0 +1,25 @@
+// Where the change trackers report their counters. The model does no I/O: the caller (src/server/ metrics)
+// supplies a sink; tests use recordingChangeMetrics() and assert on what was reported.
+
+export interface ChangeMetrics {
+  /** kubeproxy_sync_proxy_rules_service_changes_total += 1 */
+  serviceChange(): void;
+  /** kubeproxy_sync_proxy_rules_service_changes_pending = n */
+  servicesPending(n: number): void;
+  /** kubeproxy_sync_proxy_rules_endpoint_changes_total += 1 */
+  endpointChange(): void;
+  /** kubeproxy_sync_proxy_rules_endpoint_changes_pending = n */
+  endpointsPending(n: number): void;
+}
+
+export declare const NO_CHANGE_METRICS: ChangeMetrics;
+
+export interface RecordedChangeMetrics extends ChangeMetrics {
+  readonly serviceChangesTotal: number;
+  readonly serviceChangesPending: number;
+  readonly endpointChangesTotal: number;
+  readonly endpointChangesPending: number;
+}
+
+/** A ChangeMetrics that keeps the last values, for tests and for `lab status`. */
+export declare function recordingChangeMetrics(): RecordedChangeMetrics;

@@ -1,0 +1,65 @@
+// The seam between the proxier (when and what to sync) and a backend (what the kernel must hold, and how to get
+// it there). Backends implement ProxyBackend; the proxier knows nothing of nft or iptables.
+import type { Endpoint } from '../model/endpoint.js';
+import type { IPFamily } from '../model/ip.js';
+import type { LocalTrafficDetector } from '../model/local-detector.js';
+import type { NodePortAddresses } from '../model/nodeport-addresses.js';
+import type { ServicePort } from '../model/service-port.js';
+import type { NodeTopology } from '../model/topology.js';
+
+export const PROXY_MODES = ['iptables', 'nftables'] as const;
+export type ProxyMode = (typeof PROXY_MODES)[number];
+
+/** What the cluster asks of this node right now, for one family. Read-only for backends. */
+export interface ProxySnapshot {
+  readonly serviceMap: ReadonlyMap<string, ServicePort>;
+  readonly endpointsMap: ReadonlyMap<string, readonly Endpoint[]>;
+  readonly topology: NodeTopology;
+}
+
+export interface SyncRequest {
+  /** Rewrite everything (start, after a failure, topology change, canary gone, hourly). */
+  readonly full: boolean;
+  /** "ns/name" of Services whose Service or EndpointSlices changed since the last sync. */
+  readonly changedServices: ReadonlySet<string>;
+}
+
+export interface BackendSyncResult {
+  /** Service ports whose ClusterIP traffic is dropped for want of a local endpoint (iTP=Local). */
+  readonly noLocalEndpointsInternal: number;
+  /** Service ports whose external traffic is dropped for want of a local endpoint (eTP=Local). */
+  readonly noLocalEndpointsExternal: number;
+  /** Time spent in our own work (render, diff, serialize) and in the kernel tool, ms. */
+  readonly timings: { readonly ownMs: number; readonly kernelMs: number };
+  /** Operations (nft) or lines (iptables-restore) sent; 0 when nothing needed changing. */
+  readonly operations: number;
+}
+
+export interface ProxyBackend {
+  readonly mode: ProxyMode;
+  readonly family: IPFamily;
+  /** Brings the kernel to the state for `snapshot`. Rejects with an error naming what failed. */
+  sync(snapshot: ProxySnapshot, request: SyncRequest): Promise<BackendSyncResult>;
+}
+
+/** Node-level facts every backend needs, for one family. */
+export interface NodeNetworkConfig {
+  readonly family: IPFamily;
+  readonly nodeName: string;
+  /** This family's node IPs, canonical; the first is the primary. */
+  readonly nodeIPs: readonly string[];
+  readonly localDetector: LocalTrafficDetector;
+  /** As the rules print it: "0x00004000" in production (Go %#08x of 1<<bit); upstream's tests use "0x4000". */
+  readonly masqueradeMark: string;
+  readonly masqueradeAll: boolean;
+  readonly nodePortAddresses: NodePortAddresses;
+  /** Interface name → addresses with prefix ("192.168.0.2/24"), for NodePort address matching. */
+  readonly hostInterfaces: ReadonlyMap<string, readonly string[]>;
+  /** Service CIDRs of this family when known (nft drops traffic to unallocated ClusterIPs); may be empty. */
+  readonly serviceCIDRs: readonly string[];
+}
+
+/** Go's %#08x of 1<<bit, as production kube-proxy prints the masquerade mark. */
+export function masqueradeMarkFor(bit: number): string {
+  return '0x' + (1 << bit >>> 0).toString(16).padStart(8, '0');
+}
