@@ -90,7 +90,12 @@ export interface EndpointSliceEndpoint {
   readonly addresses?: readonly string[];
   readonly conditions?: EndpointConditions;
   readonly hostname?: string;
-  readonly targetRef?: { readonly kind?: string; readonly namespace?: string; readonly name?: string; readonly uid?: string };
+  readonly targetRef?: {
+    readonly kind?: string;
+    readonly namespace?: string;
+    readonly name?: string;
+    readonly uid?: string;
+  };
   readonly nodeName?: string;
   readonly zone?: string;
   readonly hints?: EndpointHints;

@@ -1,6 +1,7 @@
 // Accumulates EndpointSlice changes between syncs (upstream pkg/proxy/endpointschangetracker.go).
 import type { EndpointSlice } from '../kube/objects.js';
 import type { ChangeMetrics } from './change-metrics.js';
+import type { Endpoint } from './endpoint.js';
 import type { EndpointsMap } from './endpoint-slice-cache.js';
 import type { FeatureGates } from './feature-gates.js';
 import type { IPFamily } from './ip.js';
@@ -40,4 +41,6 @@ export declare class EndpointsChangeTracker {
 }
 
 /** "ns/name" → number of distinct IPs that are local and ready (terminating excluded). */
-export declare function localReadyEndpoints(endpointsMap: ReadonlyMap<string, readonly import('./endpoint.js').Endpoint[]>): Map<string, number>;
+export declare function localReadyEndpoints(
+  endpointsMap: ReadonlyMap<string, readonly Endpoint[]>,
+): Map<string, number>;

@@ -24,7 +24,10 @@ export declare function nodePortAddressesFor(
  * The host addresses (canonical, this family) that fall inside the CIDRs, from a map interface → addresses with
  * prefix ("192.168.0.2/24"). Loopback addresses are included only when a CIDR contains them.
  */
-export declare function nodePortIPs(npa: NodePortAddresses, hostInterfaces: ReadonlyMap<string, readonly string[]>): string[];
+export declare function nodePortIPs(
+  npa: NodePortAddresses,
+  hostInterfaces: ReadonlyMap<string, readonly string[]>,
+): string[];
 
 /** Expands the word "primary" into the node's primary IPs as /32 and /128. */
 export declare function expandPrimary(cidrs: readonly string[], nodeIPs: readonly string[]): string[];

@@ -61,5 +61,5 @@ export interface NodeNetworkConfig {
 
 /** Go's %#08x of 1<<bit, as production kube-proxy prints the masquerade mark. */
 export function masqueradeMarkFor(bit: number): string {
-  return '0x' + (1 << bit >>> 0).toString(16).padStart(8, '0');
+  return '0x' + ((1 << bit) >>> 0).toString(16).padStart(8, '0');
 }
