@@ -1,0 +1,327 @@
+// One family's proxier: it feeds API events into the two change trackers, asks the runner for a sync when
+// something is pending, and in each sync checks the changes out, decides full or partial, hands the snapshot to
+// the backend, and reports the outcome (metrics, health, service health checks, conntrack). It knows nothing of
+// nft or iptables: the backend does (src/sync/backend.ts).
+import type { EndpointSlice, Node, Service } from '../kube/objects.js';
+import { LABEL_TOPOLOGY_ZONE } from '../kube/objects.js';
+import type { EndpointsMap } from '../model/endpoint-slice-cache.js';
+import { EndpointsChangeTracker, localReadyEndpoints } from '../model/endpoints-change-tracker.js';
+import type { FeatureGates } from '../model/feature-gates.js';
+import { DEFAULT_FEATURE_GATES } from '../model/feature-gates.js';
+import type { IPFamily } from '../model/ip.js';
+import type { ServicePortMap, SkippedObject } from '../model/service-change-tracker.js';
+import { ServiceChangeTracker } from '../model/service-change-tracker.js';
+import type { ServicePort } from '../model/service-port.js';
+import type { NodeTopology } from '../model/topology.js';
+import type { BackendSyncResult, ProxyBackend, ProxySnapshot } from './backend.js';
+import type { Clock, TimerHandle } from './clock.js';
+import type { Logger } from './logger.js';
+import type { ProxyMetrics } from './metrics.js';
+import { BoundedFrequencyRunner } from './runner.js';
+
+/** Upstream's proxyutil.FullSyncPeriod: with no events, a full sync still runs at least this often. */
+export const FULL_SYNC_PERIOD_MS = 60 * 60 * 1000;
+
+/** The proxy health server's side of a sync (src/server): QueuedUpdate and Updated per family. */
+export interface ProxyHealthSink {
+  queuedUpdate(family: IPFamily): void;
+  updated(family: IPFamily): void;
+}
+
+/** The per-Service health-check servers (src/server): healthCheckNodePort listeners and their endpoint counts. */
+export interface ServiceHealthSink {
+  syncServices(ports: ReadonlyMap<string, number>): void | Promise<void>;
+  syncEndpoints(localEndpoints: ReadonlyMap<string, number>): void | Promise<void>;
+}
+
+/** The UDP conntrack reconciler (src/netfilter/conntrack): runs after a successful sync that needs it. */
+export interface ConntrackSink {
+  reconcile(
+    family: IPFamily,
+    serviceMap: ReadonlyMap<string, ServicePort>,
+    endpointsMap: EndpointsMap,
+  ): Promise<void>;
+}
+
+export interface ProxierOptions {
+  readonly family: IPFamily;
+  readonly nodeName: string;
+  readonly backend: ProxyBackend;
+  readonly clock: Clock;
+  readonly metrics: ProxyMetrics;
+  readonly logger: Logger;
+  /** ms */
+  readonly minSyncPeriod: number;
+  /** ms */
+  readonly syncPeriod: number;
+  readonly featureGates?: FeatureGates;
+  readonly health?: ProxyHealthSink;
+  readonly serviceHealth?: ServiceHealthSink;
+  readonly conntrack?: ConntrackSink;
+  /** Checked every syncPeriod; false means someone flushed our rules (iptables canary): force a full sync. */
+  readonly canary?: () => Promise<boolean>;
+}
+
+export interface ProxierSyncEvent {
+  readonly full: boolean;
+  readonly ok: boolean;
+  readonly error?: unknown;
+  readonly result?: BackendSyncResult;
+  readonly changedServices: number;
+  readonly startedAt: number;
+  readonly finishedAt: number;
+}
+
+export class Proxier {
+  readonly family: IPFamily;
+  private readonly opts: ProxierOptions;
+  private readonly serviceChanges: ServiceChangeTracker;
+  private readonly endpointsChanges: EndpointsChangeTracker;
+  private readonly serviceMap: ServicePortMap = new Map();
+  private readonly endpointsMap: EndpointsMap = new Map();
+  private readonly runner: BoundedFrequencyRunner;
+  private topology: NodeTopology;
+  private servicesSynced = false;
+  private endpointSlicesSynced = false;
+  private needFullSync = true;
+  private lastFullSync = 0;
+  private conntrackCleanupPending = false;
+  private canaryTimer: TimerHandle | undefined;
+  private stopped = false;
+  private readonly listeners: ((e: ProxierSyncEvent) => void)[] = [];
+  private readonly skipped = new Set<string>();
+
+  constructor(opts: ProxierOptions) {
+    this.opts = opts;
+    this.family = opts.family;
+    this.topology = { nodeName: opts.nodeName };
+    const onSkip = (s: SkippedObject): void => this.logSkip(s);
+    const featureGates = opts.featureGates ?? DEFAULT_FEATURE_GATES;
+    this.serviceChanges = new ServiceChangeTracker({ family: opts.family, metrics: opts.metrics, onSkip });
+    this.endpointsChanges = new EndpointsChangeTracker({
+      family: opts.family,
+      nodeName: opts.nodeName,
+      metrics: opts.metrics,
+      featureGates,
+      now: () => opts.clock.now(),
+      onSkip,
+    });
+    this.runner = new BoundedFrequencyRunner({
+      name: `sync-runner-${opts.family}`,
+      fn: () => this.syncProxyRules(),
+      minInterval: opts.minSyncPeriod,
+      retryInterval: opts.syncPeriod,
+      maxInterval: FULL_SYNC_PERIOD_MS,
+      clock: opts.clock,
+    });
+  }
+
+  /** Whether both caches have synced, so syncs may run. */
+  get initialized(): boolean {
+    return this.servicesSynced && this.endpointSlicesSynced;
+  }
+
+  onSync(listener: (e: ProxierSyncEvent) => void): void {
+    this.listeners.push(listener);
+  }
+
+  // --- API events -------------------------------------------------------------------------------------------
+
+  onServiceAdd(svc: Service): void {
+    this.onServiceUpdate(undefined, svc);
+  }
+
+  onServiceUpdate(previous: Service | undefined, current: Service | undefined): void {
+    if (this.serviceChanges.update(previous, current) && this.initialized) this.sync();
+  }
+
+  onServiceDelete(svc: Service): void {
+    this.onServiceUpdate(svc, undefined);
+  }
+
+  onServicesSynced(): void {
+    this.servicesSynced = true;
+    if (this.initialized) this.sync();
+  }
+
+  onEndpointSliceAdd(slice: EndpointSlice): void {
+    if (this.endpointsChanges.endpointSliceUpdate(slice, false) && this.initialized) this.sync();
+  }
+
+  onEndpointSliceUpdate(_previous: EndpointSlice, current: EndpointSlice): void {
+    this.onEndpointSliceAdd(current);
+  }
+
+  onEndpointSliceDelete(slice: EndpointSlice): void {
+    if (this.endpointsChanges.endpointSliceUpdate(slice, true) && this.initialized) this.sync();
+  }
+
+  onEndpointSlicesSynced(): void {
+    this.endpointSlicesSynced = true;
+    if (this.initialized) this.sync();
+  }
+
+  /** The Node's topology labels changed (upstream OnTopologyChange): the next sync is a full one. */
+  onNode(node: Node): void {
+    const zone = node.metadata.labels?.[LABEL_TOPOLOGY_ZONE];
+    if (zone === this.topology.zone) return;
+    this.topology =
+      zone === undefined ? { nodeName: this.opts.nodeName } : { nodeName: this.opts.nodeName, zone };
+    this.needFullSync = true;
+    if (this.initialized) this.sync();
+  }
+
+  // --- loop ---------------------------------------------------------------------------------------------------
+
+  /** Starts the sync loop (upstream SyncLoop): healthy while booting, then syncs as requested. */
+  start(): void {
+    this.opts.health?.updated(this.family);
+    this.opts.metrics.lastQueuedTimestamp(this.family, this.opts.clock.now() / 1000);
+    this.runner.loop();
+    if (this.opts.canary) this.scheduleCanary();
+    if (this.initialized) this.sync();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.canaryTimer) this.opts.clock.clearTimeout(this.canaryTimer);
+    await this.runner.stop();
+  }
+
+  /** Requests a sync (upstream Sync()). */
+  sync(): void {
+    this.opts.health?.queuedUpdate(this.family);
+    this.opts.metrics.lastQueuedTimestamp(this.family, this.opts.clock.now() / 1000);
+    this.runner.run();
+  }
+
+  /** Forces the next sync to be full and requests it. */
+  requestFullSync(): void {
+    this.needFullSync = true;
+    this.sync();
+  }
+
+  /** Resolves after the next sync attempt (tests, the lab's status). */
+  nextSync(): Promise<ProxierSyncEvent> {
+    return new Promise((resolve) => {
+      const listener = (e: ProxierSyncEvent): void => {
+        const i = this.listeners.indexOf(listener);
+        if (i >= 0) this.listeners.splice(i, 1);
+        resolve(e);
+      };
+      this.listeners.push(listener);
+    });
+  }
+
+  /** What the backend would be given now (for explain/diff tools). */
+  snapshot(): ProxySnapshot {
+    return { serviceMap: this.serviceMap, endpointsMap: this.endpointsMap, topology: this.topology };
+  }
+
+  /** One sync (upstream syncProxyRules). Rejects on failure so the runner retries after syncPeriod. */
+  async syncProxyRules(): Promise<void> {
+    if (!this.initialized) return;
+    const { clock, metrics, backend, logger } = this.opts;
+    const startedAt = clock.now();
+    const services = this.serviceChanges.checkout(this.serviceMap);
+    const endpoints = this.endpointsChanges.checkout(this.endpointsMap);
+    if (endpoints.conntrackCleanupRequired) this.conntrackCleanupPending = true;
+    const changedServices = new Set([...services.updatedServices, ...endpoints.updatedServices]);
+    const full = this.needFullSync || startedAt - this.lastFullSync > FULL_SYNC_PERIOD_MS;
+
+    let result: BackendSyncResult;
+    try {
+      result = await backend.sync(this.snapshot(), { full, changedServices });
+    } catch (error) {
+      this.needFullSync = true;
+      const finishedAt = clock.now();
+      logger.error('sync failed; the next sync will be a full one', {
+        ipFamily: this.family,
+        full,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      this.emit({ full, ok: false, error, changedServices: changedServices.size, startedAt, finishedAt });
+      throw error;
+    }
+
+    const finishedAt = clock.now();
+    this.needFullSync = false;
+    if (full) this.lastFullSync = startedAt;
+    metrics.syncDuration(this.family, (finishedAt - startedAt) / 1000, full);
+    metrics.lastSyncTimestamp(this.family, finishedAt / 1000);
+    for (const times of endpoints.lastChangeTriggerTimes.values()) {
+      for (const t of times) metrics.networkProgrammingDuration(this.family, (finishedAt - t) / 1000);
+    }
+    metrics.noLocalEndpoints(this.family, 'internal', result.noLocalEndpointsInternal);
+    metrics.noLocalEndpoints(this.family, 'external', result.noLocalEndpointsExternal);
+    this.opts.health?.updated(this.family);
+    logger.v(2, () => ({
+      msg: 'synced proxy rules',
+      fields: {
+        ipFamily: this.family,
+        full,
+        changedServices: changedServices.size,
+        operations: result.operations,
+        ms: finishedAt - startedAt,
+      },
+    }));
+
+    if (this.opts.serviceHealth) {
+      await this.opts.serviceHealth.syncServices(this.healthCheckNodePorts());
+      await this.opts.serviceHealth.syncEndpoints(localReadyEndpoints(this.endpointsMap));
+    }
+    if (this.conntrackCleanupPending && this.opts.conntrack) {
+      this.conntrackCleanupPending = false;
+      try {
+        await this.opts.conntrack.reconcile(this.family, this.serviceMap, this.endpointsMap);
+      } catch (error) {
+        logger.error('conntrack cleanup failed', {
+          ipFamily: this.family,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }
+    this.emit({ full, ok: true, result, changedServices: changedServices.size, startedAt, finishedAt });
+  }
+
+  private healthCheckNodePorts(): Map<string, number> {
+    const ports = new Map<string, number>();
+    for (const sp of this.serviceMap.values()) {
+      if (sp.healthCheckNodePort !== 0) ports.set(sp.serviceName, sp.healthCheckNodePort);
+    }
+    return ports;
+  }
+
+  private scheduleCanary(): void {
+    if (this.stopped || !this.opts.canary) return;
+    const check = this.opts.canary;
+    this.canaryTimer = this.opts.clock.setTimeout(() => {
+      void check()
+        .then((present) => {
+          if (!present) {
+            this.opts.logger.info('rules were flushed by someone else (canary gone); forcing a full sync', {
+              ipFamily: this.family,
+            });
+            this.requestFullSync();
+          }
+        })
+        .catch((error: unknown) => {
+          this.opts.logger.error('canary check failed', { ipFamily: this.family, error: String(error) });
+        })
+        .finally(() => this.scheduleCanary());
+    }, this.opts.syncPeriod);
+  }
+
+  private emit(e: ProxierSyncEvent): void {
+    for (const l of [...this.listeners]) l(e);
+  }
+
+  /** Bad objects are logged once per (object, reason), and skipped. */
+  private logSkip(s: SkippedObject): void {
+    const key = `${s.kind}\u0000${s.name}\u0000${s.reason}`;
+    if (this.skipped.has(key)) return;
+    if (this.skipped.size > 10_000) this.skipped.clear();
+    this.skipped.add(key);
+    this.opts.logger.warn(`skipping ${s.kind}`, { ipFamily: this.family, name: s.name, reason: s.reason });
+  }
+}
