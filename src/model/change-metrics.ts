@@ -12,7 +12,12 @@ export interface ChangeMetrics {
   endpointsPending(n: number): void;
 }
 
-export declare const NO_CHANGE_METRICS: ChangeMetrics;
+export const NO_CHANGE_METRICS: ChangeMetrics = Object.freeze({
+  serviceChange: () => {},
+  servicesPending: () => {},
+  endpointChange: () => {},
+  endpointsPending: () => {},
+});
 
 export interface RecordedChangeMetrics extends ChangeMetrics {
   readonly serviceChangesTotal: number;
@@ -22,4 +27,27 @@ export interface RecordedChangeMetrics extends ChangeMetrics {
 }
 
 /** A ChangeMetrics that keeps the last values, for tests and for `lab status`. */
-export declare function recordingChangeMetrics(): RecordedChangeMetrics;
+export function recordingChangeMetrics(): RecordedChangeMetrics {
+  let serviceChangesTotal = 0;
+  let serviceChangesPending = 0;
+  let endpointChangesTotal = 0;
+  let endpointChangesPending = 0;
+  return {
+    serviceChange: () => void serviceChangesTotal++,
+    servicesPending: (n) => void (serviceChangesPending = n),
+    endpointChange: () => void endpointChangesTotal++,
+    endpointsPending: (n) => void (endpointChangesPending = n),
+    get serviceChangesTotal() {
+      return serviceChangesTotal;
+    },
+    get serviceChangesPending() {
+      return serviceChangesPending;
+    },
+    get endpointChangesTotal() {
+      return endpointChangesTotal;
+    },
+    get endpointChangesPending() {
+      return endpointChangesPending;
+    },
+  };
+}

@@ -18,4 +18,6 @@ export interface Endpoint {
 }
 
 /** "ip:port", IPv6 bracketed. */
-export declare function endpointString(ip: string, port: number): string;
+export function endpointString(ip: string, port: number): string {
+  return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`;
+}

@@ -1,7 +1,24 @@
 // What one port of a Service asks of this node, for one IP family (upstream pkg/proxy/serviceport.go).
 import type { Service } from '../kube/objects.js';
+import { LABEL_SERVICE_PROXY_NAME } from '../kube/objects.js';
+import { parseCIDRSloppy, parseIPSloppy } from './ip.js';
 import type { IPFamily } from './ip.js';
+import {
+  namespacedNameString,
+  parseProtocol,
+  servicePortKey,
+  servicePortNameString,
+} from './service-port-name.js';
 import type { Protocol, ServicePortName } from './service-port-name.js';
+import {
+  arrayField,
+  describeValue,
+  field,
+  isPortNumber,
+  isRecord,
+  objectName,
+  stringField,
+} from './unknown.js';
 
 export interface ServicePort {
   /** servicePortKey(name): the map key shared with the endpoints map. */
@@ -42,13 +59,209 @@ export interface ServicePortsResult {
   readonly problems: readonly string[];
 }
 
+/** The API server's default for sessionAffinityConfig.clientIP.timeoutSeconds (3 hours). */
+export const DEFAULT_CLIENT_IP_TIMEOUT_SECONDS = 10800;
+
+function skip(reason: string): ServicePortsResult {
+  return { ports: [], skipped: reason, problems: [] };
+}
+
+/** The raw ClusterIP text for `family`, as upstream's GetClusterIPByFamily picks it; "" when there is none. */
+function clusterIPTextFor(spec: unknown, family: IPFamily): { text: string; field: string } {
+  const clusterIP = stringField(spec, 'clusterIP') ?? '';
+  const families = arrayField(spec, 'ipFamilies') ?? [];
+  if (families.length === 0) return { text: clusterIP, field: 'spec.clusterIP' };
+  const idx = families.indexOf(family);
+  if (idx < 0) return { text: '', field: 'spec.clusterIPs' };
+  const ips = arrayField(spec, 'clusterIPs') ?? [];
+  const text = ips[idx];
+  if (typeof text === 'string') return { text, field: `spec.clusterIPs[${idx}]` };
+  // clusterIPs missing (a hand-written object): the single clusterIP stands for the first family.
+  if (idx === 0 && ips.length === 0) return { text: clusterIP, field: 'spec.clusterIP' };
+  return { text: '', field: `spec.clusterIPs[${idx}]` };
+}
+
+/** Parses a list of IPs (or CIDRs), keeping this family's, reporting invalid entries. */
+function ipsOfFamily(
+  values: readonly unknown[] | undefined,
+  family: IPFamily,
+  what: string,
+  parse: (s: string) => { family: IPFamily; text: string } | undefined,
+  problems: string[],
+): string[] {
+  const out: string[] = [];
+  (values ?? []).forEach((v, i) => {
+    const parsed = typeof v === 'string' ? parse(v.trim()) : undefined;
+    if (parsed === undefined) problems.push(`${what}[${i}] ${describeValue(v)} is not valid; ignored`);
+    else if (parsed.family === family && !out.includes(parsed.text)) out.push(parsed.text);
+  });
+  return out;
+}
+
 /** Derives the service ports of `svc` for `family`. Never throws, whatever the object holds. */
-export declare function servicePortsFromService(svc: Service, family: IPFamily): ServicePortsResult;
+export function servicePortsFromService(svc: Service, family: IPFamily): ServicePortsResult {
+  try {
+    return derive(svc as unknown, family);
+  } catch (e) {
+    // Only a hostile object (throwing getters, proxies) gets here; skip it rather than take the proxier down.
+    return skip(`unreadable Service object: ${e instanceof Error ? e.message : describeValue(e)}`);
+  }
+}
+
+function derive(svc: unknown, family: IPFamily): ServicePortsResult {
+  if (!isRecord(svc)) return skip(`not an object: ${describeValue(svc)}`);
+  const nn = objectName(svc);
+  if (nn === undefined) return skip('metadata.namespace or metadata.name is missing');
+  const labels = field(field(svc, 'metadata'), 'labels');
+  if (isRecord(labels) && labels[LABEL_SERVICE_PROXY_NAME] !== undefined) {
+    return skip(`label ${LABEL_SERVICE_PROXY_NAME} is set (handled by another proxy)`);
+  }
+  const spec = field(svc, 'spec');
+  if (!isRecord(spec)) return skip('spec is missing or not an object');
+
+  // pkg/proxy/util ShouldSkipService: headless / no ClusterIP, then ExternalName.
+  const clusterIPField = spec['clusterIP'];
+  if (clusterIPField === undefined || clusterIPField === null || clusterIPField === '') {
+    return skip('spec.clusterIP is empty');
+  }
+  if (clusterIPField === 'None') return skip('headless Service (spec.clusterIP "None")');
+  if (typeof clusterIPField !== 'string')
+    return skip(`invalid spec.clusterIP ${describeValue(clusterIPField)}`);
+  const type = typeof spec['type'] === 'string' && spec['type'] !== '' ? spec['type'] : 'ClusterIP';
+  if (type === 'ExternalName') return skip('type ExternalName');
+
+  const ipText = clusterIPTextFor(spec, family);
+  if (ipText.text === '') return skip(`no clusterIP of family ${family}`);
+  const clusterIP = parseIPSloppy(ipText.text);
+  if (clusterIP === undefined) return skip(`invalid ${ipText.field} ${describeValue(ipText.text)}`);
+  if (clusterIP.family !== family) return skip(`no clusterIP of family ${family}`);
+
+  const problems: string[] = [];
+  const sessionAffinityClientIP = spec['sessionAffinity'] === 'ClientIP';
+  let stickyMaxAgeSeconds = 0;
+  if (sessionAffinityClientIP) {
+    const t = field(field(spec['sessionAffinityConfig'], 'clientIP'), 'timeoutSeconds');
+    stickyMaxAgeSeconds =
+      typeof t === 'number' && Number.isInteger(t) && t > 0 ? t : DEFAULT_CLIENT_IP_TIMEOUT_SECONDS;
+  }
+
+  const externalIPs = ipsOfFamily(
+    arrayField(spec, 'externalIPs'),
+    family,
+    'spec.externalIPs',
+    parseIPSloppy,
+    problems,
+  );
+  const loadBalancerSourceRanges = ipsOfFamily(
+    arrayField(spec, 'loadBalancerSourceRanges'),
+    family,
+    'spec.loadBalancerSourceRanges',
+    parseCIDRSloppy,
+    problems,
+  );
+  const loadBalancerVIPs: string[] = [];
+  const ingress = arrayField(field(field(svc, 'status'), 'loadBalancer'), 'ingress') ?? [];
+  ingress.forEach((ing, i) => {
+    const ip = stringField(ing, 'ip');
+    if (ip === undefined || ip === '') return; // hostname-only ingress
+    // LoadBalancerIPMode is GA: "Proxy" means the LB delivers to the node itself, so no VIP rule is wanted.
+    const mode = field(ing, 'ipMode');
+    if (mode !== undefined && mode !== null && mode !== 'VIP') return;
+    const parsed = parseIPSloppy(ip);
+    if (parsed === undefined)
+      problems.push(`status.loadBalancer.ingress[${i}].ip ${describeValue(ip)} is not valid`);
+    else if (parsed.family === family && !loadBalancerVIPs.includes(parsed.text))
+      loadBalancerVIPs.push(parsed.text);
+  });
+
+  // Type-based "externally accessible" (pkg/api/v1/service/util.go), unlike the per-family data-based check.
+  const rawExternalIPs = arrayField(spec, 'externalIPs') ?? [];
+  const typeExternallyAccessible =
+    type === 'LoadBalancer' || type === 'NodePort' || (type === 'ClusterIP' && rawExternalIPs.length > 0);
+  const externalPolicyLocal = typeExternallyAccessible && spec['externalTrafficPolicy'] === 'Local';
+  const internalPolicyLocal = spec['internalTrafficPolicy'] === 'Local';
+  let healthCheckNodePort = 0;
+  if (type === 'LoadBalancer' && externalPolicyLocal) {
+    const h = spec['healthCheckNodePort'];
+    if (isPortNumber(h)) healthCheckNodePort = h;
+    else problems.push(`spec.healthCheckNodePort ${describeValue(h)} is not a port; no health check server`);
+  }
+
+  const serviceName = namespacedNameString(nn);
+  const rawPorts = spec['ports'];
+  if (rawPorts !== undefined && rawPorts !== null && !Array.isArray(rawPorts)) {
+    problems.push(`spec.ports is not a list: ${describeValue(rawPorts)}`);
+  }
+  const byKey = new Map<string, ServicePort>();
+  (Array.isArray(rawPorts) ? (rawPorts as readonly unknown[]) : []).forEach((p, i) => {
+    const at = `spec.ports[${i}]`;
+    if (!isRecord(p)) return void problems.push(`${at} is not an object; dropped`);
+    const portName = p['name'] === undefined || p['name'] === null ? '' : p['name'];
+    if (typeof portName !== 'string')
+      return void problems.push(`${at}.name ${describeValue(portName)} is not a string; dropped`);
+    const rawProtocol = p['protocol'];
+    const protocol =
+      rawProtocol === undefined || rawProtocol === null || typeof rawProtocol === 'string'
+        ? parseProtocol(rawProtocol)
+        : undefined;
+    if (protocol === undefined)
+      return void problems.push(`${at}.protocol ${describeValue(rawProtocol)} is unknown; dropped`);
+    const port = p['port'];
+    if (!isPortNumber(port))
+      return void problems.push(`${at}.port ${describeValue(port)} is not a port number; dropped`);
+    let nodePort = 0;
+    const np = p['nodePort'];
+    if (np !== undefined && np !== null && np !== 0) {
+      if (isPortNumber(np)) nodePort = np;
+      else
+        problems.push(
+          `${at}.nodePort ${describeValue(np)} is not a port number; port kept without a NodePort`,
+        );
+    }
+    const name: ServicePortName = { namespace: nn.namespace, name: nn.name, port: portName, protocol };
+    const key = servicePortKey(name);
+    if (byKey.has(key))
+      problems.push(`${at} repeats port name ${describeValue(portName)}/${protocol}; the later one is used`);
+    byKey.set(key, {
+      key,
+      name,
+      nameString: servicePortNameString(name),
+      serviceName,
+      family,
+      clusterIP: clusterIP.text,
+      port,
+      protocol,
+      nodePort,
+      sessionAffinityClientIP,
+      stickyMaxAgeSeconds,
+      externalIPs,
+      loadBalancerSourceRanges,
+      loadBalancerVIPs,
+      healthCheckNodePort,
+      externalPolicyLocal,
+      internalPolicyLocal,
+    });
+  });
+  return { ports: [...byKey.values()], problems };
+}
+
 /** nodePort ≠ 0, or any LB VIP or externalIP of this family (data-based, per family). */
-export declare function externallyAccessible(sp: ServicePort): boolean;
+export function externallyAccessible(sp: ServicePort): boolean {
+  return sp.nodePort !== 0 || sp.loadBalancerVIPs.length > 0 || sp.externalIPs.length > 0;
+}
+
 /** !internalPolicyLocal || externallyAccessible. */
-export declare function usesClusterEndpoints(sp: ServicePort): boolean;
+export function usesClusterEndpoints(sp: ServicePort): boolean {
+  return !sp.internalPolicyLocal || externallyAccessible(sp);
+}
+
 /** internalPolicyLocal || (externalPolicyLocal && externallyAccessible). */
-export declare function usesLocalEndpoints(sp: ServicePort): boolean;
+export function usesLocalEndpoints(sp: ServicePort): boolean {
+  return sp.internalPolicyLocal || (sp.externalPolicyLocal && externallyAccessible(sp));
+}
+
 /** "clusterIP:port/PROTO" (IPv6 bracketed). */
-export declare function servicePortString(sp: ServicePort): string;
+export function servicePortString(sp: ServicePort): string {
+  const host = sp.clusterIP.includes(':') ? `[${sp.clusterIP}]` : sp.clusterIP;
+  return `${host}:${sp.port}/${sp.protocol}`;
+}
