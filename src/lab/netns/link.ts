@@ -1,0 +1,134 @@
+// Links, addresses and routes inside namespaces (`ip -n NS …`). Both ends of a veth pair are always created
+// inside named namespaces, so the root namespace never holds one of our links, not even for a moment.
+import type { CommandRunner } from '../../netfilter/command.js';
+import { runChecked } from './exec.js';
+import { checkInterfaceName, checkNamespaceName } from './names.js';
+
+export interface LinkEnd {
+  readonly namespace: string;
+  readonly name: string;
+}
+
+function ipIn(namespace: string, ...args: string[]): string[] {
+  return ['-n', checkNamespaceName(namespace), ...args];
+}
+
+/** Creates a veth pair with one end in each namespace, both brought up. */
+export async function addVethPair(runner: CommandRunner, a: LinkEnd, b: LinkEnd): Promise<void> {
+  checkInterfaceName(a.name);
+  checkInterfaceName(b.name);
+  checkNamespaceName(b.namespace);
+  await runChecked(
+    runner,
+    `add veth ${a.namespace}/${a.name} <-> ${b.namespace}/${b.name}`,
+    'ip',
+    ipIn(a.namespace, 'link', 'add', a.name, 'type', 'veth', 'peer', 'name', b.name, 'netns', b.namespace),
+  );
+  await setLinkUp(runner, a.namespace, a.name);
+  await setLinkUp(runner, b.namespace, b.name);
+}
+
+/** Creates a Linux bridge and brings it up. */
+export async function addBridge(runner: CommandRunner, namespace: string, name: string): Promise<void> {
+  checkInterfaceName(name);
+  await runChecked(
+    runner,
+    `add bridge ${namespace}/${name}`,
+    'ip',
+    ipIn(namespace, 'link', 'add', name, 'type', 'bridge'),
+  );
+  await setLinkUp(runner, namespace, name);
+}
+
+/** Attaches `link` to `bridge` (both in `namespace`). */
+export async function setLinkMaster(
+  runner: CommandRunner,
+  namespace: string,
+  link: string,
+  bridge: string,
+): Promise<void> {
+  await runChecked(
+    runner,
+    `attach ${namespace}/${link} to bridge ${bridge}`,
+    'ip',
+    ipIn(namespace, 'link', 'set', checkInterfaceName(link), 'master', checkInterfaceName(bridge)),
+  );
+}
+
+export async function setLinkUp(runner: CommandRunner, namespace: string, link: string): Promise<void> {
+  await runChecked(
+    runner,
+    `bring ${namespace}/${link} up`,
+    'ip',
+    ipIn(namespace, 'link', 'set', checkInterfaceName(link), 'up'),
+  );
+}
+
+/** Adds an address with prefix ("198.18.0.10/24", "2001:db8::1/64"). IPv6 skips DAD so it is usable at once. */
+export async function addAddress(
+  runner: CommandRunner,
+  namespace: string,
+  link: string,
+  cidr: string,
+): Promise<void> {
+  const extra = cidr.includes(':') ? ['nodad'] : [];
+  await runChecked(
+    runner,
+    `add address ${cidr} on ${namespace}/${link}`,
+    'ip',
+    ipIn(namespace, 'address', 'add', cidr, 'dev', checkInterfaceName(link), ...extra),
+  );
+}
+
+export interface RouteSpec {
+  /** "198.18.11.0/24", or "default". */
+  readonly to: string;
+  /** Next hop; omit for an on-link route through `dev`. */
+  readonly via?: string;
+  readonly dev?: string;
+  /** A source address hint for locally generated packets. */
+  readonly src?: string;
+}
+
+export async function addRoute(runner: CommandRunner, namespace: string, route: RouteSpec): Promise<void> {
+  const args = ['route', 'add', route.to];
+  if (route.via !== undefined) args.push('via', route.via);
+  if (route.dev !== undefined) args.push('dev', checkInterfaceName(route.dev));
+  if (route.src !== undefined) args.push('src', route.src);
+  const family = route.to.includes(':') || (route.via ?? '').includes(':') ? ['-6'] : [];
+  await runChecked(runner, `add route ${route.to} in ${namespace}`, 'ip', [
+    ...family,
+    ...ipIn(namespace, ...args),
+  ]);
+}
+
+/** Interface name → addresses with prefix, as NodeNetworkConfig.hostInterfaces wants them (scope global only). */
+export async function listAddresses(
+  runner: CommandRunner,
+  namespace: string,
+): Promise<Map<string, string[]>> {
+  const out = await runChecked(
+    runner,
+    `list addresses in ${namespace}`,
+    'ip',
+    ipIn(namespace, '-json', 'address', 'show'),
+  );
+  const result = new Map<string, string[]>();
+  const parsed: unknown = JSON.parse(out || '[]');
+  if (!Array.isArray(parsed)) return result;
+  for (const link of parsed as unknown[]) {
+    if (typeof link !== 'object' || link === null) continue;
+    const { ifname, addr_info: addrInfo } = link as { ifname?: unknown; addr_info?: unknown };
+    if (typeof ifname !== 'string' || !Array.isArray(addrInfo)) continue;
+    const addresses: string[] = [];
+    for (const a of addrInfo as unknown[]) {
+      if (typeof a !== 'object' || a === null) continue;
+      const { local, prefixlen, scope } = a as { local?: unknown; prefixlen?: unknown; scope?: unknown };
+      if (typeof local === 'string' && typeof prefixlen === 'number' && scope === 'global') {
+        addresses.push(`${local}/${prefixlen}`);
+      }
+    }
+    if (addresses.length > 0) result.set(ifname, addresses);
+  }
+  return result;
+}

@@ -1,0 +1,199 @@
+// A one-host cluster network: nodes and pods as network namespaces. planTopology() is pure (names and addresses);
+// buildTopology() makes it real; destroyTopology() removes it, whatever state a failed build left behind.
+//
+//   client ns ──┐                       underlay ns: bridge "ul0", 198.18.0.0/24 (+ the client's 198.18.1.0/24)
+//               ├─ ul0 ─┬─ eth0 node-0 ns: 198.18.0.10, ip_forward=1, bridge "cbr0" 198.18.10.1/24
+//               │       │        └─ veth ─ eth0 pod ns 198.18.10.10, default via 198.18.10.1
+//               │       └─ eth0 node-1 ns: 198.18.0.11, bridge "cbr0" 198.18.11.1/24, …
+//
+// Nodes route each other's pod CIDRs via the peer's underlay IP, as a host-gw CNI would. Pods on one node share a
+// bridge, so same-node replies are bridged, not routed: the node keeps net.bridge.bridge-nf-call-iptables=1 so
+// that such replies still pass conntrack and get un-DNATed, exactly what a kube-proxy node needs from its CNI.
+// Every address lies in 198.18.0.0/15 (RFC 2544 benchmarking), the only range tests may use.
+import type { CommandRunner } from '../../netfilter/command.js';
+import { addAddress, addBridge, addRoute, addVethPair, setLinkMaster } from './link.js';
+import { createNamespace, sweepNamespaces } from './namespace.js';
+import { getSysctl, setSysctl } from './sysctl.js';
+
+export const UNDERLAY_CIDR = '198.18.0.0/24';
+export const CLIENT_CIDR = '198.18.1.0/24';
+/** Contains every node's pod CIDR (198.18.10.0/24 … 198.18.15.0/24): the local-traffic detector's ClusterCIDR. */
+export const CLUSTER_CIDR = '198.18.8.0/21';
+export const SERVICE_CIDR = '198.19.0.0/16';
+export const MAX_NODES = 6;
+export const MAX_PODS_PER_NODE = 200;
+
+/** Interface names, fixed per namespace (names only need to be unique inside one namespace). */
+export const UNDERLAY_BRIDGE = 'ul0';
+export const NODE_BRIDGE = 'cbr0';
+export const UPLINK = 'eth0';
+
+export interface PodPlan {
+  /** The pod's name (also its server's name): "pod-<node>-<k>". */
+  readonly name: string;
+  readonly namespace: string;
+  readonly nodeName: string;
+  readonly ip: string;
+  /** Interface on the node's bridge for this pod ("p<k>"). */
+  readonly nodeSideLink: string;
+}
+
+export interface NodePlan {
+  /** The Kubernetes node name: "node-<n>". */
+  readonly name: string;
+  readonly namespace: string;
+  readonly ip: string;
+  readonly podCIDR: string;
+  /** The node's address on its pod bridge: every pod's default gateway. */
+  readonly gatewayIP: string;
+  /** Interface in the underlay namespace that leads to this node ("n<n>"). */
+  readonly underlayLink: string;
+  readonly pods: readonly PodPlan[];
+}
+
+export interface ClientPlan {
+  readonly namespace: string;
+  readonly ip: string;
+  readonly underlayLink: string;
+}
+
+export interface TopologyPlan {
+  readonly prefix: string;
+  readonly underlayNamespace: string;
+  readonly nodes: readonly NodePlan[];
+  readonly client: ClientPlan;
+  readonly clusterCIDR: string;
+  readonly serviceCIDR: string;
+}
+
+export interface TopologySpec {
+  /** Every namespace is named `${prefix}-…`; destroyTopology sweeps the prefix. */
+  readonly prefix: string;
+  readonly nodes: number;
+  /** Pods per node: one count for all, or one per node. */
+  readonly podsPerNode: number | readonly number[];
+}
+
+/** The names and addresses for `spec`; throws on a spec outside the address plan. */
+export function planTopology(spec: TopologySpec): TopologyPlan {
+  if (!Number.isInteger(spec.nodes) || spec.nodes < 1 || spec.nodes > MAX_NODES) {
+    throw new Error(`nodes: ${spec.nodes} is outside 1…${MAX_NODES} (pod CIDRs must fit in ${CLUSTER_CIDR})`);
+  }
+  const nodes: NodePlan[] = [];
+  for (let n = 0; n < spec.nodes; n++) {
+    const podCount = typeof spec.podsPerNode === 'number' ? spec.podsPerNode : (spec.podsPerNode[n] ?? 0);
+    if (!Number.isInteger(podCount) || podCount < 0 || podCount > MAX_PODS_PER_NODE) {
+      throw new Error(`podsPerNode[${n}]: ${podCount} is outside 0…${MAX_PODS_PER_NODE}`);
+    }
+    const name = `node-${n}`;
+    const subnet = `198.18.${10 + n}`;
+    const pods: PodPlan[] = [];
+    for (let k = 0; k < podCount; k++) {
+      pods.push({
+        name: `pod-${n}-${k}`,
+        namespace: `${spec.prefix}-n${n}p${k}`,
+        nodeName: name,
+        ip: `${subnet}.${10 + k}`,
+        nodeSideLink: `p${k}`,
+      });
+    }
+    nodes.push({
+      name,
+      namespace: `${spec.prefix}-n${n}`,
+      ip: `198.18.0.${10 + n}`,
+      podCIDR: `${subnet}.0/24`,
+      gatewayIP: `${subnet}.1`,
+      underlayLink: `n${n}`,
+      pods,
+    });
+  }
+  return {
+    prefix: spec.prefix,
+    underlayNamespace: `${spec.prefix}-ul`,
+    nodes,
+    client: { namespace: `${spec.prefix}-cl`, ip: '198.18.1.10', underlayLink: 'cl' },
+    clusterCIDR: CLUSTER_CIDR,
+    serviceCIDR: SERVICE_CIDR,
+  };
+}
+
+/** Every namespace of the plan, underlay first. */
+export function planNamespaces(plan: TopologyPlan): string[] {
+  return [
+    plan.underlayNamespace,
+    plan.client.namespace,
+    ...plan.nodes.flatMap((node) => [node.namespace, ...node.pods.map((p) => p.namespace)]),
+  ];
+}
+
+function prefixLength(cidr: string): string {
+  return cidr.slice(cidr.indexOf('/'));
+}
+
+async function buildNode(runner: CommandRunner, plan: TopologyPlan, node: NodePlan): Promise<void> {
+  await createNamespace(runner, node.namespace);
+  await addVethPair(
+    runner,
+    { namespace: plan.underlayNamespace, name: node.underlayLink },
+    { namespace: node.namespace, name: UPLINK },
+  );
+  await setLinkMaster(runner, plan.underlayNamespace, node.underlayLink, UNDERLAY_BRIDGE);
+  await addAddress(runner, node.namespace, UPLINK, node.ip + prefixLength(UNDERLAY_CIDR));
+  // The external client lives in its own subnet on the same wire: reach it on-link, no router needed.
+  await addRoute(runner, node.namespace, { to: CLIENT_CIDR, dev: UPLINK });
+  for (const peer of plan.nodes) {
+    if (peer !== node) await addRoute(runner, node.namespace, { to: peer.podCIDR, via: peer.ip });
+  }
+  await setSysctl(runner, node.namespace, 'net.ipv4.ip_forward', 1);
+  await addBridge(runner, node.namespace, NODE_BRIDGE);
+  await addAddress(runner, node.namespace, NODE_BRIDGE, node.gatewayIP + prefixLength(node.podCIDR));
+  // Same-node pod replies are bridged; without this they would skip conntrack and reach the client un-DNATed.
+  await setSysctl(runner, node.namespace, 'net.bridge.bridge-nf-call-iptables', 1);
+  const seen = await getSysctl(runner, node.namespace, 'net.bridge.bridge-nf-call-iptables');
+  if (seen !== '1')
+    throw new Error(`${node.namespace}: net.bridge.bridge-nf-call-iptables is ${seen}, need 1`);
+  for (const pod of node.pods) {
+    await createNamespace(runner, pod.namespace);
+    await addVethPair(
+      runner,
+      { namespace: node.namespace, name: pod.nodeSideLink },
+      { namespace: pod.namespace, name: UPLINK },
+    );
+    await setLinkMaster(runner, node.namespace, pod.nodeSideLink, NODE_BRIDGE);
+    await addAddress(runner, pod.namespace, UPLINK, pod.ip + prefixLength(node.podCIDR));
+    await addRoute(runner, pod.namespace, { to: 'default', via: node.gatewayIP });
+  }
+}
+
+/**
+ * Creates every namespace, link, address and route of `plan`. On failure it rejects with the first error and
+ * leaves what it made: call destroyTopology (in a `finally`) either way.
+ */
+export async function buildTopology(runner: CommandRunner, plan: TopologyPlan): Promise<void> {
+  await createNamespace(runner, plan.underlayNamespace);
+  await addBridge(runner, plan.underlayNamespace, UNDERLAY_BRIDGE);
+  // The underlay is a plain wire: keep its bridged frames out of netfilter.
+  await setSysctl(runner, plan.underlayNamespace, 'net.bridge.bridge-nf-call-iptables', 0);
+
+  const client = plan.client;
+  await createNamespace(runner, client.namespace);
+  await addVethPair(
+    runner,
+    { namespace: plan.underlayNamespace, name: client.underlayLink },
+    { namespace: client.namespace, name: UPLINK },
+  );
+  await setLinkMaster(runner, plan.underlayNamespace, client.underlayLink, UNDERLAY_BRIDGE);
+  await addAddress(runner, client.namespace, UPLINK, client.ip + prefixLength(CLIENT_CIDR));
+  await addRoute(runner, client.namespace, { to: UNDERLAY_CIDR, dev: UPLINK });
+
+  // Nodes in parallel: each touches only its own namespaces (plus its own port on the underlay bridge).
+  await Promise.all(plan.nodes.map((node) => buildNode(runner, plan, node)));
+}
+
+/**
+ * Removes everything the plan's prefix names: processes inside are killed first, and links go with their
+ * namespaces. Safe after a partial build, and to call twice.
+ */
+export async function destroyTopology(runner: CommandRunner, plan: TopologyPlan): Promise<string[]> {
+  return sweepNamespaces(runner, plan.prefix + '-');
+}
