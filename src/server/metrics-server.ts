@@ -1,0 +1,94 @@
+// The metrics server on metricsBindAddress (default 127.0.0.1:10249), upstream's serveMetrics: /metrics (Prometheus
+// text), /healthz (the generic "ok", which says only that the process serves HTTP), /proxyMode (the mode as plain
+// text), /configz (the effective configuration as JSON). Profiling and the feature-gated /flagz, /statusz and
+// /metrics/slis are not served.
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Registry } from 'prom-client';
+import type { ProxyMode } from '../sync/backend.js';
+import type { Clock } from '../sync/clock.js';
+import type { Logger } from '../sync/logger.js';
+import { parseBindAddress } from './bind-address.js';
+import { NOT_FOUND, textAnswer, writeAnswer } from './http-answer.js';
+import type { HttpAnswer } from './http-answer.js';
+import { RetryingHttpServer } from './retrying-server.js';
+import type { ServerFatalError } from './retrying-server.js';
+
+/** The name under which kube-proxy registers its configuration with configz, so /configz reads the same. */
+export const CONFIGZ_KEY = 'kubeproxy.config.k8s.io';
+
+export interface MetricsHandlerOptions {
+  readonly registry: Registry;
+  readonly mode: ProxyMode;
+  /** The effective configuration, read on each /configz request. */
+  readonly configz: () => unknown;
+  readonly logger: Logger;
+}
+
+function pathOf(req: IncomingMessage): string {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}
+
+async function answer(req: IncomingMessage, o: MetricsHandlerOptions): Promise<HttpAnswer> {
+  switch (pathOf(req)) {
+    case '/metrics':
+      return {
+        status: 200,
+        headers: { 'Content-Type': o.registry.contentType },
+        body: await o.registry.metrics(),
+      };
+    case '/healthz':
+      return textAnswer(200, 'ok');
+    case '/proxyMode':
+      return textAnswer(200, o.mode);
+    case '/configz':
+      return {
+        status: 200,
+        headers: { 'Content-Type': 'application/json', 'X-Content-Type-Options': 'nosniff' },
+        body: JSON.stringify({ [CONFIGZ_KEY]: o.configz() }),
+      };
+    default:
+      return NOT_FOUND;
+  }
+}
+
+export function metricsHandler(o: MetricsHandlerOptions): RequestListener {
+  return (req: IncomingMessage, res: ServerResponse) => {
+    answer(req, o).then(
+      (a) => writeAnswer(res, a),
+      (e: unknown) => {
+        o.logger.error('metrics request failed', { path: pathOf(req), error: String(e) });
+        writeAnswer(res, textAnswer(500, 'internal error\n'));
+      },
+    );
+  };
+}
+
+export interface MetricsServerOptions extends MetricsHandlerOptions {
+  /** metricsBindAddress, "host:port". */
+  readonly bindAddress: string;
+  readonly clock: Clock;
+  readonly hardFail: boolean;
+  readonly onFatal?: (error: ServerFatalError) => void;
+}
+
+export type CreateServerResult =
+  { readonly ok: true; readonly server: RetryingHttpServer } | { readonly ok: false; readonly error: string };
+
+/** Builds the metrics server; call start() on it. A malformed bind address is an error value, not a throw. */
+export function createMetricsServer(o: MetricsServerOptions): CreateServerResult {
+  const addr = parseBindAddress(o.bindAddress);
+  if (!addr.ok) return { ok: false, error: `metricsBindAddress: ${addr.error}` };
+  const server = new RetryingHttpServer({
+    name: 'metrics',
+    host: addr.value.host,
+    port: addr.value.port,
+    handler: metricsHandler(o),
+    clock: o.clock,
+    logger: o.logger,
+    hardFail: o.hardFail,
+    ...(o.onFatal ? { onFatal: o.onFatal } : {}),
+  });
+  return { ok: true, server };
+}

@@ -1,0 +1,150 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createMetricsServer } from '../../src/server/metrics-server.js';
+import { createProxyMetrics } from '../../src/server/metrics.js';
+import type { ServerFatalError } from '../../src/server/retrying-server.js';
+import { recordingLogger } from '../../src/sync/logger.js';
+import { parseExposition } from './exposition.js';
+import { ManualClock } from './manual-clock.js';
+
+async function get(url: string): Promise<{ status: number; type: string | null; text: string }> {
+  const res = await fetch(url);
+  return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
+}
+
+/** Holds a port on 127.0.0.1 so that another bind to it fails with EADDRINUSE. */
+async function occupyPort(): Promise<{ port: number; release: () => Promise<void> }> {
+  const blocker = createServer();
+  await new Promise<void>((resolve) => blocker.listen({ host: '127.0.0.1', port: 0 }, resolve));
+  const port = (blocker.address() as AddressInfo).port;
+  return { port, release: () => new Promise<void>((resolve) => blocker.close(() => resolve())) };
+}
+
+describe('metrics server', () => {
+  test('/metrics, /healthz, /proxyMode, /configz', async () => {
+    const metrics = createProxyMetrics({ mode: 'nftables', processMetrics: false });
+    metrics.syncDuration('IPv4', 0.01, true);
+    const created = createMetricsServer({
+      bindAddress: '127.0.0.1:0',
+      registry: metrics.registry,
+      mode: 'nftables',
+      configz: () => ({ mode: 'nftables', metricsBindAddress: '127.0.0.1:10249' }),
+      clock: new ManualClock(),
+      logger: recordingLogger(),
+      hardFail: false,
+    });
+    assert.ok(created.ok);
+    const server = created.server;
+    try {
+      assert.equal(await server.start(), 'listening');
+      const base = `http://127.0.0.1:${server.address!.port}`;
+
+      const m = await get(`${base}/metrics`);
+      assert.equal(m.status, 200);
+      assert.match(m.type ?? '', /^text\/plain; version=0\.0\.4/);
+      const fams = parseExposition(m.text);
+      assert.equal(fams.get('kubeproxy_sync_proxy_rules_duration_seconds')?.type, 'histogram');
+      assert.equal(fams.has('kubeproxy_sync_proxy_rules_iptables_total'), false);
+
+      assert.deepEqual(await get(`${base}/healthz`), {
+        status: 200,
+        type: 'text/plain; charset=utf-8',
+        text: 'ok',
+      });
+      assert.deepEqual(await get(`${base}/proxyMode`), {
+        status: 200,
+        type: 'text/plain; charset=utf-8',
+        text: 'nftables',
+      });
+      const c = await get(`${base}/configz`);
+      assert.equal(c.status, 200);
+      assert.equal(c.type, 'application/json');
+      assert.deepEqual(JSON.parse(c.text), {
+        'kubeproxy.config.k8s.io': { mode: 'nftables', metricsBindAddress: '127.0.0.1:10249' },
+      });
+      assert.equal((await get(`${base}/debug/pprof/`)).status, 404);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test('a failed bind is logged and retried every 5 s on the clock', async () => {
+    const clock = new ManualClock();
+    const logger = recordingLogger();
+    const held = await occupyPort();
+    const metrics = createProxyMetrics({ mode: 'iptables', processMetrics: false });
+    const created = createMetricsServer({
+      bindAddress: `127.0.0.1:${held.port}`,
+      registry: metrics.registry,
+      mode: 'iptables',
+      configz: () => ({}),
+      clock,
+      logger,
+      hardFail: false,
+    });
+    assert.ok(created.ok);
+    const server = created.server;
+    try {
+      assert.equal(await server.start(), 'retrying');
+      const failure = logger.records.find((r) => r.level === 'error');
+      assert.equal(failure?.fields.code, 'EADDRINUSE');
+      assert.equal(failure?.fields.address, `127.0.0.1:${held.port}`);
+      assert.equal(clock.pendingTimers, 1);
+
+      clock.advance(4_999); // not yet
+      assert.equal(server.attempts, 1);
+      await held.release();
+      clock.advance(1); // 5 s after the failure: second attempt, now free
+      assert.equal(server.attempts, 2);
+      const bound = await server.listening();
+      assert.equal(bound.port, held.port);
+      assert.equal((await get(`http://127.0.0.1:${held.port}/proxyMode`)).text, 'iptables');
+      assert.equal(clock.pendingTimers, 0);
+    } finally {
+      await server.stop();
+      await held.release().catch(() => {});
+    }
+  });
+
+  test('with bindAddressHardFail a failed bind is reported as fatal, not retried', async () => {
+    const clock = new ManualClock();
+    const held = await occupyPort();
+    const fatal: ServerFatalError[] = [];
+    const created = createMetricsServer({
+      bindAddress: `127.0.0.1:${held.port}`,
+      registry: createProxyMetrics({ mode: 'iptables', processMetrics: false }).registry,
+      mode: 'iptables',
+      configz: () => ({}),
+      clock,
+      logger: recordingLogger(),
+      hardFail: true,
+      onFatal: (e) => fatal.push(e),
+    });
+    assert.ok(created.ok);
+    try {
+      assert.equal(await created.server.start(), 'fatal');
+      assert.equal(fatal.length, 1);
+      assert.equal(fatal[0]!.server, 'metrics');
+      assert.equal(fatal[0]!.code, 'EADDRINUSE');
+      assert.equal(clock.pendingTimers, 0);
+    } finally {
+      await created.server.stop();
+      await held.release();
+    }
+  });
+
+  test('a malformed bind address is an error value', () => {
+    const created = createMetricsServer({
+      bindAddress: 'localhost',
+      registry: createProxyMetrics({ mode: 'iptables', processMetrics: false }).registry,
+      mode: 'iptables',
+      configz: () => ({}),
+      clock: new ManualClock(),
+      logger: recordingLogger(),
+      hardFail: false,
+    });
+    assert.equal(created.ok, false);
+  });
+});
