@@ -1,0 +1,115 @@
+// What the rest of the code needs from nftables, for one table: run a transaction atomically, list the table's
+// objects, list a set's or map's elements. NftCommandExecutor drives the real `nft`; FakeNft (fake.ts) keeps state
+// in memory behind the same interface.
+import type { CommandRunner } from '../command.js';
+import { NftError, classifyNftMessage } from './errors.js';
+import { parseElementsJson, parseTableJson } from './json.js';
+import type { NftChain, NftElement, NftMap, NftOperation, NftSet, NftTable } from './objects.js';
+import type { NftTableRef } from './serialize.js';
+import { serializeOperations } from './serialize.js';
+import type { NftTransaction } from './transaction.js';
+
+/** A rule as listed by the kernel: its text is not read back (JSON gives expressions, not nft syntax). */
+export interface NftListedRule {
+  readonly chain: string;
+  readonly handle: number;
+  readonly comment?: string;
+}
+
+export interface NftListing {
+  readonly table: NftTable;
+  readonly chains: readonly NftChain[];
+  readonly sets: readonly NftSet[];
+  readonly maps: readonly NftMap[];
+  readonly rules: readonly NftListedRule[];
+}
+
+export interface NftExecutor {
+  readonly ref: NftTableRef;
+  /** Applies the transaction atomically; rejects with an NftError (the sticky error, or nft's, with its line). */
+  run(tx: NftTransaction): Promise<void>;
+  /** The table's objects; rejects with NftError code NotFound when the table does not exist. */
+  list(): Promise<NftListing>;
+  /** Elements of a set or map (key, value, comment); NotFound when it does not exist. */
+  listElements(kind: 'set' | 'map', name: string): Promise<NftElement[]>;
+}
+
+/** Time limit for one nft run; a hung nft must not hang the proxy forever. */
+const NFT_TIMEOUT_MS = 10 * 60 * 1000;
+
+/**
+ * Turns nft's stderr into an NftError naming the failing operation: nft reports `/dev/stdin:LINE:COL…: Error: …`,
+ * and since every operation is one line, LINE - 1 is the operation's index.
+ */
+export function parseNftError(stderr: string, ops: readonly NftOperation[], exitCode: number): NftError {
+  const first = stderr.split('\n').find((l) => /Error:/.test(l)) ?? stderr.trim();
+  const located = /^(?:\/dev\/stdin|-):(\d+):\d+(?:-\d+)?:\s*Error:\s*(.*)$/.exec(first);
+  const message =
+    (located ? located[2] : first.replace(/^.*?Error:\s*/, '')) || `nft exited with code ${exitCode}`;
+  const code = classifyNftMessage(message);
+  if (!located) return new NftError(`nft: ${message}`, { code, detail: stderr });
+  const line = Number(located[1]);
+  const operation = ops[line - 1];
+  return new NftError(
+    `nft: ${message}`,
+    operation ? { code, line, operation, detail: stderr } : { code, line, detail: stderr },
+  );
+}
+
+export class NftCommandExecutor implements NftExecutor {
+  readonly ref: NftTableRef;
+  readonly #commands: CommandRunner;
+
+  constructor(ref: NftTableRef, commands: CommandRunner) {
+    this.ref = ref;
+    this.#commands = commands;
+  }
+
+  async run(tx: NftTransaction): Promise<void> {
+    if (tx.error) throw tx.error;
+    if (tx.size === 0) return;
+    await this.runText(serializeOperations(this.ref, tx.operations), tx.operations, false);
+  }
+
+  /** `nft -c -f -`: parses and checks the transaction against the kernel without applying it. */
+  async check(tx: NftTransaction): Promise<void> {
+    if (tx.error) throw tx.error;
+    await this.runText(serializeOperations(this.ref, tx.operations), tx.operations, true);
+  }
+
+  /** Runs already-serialized text (the benchmark's floor measurement uses this with the same text). */
+  async runText(text: string, ops: readonly NftOperation[], checkOnly: boolean): Promise<void> {
+    const args = checkOnly ? ['-c', '-f', '-'] : ['-f', '-'];
+    const r = await this.#commands.run('nft', args, { stdin: text, timeoutMs: NFT_TIMEOUT_MS });
+    if (r.code !== 0) throw parseNftError(r.stderr, ops, r.code);
+  }
+
+  async list(): Promise<NftListing> {
+    const r = await this.#commands.run(
+      'nft',
+      ['--json', '--terse', 'list', 'table', this.ref.family, this.ref.table],
+      {
+        timeoutMs: NFT_TIMEOUT_MS,
+      },
+    );
+    if (r.code !== 0) throw parseNftError(r.stderr, [], r.code);
+    const parsed = parseTableJson(r.stdout);
+    if (typeof parsed === 'string') throw new NftError(`nft list table: ${parsed}`, { code: 'Failed' });
+    return parsed;
+  }
+
+  async listElements(kind: 'set' | 'map', name: string): Promise<NftElement[]> {
+    const r = await this.#commands.run(
+      'nft',
+      ['--json', 'list', kind, this.ref.family, this.ref.table, name],
+      {
+        timeoutMs: NFT_TIMEOUT_MS,
+      },
+    );
+    if (r.code !== 0) throw parseNftError(r.stderr, [], r.code);
+    const parsed = parseElementsJson(r.stdout, name);
+    if (typeof parsed === 'string')
+      throw new NftError(`nft list ${kind} ${name}: ${parsed}`, { code: 'Failed' });
+    return parsed;
+  }
+}
