@@ -9,7 +9,7 @@ import type { NftChain, NftElement, NftMap, NftOperation, NftSet, NftTable } fro
 import { parseOperations } from './parse.js';
 import type { NftTableRef } from './serialize.js';
 import { writeOperation } from './serialize.js';
-import { NftTransaction } from './transaction.js';
+import type { NftTransaction } from './transaction.js';
 
 interface FakeRule {
   readonly rule: string;
