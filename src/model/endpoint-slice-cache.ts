@@ -1,9 +1,16 @@
 // Per-Service cache of EndpointSlices (upstream pkg/proxy/endpointslicecache.go): endpoints move between a
 // Service's slices, so merging per slice keeps them from vanishing while one slice is updated before another.
 import type { EndpointSlice } from '../kube/objects.js';
+import { LABEL_SERVICE_NAME } from '../kube/objects.js';
+import { deepEqual } from './deep-equal.js';
+import { endpointString } from './endpoint.js';
 import type { Endpoint } from './endpoint.js';
+import { DEFAULT_FEATURE_GATES } from './feature-gates.js';
 import type { FeatureGates } from './feature-gates.js';
+import { parseIPSloppy } from './ip.js';
 import type { IPFamily } from './ip.js';
+import { namespacedNameString, parseProtocol, servicePortKey } from './service-port-name.js';
+import { arrayField, describeValue, field, isPortNumber, isRecord, stringField } from './unknown.js';
 
 /** servicePortKey → endpoints, sorted by endpoint string, de-duplicated; keys with no endpoints are absent. */
 export type EndpointsMap = Map<string, readonly Endpoint[]>;
@@ -21,14 +28,219 @@ export interface EndpointSliceCacheOptions {
   readonly onProblem?: (sliceName: string, reason: string) => void;
 }
 
-export declare class EndpointSliceCache {
-  constructor(options: EndpointSliceCacheOptions);
+/** Where a slice belongs: its Service ("ns/name", from the kubernetes.io/service-name label) and its own name. */
+export interface SliceIdentity {
+  readonly namespace: string;
+  readonly serviceName: string;
+  /** "ns/service" */
+  readonly service: string;
+  readonly sliceName: string;
+}
+
+/** The slice's identity, or the reason it has none (no namespace, no name, no service-name label). */
+export function sliceIdentity(slice: unknown): SliceIdentity | string {
+  if (!isRecord(slice)) return `not an object: ${describeValue(slice)}`;
+  const meta = field(slice, 'metadata');
+  const namespace = stringField(meta, 'namespace');
+  const sliceName = stringField(meta, 'name');
+  if (namespace === undefined || namespace === '' || sliceName === undefined || sliceName === '') {
+    return 'metadata.namespace or metadata.name is missing';
+  }
+  const serviceName = stringField(field(meta, 'labels'), LABEL_SERVICE_NAME);
+  if (serviceName === undefined || serviceName === '') return `label ${LABEL_SERVICE_NAME} is missing`;
+  return {
+    namespace,
+    serviceName,
+    service: namespacedNameString({ namespace, name: serviceName }),
+    sliceName,
+  };
+}
+
+interface PendingSlice {
+  readonly slice: EndpointSlice;
+  readonly remove: boolean;
+}
+
+interface ServiceSlices {
+  readonly namespace: string;
+  readonly name: string;
+  /** What the proxier last consumed, by slice name. */
+  readonly applied: Map<string, EndpointSlice>;
+  /** Changes since, by slice name. */
+  readonly pending: Map<string, PendingSlice>;
+  /** The map built from `applied` at the last checkout: the next checkout's `previous`. */
+  appliedMap: EndpointsMap;
+}
+
+const NO_HINTS: ReadonlySet<string> = Object.freeze(new Set<string>());
+
+function hintNames(list: unknown): ReadonlySet<string> {
+  if (!Array.isArray(list) || list.length === 0) return NO_HINTS;
+  const out = new Set<string>();
+  for (const h of list) {
+    const name = stringField(h, 'name');
+    if (name !== undefined && name !== '') out.add(name);
+  }
+  return out.size === 0 ? NO_HINTS : out;
+}
+
+function byEndpointString(a: Endpoint, b: Endpoint): number {
+  return a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0;
+}
+
+export class EndpointSliceCache {
+  readonly #family: IPFamily;
+  readonly #nodeName: string;
+  readonly #nodeHints: boolean;
+  readonly #onProblem: (sliceName: string, reason: string) => void;
+  readonly #services = new Map<string, ServiceSlices>();
+  /** Services with pending entries, so checkout is O(changes), not O(cluster). */
+  readonly #dirty = new Set<string>();
+
+  constructor(options: EndpointSliceCacheOptions) {
+    this.#family = options.family;
+    this.#nodeName = options.nodeName;
+    this.#nodeHints = (options.featureGates ?? DEFAULT_FEATURE_GATES).preferSameTrafficDistribution;
+    this.#onProblem = options.onProblem ?? (() => {});
+  }
+
   /**
    * Records a slice add/update (remove=false) or delete (remove=true) as pending. Returns whether it changes
    * anything: compared with the pending entry, else the applied one; equality is deep equality of the whole
    * object (metadata included) plus the remove flag.
    */
-  updatePending(slice: EndpointSlice, remove: boolean): boolean;
+  updatePending(slice: EndpointSlice, remove: boolean): boolean {
+    const id = sliceIdentity(slice);
+    if (typeof id === 'string') {
+      this.#onProblem(stringField(field(slice, 'metadata'), 'name') ?? '<unnamed>', id);
+      return false;
+    }
+    let svc = this.#services.get(id.service);
+    const pendingEntry = svc?.pending.get(id.sliceName);
+    const appliedSlice = svc?.applied.get(id.sliceName);
+    const existing: PendingSlice | undefined =
+      pendingEntry ?? (appliedSlice === undefined ? undefined : { slice: appliedSlice, remove: false });
+    const changed =
+      existing === undefined ? !remove : existing.remove !== remove || !deepEqual(existing.slice, slice);
+    if (!changed) return false;
+    if (svc === undefined) {
+      svc = {
+        namespace: id.namespace,
+        name: id.serviceName,
+        applied: new Map(),
+        pending: new Map(),
+        appliedMap: new Map(),
+      };
+      this.#services.set(id.service, svc);
+    }
+    svc.pending.set(id.sliceName, { slice, remove });
+    this.#dirty.add(id.service);
+    return true;
+  }
+
   /** Moves pending into applied; returns, per Service ("ns/name") that had pending entries, its maps before and after. */
-  checkoutChanges(): Map<string, EndpointsMapChange>;
+  checkoutChanges(): Map<string, EndpointsMapChange> {
+    const changes = new Map<string, EndpointsMapChange>();
+    for (const service of this.#dirty) {
+      const svc = this.#services.get(service);
+      if (svc === undefined) continue;
+      const previous = svc.appliedMap;
+      for (const [name, p] of svc.pending) {
+        if (p.remove) svc.applied.delete(name);
+        else svc.applied.set(name, p.slice);
+      }
+      svc.pending.clear();
+      const current = this.#buildEndpointsMap(svc);
+      svc.appliedMap = current;
+      if (svc.applied.size === 0) this.#services.delete(service);
+      changes.set(service, { previous, current });
+    }
+    this.#dirty.clear();
+    return changes;
+  }
+
+  /** Merges a Service's applied slices into one map (upstream getEndpointsMap / addEndpoints). */
+  #buildEndpointsMap(svc: ServiceSlices): EndpointsMap {
+    const byKey = new Map<string, Map<string, Endpoint>>();
+    for (const [sliceName, slice] of svc.applied) {
+      const problem = (reason: string): void => this.#onProblem(`${svc.namespace}/${sliceName}`, reason);
+      const ports = arrayField(slice, 'ports') ?? [];
+      const endpoints = arrayField(slice, 'endpoints') ?? [];
+      // Endpoint facts that do not depend on the port, computed once per slice endpoint.
+      const bases: (Omit<Endpoint, 'port' | 'endpoint'> | undefined)[] = endpoints.map((ep, i) =>
+        this.#endpointBase(ep, i, problem),
+      );
+      ports.forEach((p, i) => {
+        const portName = field(p, 'name');
+        if (typeof portName !== 'string') {
+          return void problem(`ports[${i}].name ${describeValue(portName)} is not a string; port skipped`);
+        }
+        const portNumber = field(p, 'port');
+        if (portNumber === undefined || portNumber === null || portNumber === 0) return; // upstream skips silently
+        if (!isPortNumber(portNumber)) {
+          return void problem(
+            `ports[${i}].port ${describeValue(portNumber)} is not a port number; port skipped`,
+          );
+        }
+        const rawProtocol = field(p, 'protocol');
+        const protocol =
+          rawProtocol === undefined || rawProtocol === null || typeof rawProtocol === 'string'
+            ? parseProtocol(rawProtocol)
+            : undefined;
+        if (protocol === undefined) {
+          return void problem(`ports[${i}].protocol ${describeValue(rawProtocol)} is unknown; port skipped`);
+        }
+        const key = servicePortKey({ namespace: svc.namespace, name: svc.name, port: portName, protocol });
+        let set = byKey.get(key);
+        if (set === undefined) byKey.set(key, (set = new Map()));
+        for (const base of bases) {
+          if (base === undefined) continue;
+          const s = endpointString(base.ip, portNumber);
+          // A later duplicate replaces an earlier one unless the later one is terminating (§3 dedup).
+          if (set.has(s) && base.terminating) continue;
+          set.set(s, Object.freeze({ ...base, port: portNumber, endpoint: s }));
+        }
+      });
+    }
+    const out: EndpointsMap = new Map();
+    for (const [key, set] of byKey) {
+      if (set.size === 0) continue;
+      out.set(key, Object.freeze([...set.values()].sort(byEndpointString)));
+    }
+    return out;
+  }
+
+  #endpointBase(
+    ep: unknown,
+    i: number,
+    problem: (reason: string) => void,
+  ): Omit<Endpoint, 'port' | 'endpoint'> | undefined {
+    const addresses = arrayField(ep, 'addresses');
+    if (addresses === undefined || addresses.length === 0) {
+      return void problem(`endpoints[${i}] has no addresses; skipped`);
+    }
+    const first = addresses[0];
+    const parsed = typeof first === 'string' ? parseIPSloppy(first) : undefined;
+    if (parsed === undefined) {
+      return void problem(`endpoints[${i}].addresses[0] ${describeValue(first)} is not an IP; skipped`);
+    }
+    if (parsed.family !== this.#family) {
+      return void problem(
+        `endpoints[${i}].addresses[0] ${describeValue(first)} is not ${this.#family}; skipped`,
+      );
+    }
+    const conditions = field(ep, 'conditions');
+    const nodeName = field(ep, 'nodeName');
+    const hints = field(ep, 'hints');
+    return {
+      ip: parsed.text,
+      isLocal: this.#nodeName !== '' && nodeName === this.#nodeName,
+      // Upstream defaults: a nil ready or serving means true, a nil terminating means false.
+      ready: field(conditions, 'ready') !== false,
+      serving: field(conditions, 'serving') !== false,
+      terminating: field(conditions, 'terminating') === true,
+      zoneHints: hintNames(field(hints, 'forZones')),
+      nodeHints: this.#nodeHints ? hintNames(field(hints, 'forNodes')) : NO_HINTS,
+    };
+  }
 }

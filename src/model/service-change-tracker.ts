@@ -1,8 +1,12 @@
 // Accumulates Service changes between syncs (upstream pkg/proxy/servicechangetracker.go).
 import type { Service } from '../kube/objects.js';
+import { NO_CHANGE_METRICS } from './change-metrics.js';
 import type { ChangeMetrics } from './change-metrics.js';
+import { deepEqual } from './deep-equal.js';
 import type { IPFamily } from './ip.js';
+import { servicePortsFromService } from './service-port.js';
 import type { ServicePort } from './service-port.js';
+import { describeValue, objectName } from './unknown.js';
 
 /** Live map of service ports: servicePortKey → ServicePort. */
 export type ServicePortMap = Map<string, ServicePort>;
@@ -26,16 +30,80 @@ export interface ServiceChangeTrackerOptions {
   readonly onSkip?: (skipped: SkippedObject) => void;
 }
 
-export declare class ServiceChangeTracker {
-  constructor(options: ServiceChangeTrackerOptions);
+interface ServiceChange {
+  readonly previous: ServicePortMap;
+  current: ServicePortMap;
+}
+
+export class ServiceChangeTracker {
+  readonly #family: IPFamily;
+  readonly #metrics: ChangeMetrics;
+  readonly #onSkip: (skipped: SkippedObject) => void;
+  readonly #items = new Map<string, ServiceChange>();
+
+  constructor(options: ServiceChangeTrackerOptions) {
+    this.#family = options.family;
+    this.#metrics = options.metrics ?? NO_CHANGE_METRICS;
+    this.#onSkip = options.onSkip ?? (() => {});
+  }
+
   /**
    * Records a change (add: prev undefined; delete: cur undefined). Counts service_changes_total on every call
    * with an object, collapses changes that end where they started, sets service_changes_pending to the number of
    * Services with a net change, and returns true if *anything* is pending.
    */
-  update(previous: Service | undefined, current: Service | undefined): boolean;
+  update(previous: Service | undefined, current: Service | undefined): boolean {
+    if (previous === undefined && current === undefined) return false;
+    this.#metrics.serviceChange();
+    const nn = objectName(current) ?? objectName(previous);
+    if (nn === undefined) {
+      this.#onSkip({
+        kind: 'Service',
+        name: describeValue(current ?? previous),
+        reason: 'metadata.namespace or metadata.name is missing',
+      });
+      return this.#items.size > 0;
+    }
+    const name = `${nn.namespace}/${nn.name}`;
+    let change = this.#items.get(name);
+    if (change === undefined) {
+      // The first change since checkout fixes `previous`; the Service's problems were reported when it arrived.
+      change = { previous: this.#portMap(name, previous, false), current: new Map() };
+      this.#items.set(name, change);
+    }
+    change.current = this.#portMap(name, current, true);
+    if (deepEqual(change.previous, change.current)) this.#items.delete(name);
+    this.#metrics.servicesPending(this.#items.size);
+    return this.#items.size > 0;
+  }
+
   /** Number of Services with a net change. */
-  get pending(): number;
+  get pending(): number {
+    return this.#items.size;
+  }
+
   /** Applies every accumulated change to `live`, empties the tracker, sets pending to 0. */
-  checkout(live: ServicePortMap): UpdateServiceMapResult;
+  checkout(live: ServicePortMap): UpdateServiceMapResult {
+    const updatedServices = new Set<string>();
+    for (const [name, change] of this.#items) {
+      updatedServices.add(name);
+      for (const key of change.previous.keys()) if (!change.current.has(key)) live.delete(key);
+      for (const [key, sp] of change.current) live.set(key, sp);
+    }
+    this.#items.clear();
+    this.#metrics.servicesPending(0);
+    return { updatedServices };
+  }
+
+  #portMap(name: string, svc: Service | undefined, report: boolean): ServicePortMap {
+    const out: ServicePortMap = new Map();
+    if (svc === undefined) return out;
+    const r = servicePortsFromService(svc, this.#family);
+    if (report) {
+      if (r.skipped !== undefined) this.#onSkip({ kind: 'Service', name, reason: r.skipped });
+      for (const reason of r.problems) this.#onSkip({ kind: 'Service', name, reason });
+    }
+    for (const sp of r.ports) out.set(sp.key, sp);
+    return out;
+  }
 }
