@@ -1,0 +1,105 @@
+// Runs one reconcile pass for one family with Debian's `conntrack` tool, through the CommandRunner seam: list the
+// family's UDP flows, plan the stale ones (reconcile.ts), delete them in one batch (`conntrack -R -`, one `-D`
+// line per filter), and report the pass to kubeproxy_conntrack_reconciler_*. Upstream does the same over
+// netlink; the tool is what an operator would type, and it is in every node image that has iptables.
+import type { Endpoint } from '../../model/endpoint.js';
+import type { IPFamily } from '../../model/ip.js';
+import type { ServicePort } from '../../model/service-port.js';
+import type { Clock } from '../../sync/clock.js';
+import type { Logger } from '../../sync/logger.js';
+import type { ProxyMetrics } from '../../sync/metrics.js';
+import type { CommandRunner } from '../command.js';
+import { parseConntrackListing } from './flow.js';
+import { deletionArgs, planStaleFlowDeletions } from './reconcile.js';
+import type { ConntrackDeletion } from './reconcile.js';
+
+export interface ConntrackReconcilerOptions {
+  readonly runner: CommandRunner;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly metrics?: Pick<ProxyMetrics, 'conntrackReconcile'>;
+  /** Per conntrack invocation; default 30 s. */
+  readonly timeoutMs?: number;
+  /** The tool's path; default "conntrack". */
+  readonly command?: string;
+}
+
+export interface ConntrackReconcileResult {
+  readonly family: IPFamily;
+  /** UDP flows listed. */
+  readonly listed: number;
+  readonly deletions: readonly ConntrackDeletion[];
+  /** Flows the tool reports deleted. */
+  readonly deleted: number;
+  readonly seconds: number;
+  /** Set when the pass stopped early (listing failed) or a deletion batch failed, with the tool's words. */
+  readonly error?: string;
+  /** Listing lines that could not be read. */
+  readonly skippedLines: readonly string[];
+}
+
+function l3(family: IPFamily): string {
+  return family === 'IPv6' ? 'ipv6' : 'ipv4';
+}
+
+/** Lines the tool echoes for deleted entries. */
+function countEntries(stdout: string): number {
+  return parseConntrackListing(stdout).flows.length;
+}
+
+export async function reconcileConntrack(
+  o: ConntrackReconcilerOptions,
+  family: IPFamily,
+  serviceMap: ReadonlyMap<string, ServicePort>,
+  endpointsMap: ReadonlyMap<string, readonly Endpoint[]>,
+): Promise<ConntrackReconcileResult> {
+  const cmd = o.command ?? 'conntrack';
+  const timeoutMs = o.timeoutMs ?? 30_000;
+  const started = o.clock.now();
+  const finish = (r: Omit<ConntrackReconcileResult, 'seconds' | 'family'>): ConntrackReconcileResult => {
+    const seconds = Math.max(0, (o.clock.now() - started) / 1000);
+    o.metrics?.conntrackReconcile(family, seconds, r.deleted);
+    return { family, seconds, ...r };
+  };
+
+  const list = await o.runner.run(cmd, ['-L', '-p', 'udp', '-f', l3(family), '-o', 'extended'], {
+    timeoutMs,
+  });
+  if (list.code !== 0) {
+    const error = `conntrack -L -f ${l3(family)} failed (exit ${list.code}): ${list.stderr.trim()}`;
+    o.logger.error('Failed to list conntrack entries', { ipFamily: family, error });
+    return finish({ listed: 0, deletions: [], deleted: 0, error, skippedLines: [] });
+  }
+  const listing = parseConntrackListing(list.stdout);
+  if (listing.skipped.length > 0) {
+    o.logger.v(2, () => ({
+      msg: 'Skipped unreadable conntrack lines',
+      fields: { ipFamily: family, count: listing.skipped.length, first: listing.skipped[0] },
+    }));
+  }
+  const plan = planStaleFlowDeletions(family, serviceMap, endpointsMap, listing.flows);
+  if (plan.deletions.length === 0) {
+    return finish({ listed: listing.flows.length, deletions: [], deleted: 0, skippedLines: listing.skipped });
+  }
+
+  const batch = plan.deletions.map((d) => deletionArgs(d).join(' ')).join('\n') + '\n';
+  const del = await o.runner.run(cmd, ['-R', '-'], { stdin: batch, timeoutMs });
+  const deleted = countEntries(del.stdout);
+  let error: string | undefined;
+  if (del.code !== 0) {
+    error = `conntrack -R (delete ${plan.deletions.length} filters) failed (exit ${del.code}): ${del.stderr.trim()}`;
+    o.logger.error('Failed to delete stale conntrack entries', { ipFamily: family, error });
+  } else {
+    o.logger.v(2, () => ({
+      msg: 'Deleted stale conntrack entries',
+      fields: { ipFamily: family, filters: plan.deletions.length, deleted },
+    }));
+  }
+  return finish({
+    listed: listing.flows.length,
+    deletions: plan.deletions,
+    deleted,
+    skippedLines: listing.skipped,
+    ...(error !== undefined ? { error } : {}),
+  });
+}
