@@ -1,6 +1,10 @@
 // Which endpoints this node uses for one service port (upstream pkg/proxy/topology.go CategorizeEndpoints).
+// kube-proxy acts only on the hints the EndpointSlice controller wrote; it never reads spec.trafficDistribution
+// or the topology-mode annotation itself.
 import type { Endpoint } from './endpoint.js';
+import { DEFAULT_FEATURE_GATES } from './feature-gates.js';
 import type { FeatureGates } from './feature-gates.js';
+import { usesClusterEndpoints, usesLocalEndpoints } from './service-port.js';
 import type { ServicePort } from './service-port.js';
 
 export interface NodeTopology {
@@ -21,9 +25,108 @@ export interface CategorizedEndpoints {
   readonly hasAnyEndpoints: boolean;
 }
 
-export declare function categorizeEndpoints(
+/** How the Cluster set is narrowed by hints: '' (not at all), same node, or same zone. */
+export type TopologyMode = '' | 'PreferSameNode' | 'PreferSameZone';
+
+/**
+ * Hints are honoured only when every *ready* endpoint carries one and at least one is for this node (or zone);
+ * anything less and all ready endpoints are used, so one unhinted endpoint never strands traffic.
+ */
+export function topologyModeFromHints(
+  endpoints: readonly Endpoint[],
+  node: NodeTopology,
+  featureGates: FeatureGates = DEFAULT_FEATURE_GATES,
+): TopologyMode {
+  let anyReady = false;
+  let allNodeHinted = true;
+  let anyForNode = false;
+  let allZoneHinted = true;
+  let anyForZone = false;
+  const zone = node.zone ?? '';
+  for (const ep of endpoints) {
+    if (!ep.ready) continue;
+    anyReady = true;
+    if (ep.nodeHints.size === 0) allNodeHinted = false;
+    else if (node.nodeName !== '' && ep.nodeHints.has(node.nodeName)) anyForNode = true;
+    if (ep.zoneHints.size === 0) allZoneHinted = false;
+    else if (zone !== '' && ep.zoneHints.has(zone)) anyForZone = true;
+  }
+  if (!anyReady) return '';
+  if (featureGates.preferSameTrafficDistribution && allNodeHinted && anyForNode) return 'PreferSameNode';
+  if (allZoneHinted && anyForZone) return 'PreferSameZone';
+  return '';
+}
+
+function allowedByTopology(ep: Endpoint, mode: TopologyMode, node: NodeTopology): boolean {
+  switch (mode) {
+    case '':
+      return true;
+    case 'PreferSameNode':
+      return ep.nodeHints.has(node.nodeName);
+    case 'PreferSameZone':
+      return ep.zoneHints.has(node.zone ?? '');
+  }
+}
+
+const servingTerminating = (ep: Endpoint): boolean => ep.serving && ep.terminating;
+
+function byEndpointString(a: Endpoint, b: Endpoint): number {
+  return a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0;
+}
+
+export function categorizeEndpoints(
   endpoints: readonly Endpoint[],
   servicePort: ServicePort,
   node: NodeTopology,
-  featureGates?: FeatureGates,
-): CategorizedEndpoints;
+  featureGates: FeatureGates = DEFAULT_FEATURE_GATES,
+): CategorizedEndpoints {
+  if (endpoints.length === 0) {
+    return {
+      clusterEndpoints: null,
+      localEndpoints: null,
+      allReachableEndpoints: [],
+      hasAnyEndpoints: false,
+    };
+  }
+  const useCluster = usesClusterEndpoints(servicePort);
+  const useLocal = usesLocalEndpoints(servicePort);
+
+  let clusterEndpoints: Endpoint[] | null = null;
+  let mode: TopologyMode = '';
+  let hasAnyEndpoints = false;
+  if (useCluster) {
+    mode = topologyModeFromHints(endpoints, node, featureGates);
+    clusterEndpoints = endpoints.filter((ep) => ep.ready && allowedByTopology(ep, mode, node));
+    // Empty only when nothing is ready anywhere (the hint fallback already happened): use what is still
+    // serving while it terminates, ignoring topology, rather than black-holing connections.
+    if (clusterEndpoints.length === 0) clusterEndpoints = endpoints.filter(servingTerminating);
+    hasAnyEndpoints = clusterEndpoints.length > 0;
+  }
+
+  let localEndpoints: Endpoint[] | null = null;
+  let localFellBack = false;
+  if (useLocal) {
+    // Even with no local endpoint, endpoints elsewhere mean "drop" (no local endpoints) rather than "reject".
+    if (!hasAnyEndpoints) hasAnyEndpoints = endpoints.some((ep) => ep.ready || servingTerminating(ep));
+    // Topology hints never narrow the Local set: it is already as close as it gets.
+    localEndpoints = endpoints.filter((ep) => ep.isLocal && ep.ready);
+    if (localEndpoints.length === 0) {
+      localFellBack = true;
+      localEndpoints = endpoints.filter((ep) => ep.isLocal && servingTerminating(ep));
+    }
+  }
+
+  let allReachableEndpoints: readonly Endpoint[];
+  if (!useLocal) allReachableEndpoints = clusterEndpoints ?? [];
+  else if (!useCluster) allReachableEndpoints = localEndpoints ?? [];
+  else if (mode === '' && !localFellBack) {
+    // Unfiltered ready endpoints already include every local ready one.
+    allReachableEndpoints = clusterEndpoints ?? [];
+  } else {
+    const union = new Map<string, Endpoint>();
+    for (const ep of clusterEndpoints ?? []) union.set(ep.endpoint, ep);
+    for (const ep of localEndpoints ?? []) union.set(ep.endpoint, ep);
+    allReachableEndpoints = [...union.values()].sort(byEndpointString);
+  }
+  return { clusterEndpoints, localEndpoints, allReachableEndpoints, hasAnyEndpoints };
+}
