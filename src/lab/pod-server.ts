@@ -10,6 +10,7 @@
 import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createSocket } from 'node:dgram';
+import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
@@ -100,9 +101,18 @@ export function parsePodServerArgs(argv: readonly string[]): PodServerOptions {
   };
 }
 
-/** Starts every listener; resolves once all are bound. Returns a function that closes them. */
-export async function startPodServer(options: PodServerOptions): Promise<() => void> {
+export interface RunningPodServer {
+  /** The ports actually bound, in option order (a requested port 0 becomes the kernel's choice). */
+  readonly tcpPorts: readonly number[];
+  readonly udpPorts: readonly number[];
+  close(): void;
+}
+
+/** Starts every listener; resolves once all are bound. */
+export async function startPodServer(options: PodServerOptions): Promise<RunningPodServer> {
   const closers: (() => void)[] = [];
+  const tcpPorts: number[] = [];
+  const udpPorts: number[] = [];
   for (const port of options.tcpPorts) {
     const server = createServer((req, res) => {
       const reply = {
@@ -124,6 +134,7 @@ export async function startPodServer(options: PodServerOptions): Promise<() => v
       server.once('error', reject);
       server.listen({ port, host: '::', ipv6Only: false }, () => resolve());
     });
+    tcpPorts.push((server.address() as AddressInfo).port);
     closers.push(() => server.close());
   }
   for (const port of options.udpPorts) {
@@ -140,9 +151,10 @@ export async function startPodServer(options: PodServerOptions): Promise<() => v
       socket.once('error', reject);
       socket.bind({ port, address: '::' }, () => resolve());
     });
+    udpPorts.push(socket.address().port);
     closers.push(() => socket.close());
   }
-  return () => closers.forEach((close) => close());
+  return { tcpPorts, udpPorts, close: () => closers.forEach((close) => close()) };
 }
 
 async function main(): Promise<void> {
@@ -153,7 +165,7 @@ async function main(): Promise<void> {
     console.error(`pod-server: ${e instanceof Error ? e.message : String(e)}`);
     process.exit(2);
   }
-  const close = await startPodServer(options);
+  const { close } = await startPodServer(options);
   // The only timer: listeners keep the process alive until a signal arrives or the lifetime ends.
   setTimeout(() => {
     close();

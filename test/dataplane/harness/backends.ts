@@ -1,0 +1,26 @@
+// One entry per proxy mode: how to make that mode's backend for a node, and how to show what it programmed when a
+// scenario fails. The table is typed Record<ProxyMode, …>, so a new mode does not compile until it has an entry;
+// a mode whose backend is not written yet has `create: null` and its scenarios skip, saying so.
+import type { CommandRunner } from '../../../src/netfilter/command.js';
+import type { NodeNetworkConfig, ProxyBackend, ProxyMode } from '../../../src/sync/backend.js';
+import type { Clock } from '../../../src/sync/clock.js';
+
+export interface BackendFactoryInput {
+  readonly node: NodeNetworkConfig;
+  /** Runs inside the node's namespace. */
+  readonly commands: CommandRunner;
+  readonly clock: Clock;
+}
+
+export interface ModeSupport {
+  readonly create: ((input: BackendFactoryInput) => ProxyBackend) | null;
+  /** A command (run inside a node) whose output shows the mode's rules, attached to a failing scenario. */
+  readonly dump: readonly [string, ...string[]];
+  /** --nodeport-addresses as the mode defaults it upstream (nftables: the node's primary IPs; iptables: all). */
+  readonly nodePortAddresses: readonly string[];
+}
+
+export const MODE_SUPPORT: Record<ProxyMode, ModeSupport> = {
+  iptables: { create: null, dump: ['iptables-save'], nodePortAddresses: [] },
+  nftables: { create: null, dump: ['nft', 'list', 'ruleset'], nodePortAddresses: ['primary'] },
+};

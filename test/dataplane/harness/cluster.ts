@@ -1,0 +1,331 @@
+// A small cluster on this host for one proxy mode: nodes and pods as network namespaces (src/lab/netns), a pod
+// server in every pod, and per node the mode's real backend fed by the real change trackers, its commands run
+// inside that node's namespace. Scenarios apply Services and EndpointSlices and send real packets.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { EndpointSlice, Service } from '../../../src/kube/objects.js';
+import type { EndpointsMap } from '../../../src/model/endpoint-slice-cache.js';
+import { EndpointsChangeTracker } from '../../../src/model/endpoints-change-tracker.js';
+import type { ServicePortMap, SkippedObject } from '../../../src/model/service-change-tracker.js';
+import { ServiceChangeTracker } from '../../../src/model/service-change-tracker.js';
+import type { CommandRunner } from '../../../src/netfilter/command.js';
+import { hostCommandRunner } from '../../../src/netfilter/command.js';
+import type { BackendSyncResult, ProxyBackend, ProxyMode } from '../../../src/sync/backend.js';
+import { FakeClock } from '../../../src/sync/clock.js';
+import { nodeNetworkConfig } from '../../../src/sync/node-network.js';
+import { inNamespace } from '../../../src/lab/netns/exec.js';
+import { listAddresses } from '../../../src/lab/netns/link.js';
+import { sweepNamespaces } from '../../../src/lab/netns/namespace.js';
+import type { PodServerHandle } from '../../../src/lab/netns/pod-process.js';
+import { startPodServerIn } from '../../../src/lab/netns/pod-process.js';
+import type { NodePlan, PodPlan, TopologyPlan } from '../../../src/lab/netns/topology.js';
+import { buildTopology, destroyTopology, planTopology } from '../../../src/lab/netns/topology.js';
+import type { ModeSupport } from './backends.js';
+import { MODE_SUPPORT } from './backends.js';
+import { POD_TCP_PORT, POD_UDP_PORT } from './objects.js';
+import type { SliceEndpoint } from './objects.js';
+import type { BackgroundTraffic, RequestOutcome, TrafficSpec } from './traffic.js';
+import { sendRequests, startTraffic } from './traffic.js';
+
+/** Upstream's default masquerade bit. */
+const MASQUERADE_BIT = 14;
+/** Moved on the fake clock before every sync, so stale chains (kept > 1 s upstream) are really cleaned up. */
+const CLOCK_STEP_MS = 2_000;
+
+export interface NodeSync {
+  readonly node: string;
+  readonly full: boolean;
+  readonly changedServices: readonly string[];
+  readonly result: BackendSyncResult;
+}
+
+/** One node's proxy: the trackers, the live maps they check out into, and the backend. */
+class NodeProxy {
+  readonly services: ServiceChangeTracker;
+  readonly endpoints: EndpointsChangeTracker;
+  readonly serviceMap: ServicePortMap = new Map();
+  readonly endpointsMap: EndpointsMap = new Map();
+  synced = false;
+
+  constructor(
+    readonly node: NodePlan,
+    readonly backend: ProxyBackend,
+    onSkip: (s: SkippedObject) => void,
+  ) {
+    this.services = new ServiceChangeTracker({ family: 'IPv4', onSkip });
+    this.endpoints = new EndpointsChangeTracker({ family: 'IPv4', nodeName: node.name, onSkip });
+  }
+
+  async sync(forceFull: boolean): Promise<NodeSync> {
+    const services = this.services.checkout(this.serviceMap);
+    const endpoints = this.endpoints.checkout(this.endpointsMap);
+    const changed = new Set([...services.updatedServices, ...endpoints.updatedServices]);
+    const full = forceFull || !this.synced;
+    let result: BackendSyncResult;
+    try {
+      result = await this.backend.sync(
+        {
+          serviceMap: this.serviceMap,
+          endpointsMap: this.endpointsMap,
+          topology: { nodeName: this.node.name },
+        },
+        { full, changedServices: changed },
+      );
+    } catch (e) {
+      // The next sync after a failure must be full, as the proxier would do.
+      this.synced = false;
+      throw new Error(
+        `${this.node.name}: ${full ? 'full' : 'partial'} sync failed: ${e instanceof Error ? e.message : String(e)}`,
+        {
+          cause: e,
+        },
+      );
+    }
+    this.synced = true;
+    return { node: this.node.name, full, changedServices: [...changed].sort(), result };
+  }
+}
+
+export interface TestPod {
+  readonly name: string;
+  readonly namespace: string;
+  readonly nodeName: string;
+  readonly ip: string;
+}
+
+export interface MakeTestClusterOptions {
+  readonly mode: ProxyMode;
+  /** The run's namespace prefix (runPrefix()); the caller sweeps it in its own `finally` too. */
+  readonly prefix: string;
+  readonly nodes: number;
+  readonly podsPerNode: number | readonly number[];
+  readonly runner?: CommandRunner;
+}
+
+const key = (o: { metadata: { namespace?: string; name?: string } }): string =>
+  `${o.metadata.namespace ?? ''}/${o.metadata.name ?? ''}`;
+
+export class TestCluster {
+  private readonly services = new Map<string, Service>();
+  private readonly slices = new Map<string, EndpointSlice>();
+  private readonly skipped: SkippedObject[] = [];
+  private proxies: NodeProxy[] = [];
+  private readonly servers: PodServerHandle[] = [];
+  private trafficCount = 0;
+  readonly clock = new FakeClock(Date.UTC(2026, 0, 1));
+
+  private constructor(
+    readonly mode: ProxyMode,
+    readonly plan: TopologyPlan,
+    readonly runner: CommandRunner,
+    readonly stateDir: string,
+    private readonly support: ModeSupport,
+  ) {}
+
+  static async create(options: MakeTestClusterOptions): Promise<TestCluster> {
+    const support = MODE_SUPPORT[options.mode];
+    const create = support.create;
+    if (create === null) throw new Error(`no ${options.mode} backend to test`);
+    const runner = options.runner ?? hostCommandRunner;
+    const plan = planTopology({
+      prefix: options.prefix,
+      nodes: options.nodes,
+      podsPerNode: options.podsPerNode,
+    });
+    await sweepNamespaces(runner, plan.prefix + '-');
+    const cluster = new TestCluster(
+      options.mode,
+      plan,
+      runner,
+      mkdtempSync(join(tmpdir(), `${plan.prefix}-`)),
+      support,
+    );
+    try {
+      await buildTopology(runner, plan);
+      const onSkip = (s: SkippedObject): void => void cluster.skipped.push(s);
+      for (const node of plan.nodes) {
+        const { config, problems } = nodeNetworkConfig({
+          family: 'IPv4',
+          nodeName: node.name,
+          nodeIPs: [node.ip],
+          detectLocalMode: 'ClusterCIDR',
+          clusterCIDRs: [plan.clusterCIDR],
+          nodePortAddresses: support.nodePortAddresses,
+          masqueradeAll: false,
+          masqueradeBit: MASQUERADE_BIT,
+          hostInterfaces: await listAddresses(runner, node.namespace),
+          serviceCIDRs: [plan.serviceCIDR],
+        });
+        if (problems.length > 0) throw new Error(`${node.name}: node network config: ${problems.join('; ')}`);
+        const backend = create({
+          node: config,
+          commands: inNamespace(runner, node.namespace),
+          clock: cluster.clock,
+        });
+        cluster.proxies.push(new NodeProxy(node, backend, onSkip));
+      }
+      // Pod servers start in parallel: each is a Node process, and start-up dominates.
+      const started = await Promise.allSettled(
+        plan.nodes
+          .flatMap((n) => n.pods)
+          .map((pod) =>
+            startPodServerIn(runner, pod.namespace, {
+              name: pod.name,
+              tcpPorts: [POD_TCP_PORT],
+              udpPorts: [POD_UDP_PORT],
+              stateDir: cluster.stateDir,
+              maxLifetimeSeconds: 600,
+            }),
+          ),
+      );
+      for (const s of started) if (s.status === 'fulfilled') cluster.servers.push(s.value);
+      const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+      if (failed) throw failed.reason;
+      // The first sync is full on every node: the backend lays down its tables before any Service exists.
+      await cluster.sync();
+      return cluster;
+    } catch (e) {
+      await cluster.cleanup().catch(() => {});
+      throw e;
+    }
+  }
+
+  get nodes(): readonly NodePlan[] {
+    return this.plan.nodes;
+  }
+
+  get pods(): readonly TestPod[] {
+    return this.plan.nodes.flatMap((n) =>
+      n.pods.map((p: PodPlan) => ({ name: p.name, namespace: p.namespace, nodeName: p.nodeName, ip: p.ip })),
+    );
+  }
+
+  get client(): { readonly namespace: string; readonly ip: string } {
+    return this.plan.client;
+  }
+
+  pod(name: string): TestPod {
+    const pod = this.pods.find((p) => p.name === name);
+    if (!pod) throw new Error(`no pod ${name} (have ${this.pods.map((p) => p.name).join(', ')})`);
+    return pod;
+  }
+
+  node(name: string): NodePlan {
+    const node = this.plan.nodes.find((n) => n.name === name);
+    if (!node) throw new Error(`no node ${name}`);
+    return node;
+  }
+
+  /** A pod as an EndpointSlice endpoint (ready, serving, on its own node). */
+  endpoint(
+    podName: string,
+    conditions: Partial<Pick<SliceEndpoint, 'ready' | 'serving' | 'terminating'>> = {},
+  ): SliceEndpoint {
+    const pod = this.pod(podName);
+    return { ip: pod.ip, nodeName: pod.nodeName, podName: pod.name, ...conditions };
+  }
+
+  /** Adds or updates objects on every node's trackers, then syncs every node (partial after the first). */
+  async apply(objects: {
+    services?: readonly Service[];
+    slices?: readonly EndpointSlice[];
+  }): Promise<NodeSync[]> {
+    for (const svc of objects.services ?? []) {
+      const previous = this.services.get(key(svc));
+      for (const p of this.proxies) p.services.update(previous, svc);
+      this.services.set(key(svc), svc);
+    }
+    for (const slice of objects.slices ?? []) {
+      for (const p of this.proxies) p.endpoints.endpointSliceUpdate(slice, false);
+      this.slices.set(key(slice), slice);
+    }
+    return this.sync();
+  }
+
+  /** Deletes objects (by namespace/name) from every node's trackers, then syncs every node. */
+  async remove(objects: {
+    services?: readonly Service[];
+    slices?: readonly EndpointSlice[];
+  }): Promise<NodeSync[]> {
+    for (const svc of objects.services ?? []) {
+      const previous = this.services.get(key(svc));
+      if (!previous) continue;
+      for (const p of this.proxies) p.services.update(previous, undefined);
+      this.services.delete(key(svc));
+    }
+    for (const slice of objects.slices ?? []) {
+      const previous = this.slices.get(key(slice));
+      if (!previous) continue;
+      for (const p of this.proxies) p.endpoints.endpointSliceUpdate(previous, true);
+      this.slices.delete(key(slice));
+    }
+    return this.sync();
+  }
+
+  /** Syncs every node: full on a node's first sync or when asked, partial otherwise. */
+  async sync(options: { full?: boolean } = {}): Promise<NodeSync[]> {
+    if (this.skipped.length > 0) {
+      const reasons = this.skipped.map((s) => `${s.kind} ${s.name}: ${s.reason}`).join('; ');
+      this.skipped.length = 0;
+      throw new Error(`the model skipped a scenario's object (a harness bug): ${reasons}`);
+    }
+    this.clock.advance(CLOCK_STEP_MS);
+    const reports: NodeSync[] = [];
+    for (const p of this.proxies) reports.push(await p.sync(options.full ?? false));
+    return reports;
+  }
+
+  /** `count` HTTP requests from a namespace, one connection each. */
+  http(
+    fromNamespace: string,
+    ip: string,
+    port: number,
+    options: Partial<TrafficSpec> = {},
+  ): Promise<RequestOutcome[]> {
+    return sendRequests(this.runner, fromNamespace, { proto: 'http', ip, port, count: 1, ...options });
+  }
+
+  /** `count` UDP requests from a namespace, one socket each. */
+  udp(
+    fromNamespace: string,
+    ip: string,
+    port: number,
+    options: Partial<TrafficSpec> = {},
+  ): Promise<RequestOutcome[]> {
+    return sendRequests(this.runner, fromNamespace, { proto: 'udp', ip, port, count: 1, ...options });
+  }
+
+  /** Requests that keep going in the background until stop() (bounded by spec.count). */
+  traffic(fromNamespace: string, spec: TrafficSpec): BackgroundTraffic {
+    return startTraffic(this.runner, fromNamespace, spec, this.stateDir, `traffic-${++this.trafficCount}`);
+  }
+
+  /** What the mode programmed on every node, for a failing scenario's message. */
+  async dumpRules(): Promise<string> {
+    const [cmd, ...args] = this.support.dump;
+    const parts: string[] = [];
+    for (const node of this.plan.nodes) {
+      const r = await inNamespace(this.runner, node.namespace).run(cmd, args);
+      parts.push(
+        `--- ${node.name} (${node.namespace}): ${[cmd, ...args].join(' ')} exited ${r.code}\n${r.stdout}${r.stderr}`,
+      );
+    }
+    return parts.join('\n');
+  }
+
+  /** Stops every pod server, removes every namespace of the run and the state directory. Safe to call twice. */
+  async cleanup(): Promise<void> {
+    const errors: unknown[] = [];
+    const stops = await Promise.allSettled(this.servers.map((s) => s.stop()));
+    for (const s of stops) if (s.status === 'rejected') errors.push(s.reason);
+    this.servers.length = 0;
+    await destroyTopology(this.runner, this.plan).catch((e: unknown) => errors.push(e));
+    rmSync(this.stateDir, { recursive: true, force: true });
+    if (errors.length > 0) throw errors[0];
+  }
+}
+
+export function makeTestCluster(options: MakeTestClusterOptions): Promise<TestCluster> {
+  return TestCluster.create(options);
+}

@@ -1,0 +1,349 @@
+// The real-kernel scenario suite: one set of scenarios, run for every proxy mode, each asserting with real packets
+// through real namespaces that the mode's rules behave as upstream's do (upstream-model.md §4, upstream-backends.md
+// §1.6–1.8). One topology per mode is shared by all its scenarios; each scenario has its own Service (own
+// ClusterIP and NodePort) and removes it at the end.
+//
+// Topology (see src/lab/netns/topology.ts): node-0 and node-1, three pods each (pod-<node>-<k>), an external client
+// on the underlay. Every pod serves HTTP on 8080 and UDP echo on 5353 and answers with its name and the source it saw.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { hostCommandRunner } from '../../src/netfilter/command.js';
+import { listNamespaces, sweepNamespaces } from '../../src/lab/netns/namespace.js';
+import { PROXY_MODES } from '../../src/sync/backend.js';
+import type { ProxyMode } from '../../src/sync/backend.js';
+import { kernelOptions, runPrefix } from '../helpers/kernel.js';
+import { MODE_SUPPORT } from './harness/backends.js';
+import type { TestCluster } from './harness/cluster.js';
+import { makeTestCluster } from './harness/cluster.js';
+import { dnsPort, endpointSlice, httpPort, service } from './harness/objects.js';
+import { answered, errorKinds, failed, podsThatAnswered, sourcesSeen } from './harness/outcomes.js';
+import { waitFor } from './harness/wait.js';
+
+const REJECT_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH']);
+
+function optionsFor(mode: ProxyMode): { skip: string | false } {
+  if (MODE_SUPPORT[mode].create === null) {
+    const reason = `no ${mode} backend yet (test/dataplane/harness/backends.ts)`;
+    console.log(`# skip: ${reason}`);
+    return { skip: reason };
+  }
+  return kernelOptions(mode === 'nftables' ? ['ip', 'nft'] : ['ip', 'iptables-restore', 'iptables-save']);
+}
+
+for (const mode of PROXY_MODES) {
+  describe(`dataplane scenarios: ${mode}`, optionsFor(mode), () => {
+    const prefix = runPrefix();
+    let cluster: TestCluster | undefined;
+
+    /** Runs a scenario; on failure the message carries every node's rules, which is what one needs to debug it. */
+    const scenario = (name: string, fn: (c: TestCluster) => Promise<void>): void => {
+      test(name, async () => {
+        assert.ok(cluster, 'cluster was set up');
+        try {
+          await fn(cluster);
+        } catch (e) {
+          const rules = await cluster
+            .dumpRules()
+            .catch((d: unknown) => `(could not dump rules: ${String(d)})`);
+          if (e instanceof Error) e.message += `\n\nRules at failure:\n${rules}`;
+          throw e;
+        }
+      });
+    };
+
+    before(async () => {
+      await sweepNamespaces(hostCommandRunner, prefix + '-');
+      cluster = await makeTestCluster({ mode, prefix, nodes: 2, podsPerNode: 3 });
+    });
+
+    after(async () => {
+      try {
+        await cluster?.cleanup();
+      } finally {
+        await sweepNamespaces(hostCommandRunner, prefix + '-');
+      }
+      const left = (await listNamespaces(hostCommandRunner)).filter((n) => n.startsWith(prefix));
+      assert.deepEqual(left, [], 'no namespace of the run is left');
+    });
+
+    scenario('a ClusterIP Service with three backends: 60 requests from a pod reach all three', async (c) => {
+      const svc = service({ name: 'web', clusterIP: '198.19.0.10', ports: [httpPort()] });
+      const backends = ['pod-0-0', 'pod-1-0', 'pod-1-1'];
+      const slice = endpointSlice(
+        svc,
+        backends.map((p) => c.endpoint(p)),
+      );
+      await c.apply({ services: [svc], slices: [slice] });
+      try {
+        // pod-0-2 shares node-0's bridge with pod-0-0 (bridged reply) and reaches node-1's pods across the underlay.
+        const client = c.pod('pod-0-2');
+        const outcomes = await c.http(client.namespace, '198.19.0.10', 80, { count: 60 });
+        assert.deepEqual(errorKinds(outcomes), {}, 'every request answered');
+        assert.equal(answered(outcomes).length, 60);
+        assert.deepEqual(podsThatAnswered(outcomes), [...backends].sort());
+        // Pod-to-ClusterIP traffic from inside the cluster CIDR is not masqueraded.
+        assert.deepEqual(sourcesSeen(outcomes), [client.ip]);
+      } finally {
+        await c.remove({ services: [svc], slices: [slice] });
+      }
+    });
+
+    scenario('a UDP Service answers, from both backends', async (c) => {
+      const svc = service({ name: 'dns', clusterIP: '198.19.0.11', ports: [dnsPort()] });
+      const backends = ['pod-0-1', 'pod-1-2'];
+      const slice = endpointSlice(
+        svc,
+        backends.map((p) => c.endpoint(p)),
+      );
+      await c.apply({ services: [svc], slices: [slice] });
+      try {
+        const client = c.pod('pod-1-0');
+        const outcomes = await c.udp(client.namespace, '198.19.0.11', 53, { count: 30 });
+        assert.deepEqual(errorKinds(outcomes), {}, 'every datagram answered');
+        // Each request is a new socket, so a new conntrack flow and a new choice: 30 picks miss one of two
+        // backends with probability 2^-29.
+        assert.deepEqual(podsThatAnswered(outcomes), [...backends].sort());
+        assert.deepEqual(sourcesSeen(outcomes), [client.ip]);
+      } finally {
+        await c.remove({ services: [svc], slices: [slice] });
+      }
+    });
+
+    scenario(
+      'a Service with no endpoints is rejected at once (ClusterIP and NodePort, TCP and UDP)',
+      async (c) => {
+        const svc = service({
+          name: 'empty',
+          clusterIP: '198.19.0.12',
+          ports: [httpPort({ nodePort: 30082 }), dnsPort()],
+        });
+        const slice = endpointSlice(svc, []);
+        await c.apply({ services: [svc], slices: [slice] });
+        try {
+          const pod = c.pod('pod-0-2');
+          // Generous timeouts: a reject answers within milliseconds; only a drop would run into them.
+          const tcp = await c.http(pod.namespace, '198.19.0.12', 80, { count: 3, timeoutMs: 5000 });
+          const udp = await c.udp(pod.namespace, '198.19.0.12', 53, { count: 3, timeoutMs: 5000 });
+          const nodePort = await c.http(c.client.namespace, c.node('node-1').ip, 30082, {
+            count: 3,
+            timeoutMs: 5000,
+          });
+          for (const [what, outcomes] of [
+            ['TCP to the ClusterIP', tcp],
+            ['UDP to the ClusterIP', udp],
+            ['TCP to the NodePort', nodePort],
+          ] as const) {
+            assert.equal(failed(outcomes).length, 3, `${what}: every request fails`);
+            for (const f of failed(outcomes)) {
+              assert.ok(
+                REJECT_ERRORS.has(f.error),
+                `${what}: rejected (ECONNREFUSED/EHOSTUNREACH), got ${f.error}`,
+              );
+            }
+          }
+        } finally {
+          await c.remove({ services: [svc], slices: [slice] });
+        }
+      },
+    );
+
+    scenario('a NodePort answers a client outside the cluster, on every node, masqueraded', async (c) => {
+      const svc = service({
+        name: 'nodeport',
+        clusterIP: '198.19.0.13',
+        ports: [httpPort({ nodePort: 30080 })],
+      });
+      const backends = ['pod-0-0', 'pod-1-0'];
+      const slice = endpointSlice(
+        svc,
+        backends.map((p) => c.endpoint(p)),
+      );
+      await c.apply({ services: [svc], slices: [slice] });
+      try {
+        for (const node of c.nodes) {
+          const outcomes = await c.http(c.client.namespace, node.ip, 30080, { count: 30 });
+          assert.deepEqual(errorKinds(outcomes), {}, `${node.name}: every request answered`);
+          assert.deepEqual(
+            podsThatAnswered(outcomes),
+            [...backends].sort(),
+            `${node.name}: both backends, local and remote`,
+          );
+          // externalTrafficPolicy: Cluster SNATs to the ingress node, so the reply returns through it.
+          for (const source of sourcesSeen(outcomes)) {
+            assert.ok(
+              [node.ip, node.gatewayIP].includes(source),
+              `${node.name}: pod saw ${source}, one of the node's addresses`,
+            );
+          }
+        }
+      } finally {
+        await c.remove({ services: [svc], slices: [slice] });
+      }
+    });
+
+    scenario(
+      'externalTrafficPolicy Local keeps the client address; a node without a local endpoint drops',
+      async (c) => {
+        const svc = service({
+          name: 'local',
+          clusterIP: '198.19.0.14',
+          ports: [httpPort({ nodePort: 30081 })],
+          externalTrafficPolicy: 'Local',
+        });
+        const slice = endpointSlice(svc, [c.endpoint('pod-0-1')]);
+        await c.apply({ services: [svc], slices: [slice] });
+        try {
+          const withEndpoint = await c.http(c.client.namespace, c.node('node-0').ip, 30081, { count: 10 });
+          assert.deepEqual(errorKinds(withEndpoint), {}, 'node-0 (local endpoint) answers');
+          assert.deepEqual(podsThatAnswered(withEndpoint), ['pod-0-1']);
+          assert.deepEqual(sourcesSeen(withEndpoint), [c.client.ip], 'the pod sees the client, not the node');
+
+          const withoutEndpoint = await c.http(c.client.namespace, c.node('node-1').ip, 30081, {
+            count: 2,
+            timeoutMs: 1500,
+          });
+          assert.deepEqual(
+            errorKinds(withoutEndpoint),
+            { TIMEOUT: 2 },
+            'node-1 (no local endpoint) drops silently',
+          );
+
+          // The ClusterIP is policy Cluster: from node-1's pods it still reaches the endpoint on node-0.
+          const internal = await c.http(c.pod('pod-1-0').namespace, '198.19.0.14', 80, { count: 3 });
+          assert.deepEqual(podsThatAnswered(internal), ['pod-0-1']);
+        } finally {
+          await c.remove({ services: [svc], slices: [slice] });
+        }
+      },
+    );
+
+    scenario(
+      'a pod reaching itself through its ClusterIP (hairpin) is answered and masqueraded',
+      async (c) => {
+        const svc = service({ name: 'hairpin', clusterIP: '198.19.0.15', ports: [httpPort(), dnsPort()] });
+        const slice = endpointSlice(svc, [c.endpoint('pod-1-2')]);
+        await c.apply({ services: [svc], slices: [slice] });
+        try {
+          const pod = c.pod('pod-1-2');
+          const node = c.node(pod.nodeName);
+          const tcp = await c.http(pod.namespace, '198.19.0.15', 80, { count: 5 });
+          const udp = await c.udp(pod.namespace, '198.19.0.15', 53, { count: 5 });
+          for (const [what, outcomes] of [
+            ['TCP', tcp],
+            ['UDP', udp],
+          ] as const) {
+            assert.deepEqual(errorKinds(outcomes), {}, `${what}: every request answered`);
+            assert.deepEqual(podsThatAnswered(outcomes), ['pod-1-2']);
+            const sources = sourcesSeen(outcomes);
+            assert.ok(
+              !sources.includes(pod.ip),
+              `${what}: the pod must not see its own address (saw ${sources.join(', ')})`,
+            );
+            for (const s of sources) {
+              assert.ok(
+                [node.ip, node.gatewayIP].includes(s),
+                `${what}: masqueraded to a node address, saw ${s}`,
+              );
+            }
+          }
+        } finally {
+          await c.remove({ services: [svc], slices: [slice] });
+        }
+      },
+    );
+
+    scenario('ClientIP session affinity pins a client to one backend', async (c) => {
+      const svc = service({
+        name: 'sticky',
+        clusterIP: '198.19.0.16',
+        ports: [httpPort()],
+        sessionAffinity: 'ClientIP',
+        affinityTimeoutSeconds: 300,
+      });
+      const backends = ['pod-0-0', 'pod-0-1', 'pod-1-0'];
+      const slice = endpointSlice(
+        svc,
+        backends.map((p) => c.endpoint(p)),
+      );
+      await c.apply({ services: [svc], slices: [slice] });
+      try {
+        for (const client of [c.pod('pod-1-1'), c.pod('pod-0-2')]) {
+          const outcomes = await c.http(client.namespace, '198.19.0.16', 80, { count: 20 });
+          assert.deepEqual(errorKinds(outcomes), {}, `${client.name}: every request answered`);
+          const pods = podsThatAnswered(outcomes);
+          // Without affinity, 20 fresh connections over 3 backends all land on one with probability 3^-19.
+          assert.equal(
+            pods.length,
+            1,
+            `${client.name}: one backend for all 20 requests, got ${pods.join(', ')}`,
+          );
+          assert.ok(backends.includes(pods[0]!));
+        }
+      } finally {
+        await c.remove({ services: [svc], slices: [slice] });
+      }
+    });
+
+    scenario(
+      'a removed endpoint leaves the rotation after the next partial sync, with no failed request',
+      async (c) => {
+        const svc = service({ name: 'rolling', clusterIP: '198.19.0.17', ports: [httpPort()] });
+        const all = ['pod-0-0', 'pod-1-0', 'pod-1-1'];
+        const kept = ['pod-0-0', 'pod-1-0'];
+        const slice = endpointSlice(
+          svc,
+          all.map((p) => c.endpoint(p)),
+        );
+        await c.apply({ services: [svc], slices: [slice] });
+        const client = c.pod('pod-0-2');
+        const traffic = c.traffic(client.namespace, {
+          proto: 'http',
+          ip: '198.19.0.17',
+          port: 80,
+          count: 3000, // a bound; the scenario stops it long before
+          intervalMs: 10,
+          timeoutMs: 3000,
+        });
+        let syncedAt = Number.POSITIVE_INFINITY;
+        let outcomes: Awaited<ReturnType<typeof traffic.stop>>;
+        try {
+          await waitFor('every backend answering the running traffic', () => {
+            const o = traffic.outcomes();
+            return o.length >= 30 && podsThatAnswered(o).length === all.length ? o : undefined;
+          });
+          // The same slice, updated: pod-1-1 is gone (as when it is deleted or stops being ready).
+          const shrunk = endpointSlice(
+            svc,
+            kept.map((p) => c.endpoint(p)),
+          );
+          const syncs = await c.apply({ slices: [shrunk] });
+          syncedAt = Date.now();
+          for (const s of syncs) {
+            assert.equal(s.full, false, `${s.node}: the change is a partial sync`);
+            assert.deepEqual(
+              s.changedServices,
+              ['dataplane/rolling'],
+              `${s.node}: only the rolling Service changed`,
+            );
+          }
+          await waitFor('40 requests started after the sync', () => {
+            const later = traffic.outcomes().filter((o) => o.startedAt > syncedAt);
+            return later.length >= 40 ? later : undefined;
+          });
+        } finally {
+          outcomes = await traffic.stop();
+          await c.remove({ services: [svc], slices: [slice] });
+        }
+        assert.deepEqual(errorKinds(outcomes), {}, 'no request failed while the endpoint was removed');
+        const beforeSync = outcomes.filter((o) => o.startedAt <= syncedAt);
+        const afterSync = outcomes.filter((o) => o.startedAt > syncedAt);
+        assert.deepEqual(podsThatAnswered(beforeSync), [...all].sort(), 'all three served before the change');
+        assert.deepEqual(
+          podsThatAnswered(afterSync),
+          [...kept].sort(),
+          'only the kept two serve after the sync',
+        );
+      },
+    );
+  });
+}
