@@ -1,0 +1,709 @@
+// Pure rendering of iptables mode's rules (upstream pkg/proxy/iptables/proxier.go syncProxyRules): one service
+// port at a time (renderServicePort, cached by the backend between syncs), the fixed top-level rules, and the
+// assembly into one iptables-restore input. No I/O; every function is a function of its arguments.
+import type { Endpoint } from '../../model/endpoint.js';
+import { cidrContains } from '../../model/ip.js';
+import type { LocalTrafficDetector } from '../../model/local-detector.js';
+import { nodePortIPs } from '../../model/nodeport-addresses.js';
+import type { ServicePort } from '../../model/service-port.js';
+import { externallyAccessible, usesClusterEndpoints, usesLocalEndpoints } from '../../model/service-port.js';
+import { categorizeEndpoints } from '../../model/topology.js';
+import type { NodeTopology } from '../../model/topology.js';
+import type { IptablesRule, RestoreInput } from '../../netfilter/iptables/types.js';
+import { commentMatch } from '../../netfilter/iptables/types.js';
+import type { NodeNetworkConfig, ProxySnapshot } from '../../sync/backend.js';
+import {
+  endpointChainName,
+  KUBE_EXTERNAL_SERVICES,
+  KUBE_FORWARD,
+  KUBE_MARK_MASQ,
+  KUBE_NODEPORTS,
+  KUBE_POSTROUTING,
+  KUBE_PROXY_FIREWALL,
+  KUBE_SERVICES,
+  KUBELET_FIREWALL,
+  servicePortChainNames,
+} from './naming.js';
+
+/** Host facts beyond NodeNetworkConfig that only iptables mode uses. */
+export interface IptablesExtras {
+  /** Accept NodePorts on 127.0.0.1 (IPv4 only; kube-proxy sets route_localnet=1). Upstream default true. */
+  readonly localhostNodePorts: boolean;
+  /** nfacct counters that exist on the host (ct_state_invalid_dropped_pkts, localhost_nps_accepted_pkts). */
+  readonly nfacctCounters: readonly string[];
+  /** MASQUERADE --random-fully (iptables ≥ 1.6.2 with kernel support). */
+  readonly randomFully: boolean;
+  /** net.netfilter.nf_conntrack_tcp_be_liberal = 1: no INVALID drop rule is needed. */
+  readonly conntrackTCPBeLiberal: boolean;
+}
+
+export const DEFAULT_IPTABLES_EXTRAS: IptablesExtras = Object.freeze({
+  localhostNodePorts: true,
+  nfacctCounters: [],
+  randomFully: false,
+  conntrackTCPBeLiberal: false,
+});
+
+/** Upstream's largeClusterEndpointsThreshold: above this many endpoints, per-endpoint comments are dropped. */
+export const LARGE_CLUSTER_ENDPOINTS_THRESHOLD = 1000;
+
+export const NFACCT_CT_STATE_INVALID = 'ct_state_invalid_dropped_pkts';
+export const NFACCT_LOCALHOST_NODEPORTS = 'localhost_nps_accepted_pkts';
+
+export const FILTER_TOP_CHAINS = [
+  KUBE_NODEPORTS,
+  KUBE_SERVICES,
+  KUBE_EXTERNAL_SERVICES,
+  KUBE_FORWARD,
+  KUBE_PROXY_FIREWALL,
+] as const;
+export const NAT_TOP_CHAINS = [KUBE_NODEPORTS, KUBE_SERVICES, KUBE_MARK_MASQ, KUBE_POSTROUTING] as const;
+
+const NODEPORTS_LAST_COMMENT = 'kubernetes service nodeports; NOTE: this must be the last rule in this chain';
+
+export interface RenderContext {
+  readonly node: NodeNetworkConfig;
+  readonly extras: IptablesExtras;
+  readonly topology: NodeTopology;
+  readonly largeClusterMode: boolean;
+}
+
+/** What one service port contributes: rules in shared top-level chains, and its own chains. */
+export interface ServicePortRules {
+  /** Rules for the filter table's top-level chains (KUBE-SERVICES, KUBE-EXTERNAL-SERVICES, …). */
+  readonly filterRules: readonly IptablesRule[];
+  /** Rules for nat KUBE-SERVICES and KUBE-NODEPORTS. */
+  readonly natTopRules: readonly IptablesRule[];
+  /** The port's own nat chains (SVC, SVL, EXT, FW, SEP), in creation order; all are in use. */
+  readonly chains: readonly string[];
+  /** The rules of those chains. */
+  readonly chainRules: readonly IptablesRule[];
+  readonly noLocalEndpointsInternal: boolean;
+  readonly noLocalEndpointsExternal: boolean;
+}
+
+export function localMatch(d: LocalTrafficDetector, local: boolean): string[] {
+  const not = local ? [] : ['!'];
+  switch (d.mode) {
+    case 'ClusterCIDR':
+    case 'NodeCIDR':
+      return [...not, '-s', d.cidr];
+    case 'BridgeInterface':
+      return [...not, '-i', d.interfaceName];
+    case 'InterfaceNamePrefix':
+      return [...not, '-i', d.interfacePrefix + '+'];
+    case 'None':
+      return [];
+  }
+}
+
+function hasCounter(extras: IptablesExtras, name: string): boolean {
+  return extras.nfacctCounters.includes(name);
+}
+
+/** IPv4 localhost NodePorts are on (upstream: localhostNodePorts and nodePortAddresses include 127.0.0.0/8). */
+export function localhostNodePortsActive(node: NodeNetworkConfig, extras: IptablesExtras): boolean {
+  return node.family === 'IPv4' && extras.localhostNodePorts && node.nodePortAddresses.containsIPv4Loopback;
+}
+
+/** Rules for one service port and its endpoints. */
+export function renderServicePort(
+  sp: ServicePort,
+  endpoints: readonly Endpoint[],
+  ctx: RenderContext,
+): ServicePortRules {
+  const { node, extras } = ctx;
+  const name = sp.nameString;
+  const proto = sp.protocol.toLowerCase();
+  const port = String(sp.port);
+  const names = servicePortChainNames(name, sp.protocol);
+  const cat = categorizeEndpoints(endpoints, sp, ctx.topology);
+  const clusterEndpoints = cat.clusterEndpoints ?? [];
+  const localEndpoints = cat.localEndpoints ?? [];
+  const hasEndpoints = cat.hasAnyEndpoints;
+  const hasInternalEndpoints = sp.internalPolicyLocal ? localEndpoints.length > 0 : hasEndpoints;
+  const hasExternalEndpoints = sp.externalPolicyLocal ? localEndpoints.length > 0 : hasEndpoints;
+
+  const usesClusterPolicyChain = clusterEndpoints.length > 0 && usesClusterEndpoints(sp);
+  const usesLocalPolicyChain = localEndpoints.length > 0 && usesLocalEndpoints(sp);
+  const clusterPolicyChain = names.clusterPolicy;
+  const internalTrafficChain = sp.internalPolicyLocal ? names.localPolicy : names.clusterPolicy;
+  const externalPolicyChain = sp.externalPolicyLocal ? names.localPolicy : names.clusterPolicy;
+  const externalTrafficChain = names.external;
+  const usesExternalTrafficChain = hasEndpoints && externallyAccessible(sp);
+  const usesFWChain =
+    hasEndpoints && sp.loadBalancerVIPs.length > 0 && sp.loadBalancerSourceRanges.length > 0;
+  const loadBalancerTrafficChain = usesFWChain ? names.firewall : externalTrafficChain;
+
+  // Filter verdicts for frontends whose policy leaves no endpoint: REJECT when the service has none at all, DROP
+  // when endpoints exist but none is local for a Local policy.
+  let internalFilter: { target: string; comment: string } | undefined;
+  let externalFilter: { target: string; comment: string } | undefined;
+  let noLocalInternal = false;
+  let noLocalExternal = false;
+  if (!hasEndpoints) {
+    internalFilter = externalFilter = { target: 'REJECT', comment: `${name} has no endpoints` };
+  } else {
+    if (!hasInternalEndpoints) {
+      internalFilter = { target: 'DROP', comment: `${name} has no local endpoints` };
+      noLocalInternal = true;
+    }
+    if (!hasExternalEndpoints) {
+      externalFilter = { target: 'DROP', comment: `${name} has no local endpoints` };
+      noLocalExternal = true;
+    }
+  }
+
+  const filterRules: IptablesRule[] = [];
+  const natTopRules: IptablesRule[] = [];
+  const chains: string[] = [];
+  const chainRules: IptablesRule[] = [];
+  const protoMatch = ['-m', proto, '-p', proto];
+
+  // ClusterIP.
+  if (hasInternalEndpoints) {
+    natTopRules.push({
+      chain: KUBE_SERVICES,
+      args: [
+        ...commentMatch(`${name} cluster IP`),
+        ...protoMatch,
+        '-d',
+        sp.clusterIP,
+        '--dport',
+        port,
+        '-j',
+        internalTrafficChain,
+      ],
+    });
+  } else if (internalFilter) {
+    filterRules.push({
+      chain: KUBE_SERVICES,
+      args: [
+        ...commentMatch(internalFilter.comment),
+        ...protoMatch,
+        '-d',
+        sp.clusterIP,
+        '--dport',
+        port,
+        '-j',
+        internalFilter.target,
+      ],
+    });
+  }
+
+  // externalIPs.
+  for (const ip of sp.externalIPs) {
+    if (hasEndpoints) {
+      natTopRules.push({
+        chain: KUBE_SERVICES,
+        args: [
+          ...commentMatch(`${name} external IP`),
+          ...protoMatch,
+          '-d',
+          ip,
+          '--dport',
+          port,
+          '-j',
+          externalTrafficChain,
+        ],
+      });
+    }
+    if (externalFilter) {
+      filterRules.push({
+        chain: KUBE_EXTERNAL_SERVICES,
+        args: [
+          ...commentMatch(externalFilter.comment),
+          ...protoMatch,
+          '-d',
+          ip,
+          '--dport',
+          port,
+          '-j',
+          externalFilter.target,
+        ],
+      });
+    }
+  }
+
+  // Load-balancer IPs.
+  for (const ip of sp.loadBalancerVIPs) {
+    if (hasEndpoints) {
+      natTopRules.push({
+        chain: KUBE_SERVICES,
+        args: [
+          ...commentMatch(`${name} loadbalancer IP`),
+          ...protoMatch,
+          '-d',
+          ip,
+          '--dport',
+          port,
+          '-j',
+          loadBalancerTrafficChain,
+        ],
+      });
+    }
+    if (usesFWChain) {
+      filterRules.push({
+        chain: KUBE_PROXY_FIREWALL,
+        args: [
+          ...commentMatch(`${name} traffic not accepted by ${names.firewall}`),
+          ...protoMatch,
+          '-d',
+          ip,
+          '--dport',
+          port,
+          '-j',
+          'DROP',
+        ],
+      });
+    }
+  }
+  if (externalFilter) {
+    for (const ip of sp.loadBalancerVIPs) {
+      filterRules.push({
+        chain: KUBE_EXTERNAL_SERVICES,
+        args: [
+          ...commentMatch(externalFilter.comment),
+          ...protoMatch,
+          '-d',
+          ip,
+          '--dport',
+          port,
+          '-j',
+          externalFilter.target,
+        ],
+      });
+    }
+  }
+
+  // NodePorts (never subject to loadBalancerSourceRanges).
+  if (sp.nodePort !== 0) {
+    const nodePort = String(sp.nodePort);
+    if (hasEndpoints) {
+      if (localhostNodePortsActive(node, extras) && hasCounter(extras, NFACCT_LOCALHOST_NODEPORTS)) {
+        // Same verdict as the next rule; it exists only to count localhost NodePort traffic.
+        natTopRules.push({
+          chain: KUBE_NODEPORTS,
+          args: [
+            ...commentMatch(name),
+            ...protoMatch,
+            '-d',
+            '127.0.0.0/8',
+            '--dport',
+            nodePort,
+            '-m',
+            'nfacct',
+            '--nfacct-name',
+            NFACCT_LOCALHOST_NODEPORTS,
+            '-j',
+            externalTrafficChain,
+          ],
+        });
+      }
+      natTopRules.push({
+        chain: KUBE_NODEPORTS,
+        args: [...commentMatch(name), ...protoMatch, '--dport', nodePort, '-j', externalTrafficChain],
+      });
+    }
+    if (externalFilter) {
+      filterRules.push({
+        chain: KUBE_EXTERNAL_SERVICES,
+        args: [
+          ...commentMatch(externalFilter.comment),
+          '-m',
+          'addrtype',
+          '--dst-type',
+          'LOCAL',
+          ...protoMatch,
+          '--dport',
+          nodePort,
+          '-j',
+          externalFilter.target,
+        ],
+      });
+    }
+  }
+
+  // Health-check node port: always TCP.
+  if (sp.healthCheckNodePort !== 0) {
+    filterRules.push({
+      chain: KUBE_NODEPORTS,
+      args: [
+        ...commentMatch(`${name} health check node port`),
+        '-m',
+        'tcp',
+        '-p',
+        'tcp',
+        '--dport',
+        String(sp.healthCheckNodePort),
+        '-j',
+        'ACCEPT',
+      ],
+    });
+  }
+
+  // From here on: the port's own chains.
+  if (hasInternalEndpoints) {
+    const clusterIPMatch = [
+      ...commentMatch(`${name} cluster IP`),
+      ...protoMatch,
+      '-d',
+      sp.clusterIP,
+      '--dport',
+      port,
+    ];
+    if (node.masqueradeAll) {
+      chainRules.push({ chain: internalTrafficChain, args: [...clusterIPMatch, '-j', KUBE_MARK_MASQ] });
+    } else if (node.localDetector.mode !== 'None') {
+      // Masquerade off-cluster traffic to the ClusterIP, so replies come back through this node.
+      chainRules.push({
+        chain: internalTrafficChain,
+        args: [...clusterIPMatch, ...localMatch(node.localDetector, false), '-j', KUBE_MARK_MASQ],
+      });
+    }
+  }
+
+  if (usesExternalTrafficChain) {
+    chains.push(externalTrafficChain);
+    if (!sp.externalPolicyLocal) {
+      // Cluster policy may send the packet to another node: masquerade so the reply returns through us.
+      chainRules.push({
+        chain: externalTrafficChain,
+        args: [...commentMatch(`masquerade traffic for ${name} external destinations`), '-j', KUBE_MARK_MASQ],
+      });
+    } else {
+      if (node.localDetector.mode !== 'None') {
+        chainRules.push({
+          chain: externalTrafficChain,
+          args: [
+            ...commentMatch(`pod traffic for ${name} external destinations`),
+            ...localMatch(node.localDetector, true),
+            '-j',
+            clusterPolicyChain,
+          ],
+        });
+      }
+      chainRules.push({
+        chain: externalTrafficChain,
+        args: [
+          ...commentMatch(`masquerade LOCAL traffic for ${name} external destinations`),
+          '-m',
+          'addrtype',
+          '--src-type',
+          'LOCAL',
+          '-j',
+          KUBE_MARK_MASQ,
+        ],
+      });
+      chainRules.push({
+        chain: externalTrafficChain,
+        args: [
+          ...commentMatch(`route LOCAL traffic for ${name} external destinations`),
+          '-m',
+          'addrtype',
+          '--src-type',
+          'LOCAL',
+          '-j',
+          clusterPolicyChain,
+        ],
+      });
+    }
+    if (hasExternalEndpoints)
+      chainRules.push({ chain: externalTrafficChain, args: ['-j', externalPolicyChain] });
+  }
+
+  if (usesFWChain) {
+    chains.push(names.firewall);
+    const lbComment = commentMatch(`${name} loadbalancer IP`);
+    let allowFromNode = false;
+    const primaryNodeIP = node.nodeIPs[0];
+    for (const cidr of sp.loadBalancerSourceRanges) {
+      chainRules.push({
+        chain: names.firewall,
+        args: [...lbComment, '-s', cidr, '-j', externalTrafficChain],
+      });
+      if (primaryNodeIP !== undefined && cidrContains(cidr, primaryNodeIP)) allowFromNode = true;
+    }
+    // A VIP-style LB address is often local to the node, so node → LB traffic comes back with the LB IP as its
+    // source: let it through when the ranges admit the node itself.
+    if (allowFromNode) {
+      for (const ip of sp.loadBalancerVIPs) {
+        chainRules.push({
+          chain: names.firewall,
+          args: [...lbComment, '-s', ip, '-j', externalTrafficChain],
+        });
+      }
+    }
+    // Reaching the end means no DNAT happened: KUBE-PROXY-FIREWALL (filter) drops it.
+    chainRules.push({
+      chain: names.firewall,
+      args: commentMatch(`other traffic to ${name} will be dropped by KUBE-PROXY-FIREWALL`),
+    });
+  }
+
+  if (usesClusterPolicyChain) {
+    chains.push(names.clusterPolicy);
+    writeEndpointSelection(chainRules, sp, names.clusterPolicy, clusterEndpoints, ctx);
+  }
+  if (usesLocalPolicyChain) {
+    chains.push(names.localPolicy);
+    writeEndpointSelection(chainRules, sp, names.localPolicy, localEndpoints, ctx);
+  }
+
+  for (const ep of cat.allReachableEndpoints) {
+    const epChain = endpointChainName(name, sp.protocol, ep.endpoint);
+    chains.push(epChain);
+    const comment = ctx.largeClusterMode ? [] : commentMatch(name);
+    // Hairpin: a pod reaching itself through the service must be masqueraded or it would answer itself directly.
+    chainRules.push({ chain: epChain, args: [...comment, '-s', ep.ip, '-j', KUBE_MARK_MASQ] });
+    const affinity = sp.sessionAffinityClientIP ? ['-m', 'recent', '--name', epChain, '--set'] : [];
+    chainRules.push({
+      chain: epChain,
+      args: [...comment, ...affinity, ...protoMatch, '-j', 'DNAT', '--to-destination', ep.endpoint],
+    });
+  }
+
+  return {
+    filterRules,
+    natTopRules,
+    chains,
+    chainRules,
+    noLocalEndpointsInternal: noLocalInternal,
+    noLocalEndpointsExternal: noLocalExternal,
+  };
+}
+
+/** Upstream's probability for rule i of n: 1/(n−i), printed with Go's %0.10f. */
+export function probability(remaining: number): string {
+  return (1 / remaining).toFixed(10);
+}
+
+function writeEndpointSelection(
+  out: IptablesRule[],
+  sp: ServicePort,
+  chain: string,
+  endpoints: readonly Endpoint[],
+  ctx: RenderContext,
+): void {
+  const name = sp.nameString;
+  const epChains = endpoints.map((ep) => endpointChainName(name, sp.protocol, ep.endpoint));
+  const comment = (ep: Endpoint): string[] =>
+    ctx.largeClusterMode ? [] : commentMatch(`${name} -> ${ep.endpoint}`);
+  // ClientIP affinity: a client seen recently goes back to the same endpoint before any random choice.
+  if (sp.sessionAffinityClientIP) {
+    endpoints.forEach((ep, i) => {
+      const epChain = epChains[i] as string;
+      out.push({
+        chain,
+        args: [
+          ...comment(ep),
+          '-m',
+          'recent',
+          '--name',
+          epChain,
+          '--rcheck',
+          '--seconds',
+          String(sp.stickyMaxAgeSeconds),
+          '--reap',
+          '-j',
+          epChain,
+        ],
+      });
+    });
+  }
+  const n = endpoints.length;
+  endpoints.forEach((ep, i) => {
+    const statistic =
+      i < n - 1 ? ['-m', 'statistic', '--mode', 'random', '--probability', probability(n - i)] : [];
+    out.push({ chain, args: [...comment(ep), ...statistic, '-j', epChains[i] as string] });
+  });
+}
+
+export interface TopLevelRules {
+  readonly filterChains: readonly string[];
+  readonly filterRules: readonly IptablesRule[];
+  readonly natChains: readonly string[];
+  /** Rules after every service's KUBE-SERVICES rules (the NodePorts jump must be last there). */
+  readonly natRules: readonly IptablesRule[];
+}
+
+/** The fixed rules of the top-level chains, for one family. */
+export function renderTopLevel(node: NodeNetworkConfig, extras: IptablesExtras): TopLevelRules {
+  const mark = node.masqueradeMark;
+  const filterChains: string[] = [...FILTER_TOP_CHAINS];
+  const filterRules: IptablesRule[] = [];
+  const natRules: IptablesRule[] = [];
+  const isIPv6 = node.family === 'IPv6';
+
+  if (node.nodePortAddresses.matchAll) {
+    // Localhost NodePorts only work on IPv4 with route_localnet; elsewhere keep loopback out.
+    const dest = ['-m', 'addrtype', '--dst-type', 'LOCAL'];
+    if (isIPv6) dest.push('!', '-d', '::1/128');
+    else if (!extras.localhostNodePorts) dest.push('!', '-d', '127.0.0.0/8');
+    natRules.push({
+      chain: KUBE_SERVICES,
+      args: [...commentMatch(NODEPORTS_LAST_COMMENT), ...dest, '-j', KUBE_NODEPORTS],
+    });
+  } else {
+    for (const ip of nodePortIPs(node.nodePortAddresses, node.hostInterfaces)) {
+      const loopback = isIPv6 ? ip === '::1' : ip.startsWith('127.');
+      if (loopback && (isIPv6 || !extras.localhostNodePorts)) continue;
+      natRules.push({
+        chain: KUBE_SERVICES,
+        args: [...commentMatch(NODEPORTS_LAST_COMMENT), '-d', ip, '-j', KUBE_NODEPORTS],
+      });
+    }
+  }
+
+  if (localhostNodePortsActive(node, extras)) {
+    filterChains.push(KUBELET_FIREWALL);
+    filterRules.push({
+      chain: KUBELET_FIREWALL,
+      args: [
+        ...commentMatch('block incoming localnet connections'),
+        '-d',
+        '127.0.0.0/8',
+        '!',
+        '-s',
+        '127.0.0.0/8',
+        '-m',
+        'conntrack',
+        '!',
+        '--ctstate',
+        'RELATED,ESTABLISHED,DNAT',
+        '-j',
+        'DROP',
+      ],
+    });
+  }
+  // INVALID packets are not DNATed and would reach the host, which answers with a RST; drop them unless the
+  // conntrack table is told to be liberal about TCP windows (upstream #74839, #117924).
+  if (!extras.conntrackTCPBeLiberal) {
+    const counter = hasCounter(extras, NFACCT_CT_STATE_INVALID)
+      ? ['-m', 'nfacct', '--nfacct-name', NFACCT_CT_STATE_INVALID]
+      : [];
+    filterRules.push({
+      chain: KUBE_FORWARD,
+      args: ['-m', 'conntrack', '--ctstate', 'INVALID', ...counter, '-j', 'DROP'],
+    });
+  }
+  filterRules.push({
+    chain: KUBE_FORWARD,
+    args: [
+      ...commentMatch('kubernetes forwarding rules'),
+      '-m',
+      'mark',
+      '--mark',
+      `${mark}/${mark}`,
+      '-j',
+      'ACCEPT',
+    ],
+  });
+  filterRules.push({
+    chain: KUBE_FORWARD,
+    args: [
+      ...commentMatch('kubernetes forwarding conntrack rule'),
+      '-m',
+      'conntrack',
+      '--ctstate',
+      'RELATED,ESTABLISHED',
+      '-j',
+      'ACCEPT',
+    ],
+  });
+
+  natRules.push({ chain: KUBE_MARK_MASQ, args: ['-j', 'MARK', '--or-mark', mark] });
+  natRules.push({
+    chain: KUBE_POSTROUTING,
+    args: ['-m', 'mark', '!', '--mark', `${mark}/${mark}`, '-j', 'RETURN'],
+  });
+  // Clear the mark so a packet that goes through the stack again is not masqueraded twice.
+  natRules.push({ chain: KUBE_POSTROUTING, args: ['-j', 'MARK', '--xor-mark', mark] });
+  natRules.push({
+    chain: KUBE_POSTROUTING,
+    args: [
+      ...commentMatch('kubernetes service traffic requiring SNAT'),
+      '-j',
+      'MASQUERADE',
+      ...(extras.randomFully ? ['--random-fully'] : []),
+    ],
+  });
+  return { filterChains, filterRules, natChains: [...NAT_TOP_CHAINS], natRules };
+}
+
+export interface AssembleInput {
+  readonly top: TopLevelRules;
+  /** Every service port in use (their top-level contributions are always written). */
+  readonly all: readonly ServicePortRules[];
+  /** The service ports whose own chains are (re)written this time. */
+  readonly written: readonly ServicePortRules[];
+  /** Stale per-service chains to flush and delete. */
+  readonly staleChains: readonly string[];
+}
+
+/** One iptables-restore input: filter then nat, top-level chains always rewritten. */
+export function assembleRestore(input: AssembleInput): RestoreInput {
+  const filterRules: IptablesRule[] = [];
+  const natRules: IptablesRule[] = [];
+  for (const s of input.all) {
+    for (const r of s.filterRules) filterRules.push(r);
+    for (const r of s.natTopRules) natRules.push(r);
+  }
+  filterRules.push(...input.top.filterRules);
+  natRules.push(...input.top.natRules);
+  const natChains: string[] = [...input.top.natChains];
+  for (const s of input.written) {
+    for (const c of s.chains) natChains.push(c);
+    for (const r of s.chainRules) natRules.push(r);
+  }
+  natChains.push(...input.staleChains);
+  return {
+    tables: [
+      { table: 'filter', chains: input.top.filterChains, rules: filterRules, deleteChains: [] },
+      { table: 'nat', chains: natChains, rules: natRules, deleteChains: input.staleChains },
+    ],
+  };
+}
+
+/** Total endpoints of the service ports in use (upstream counts only ports that have a Service). */
+export function totalEndpoints(snapshot: ProxySnapshot): number {
+  let n = 0;
+  for (const key of snapshot.serviceMap.keys()) n += snapshot.endpointsMap.get(key)?.length ?? 0;
+  return n;
+}
+
+/** Service ports in a stable order (by service-port name, then key). */
+export function orderedServicePorts(snapshot: ProxySnapshot): ServicePort[] {
+  return [...snapshot.serviceMap.values()].sort((a, b) =>
+    a.nameString < b.nameString
+      ? -1
+      : a.nameString > b.nameString
+        ? 1
+        : a.key < b.key
+          ? -1
+          : a.key > b.key
+            ? 1
+            : 0,
+  );
+}
+
+/**
+ * The full iptables-restore input for a snapshot, as a first sync would write it (no stale chains). Pure: for
+ * `kube-proxy-ts render --proxy-mode iptables` and tests.
+ */
+export function renderIptablesRestore(
+  snapshot: ProxySnapshot,
+  node: NodeNetworkConfig,
+  extras: IptablesExtras = DEFAULT_IPTABLES_EXTRAS,
+): RestoreInput {
+  const ctx: RenderContext = {
+    node,
+    extras,
+    topology: snapshot.topology,
+    largeClusterMode: totalEndpoints(snapshot) > LARGE_CLUSTER_ENDPOINTS_THRESHOLD,
+  };
+  const all = orderedServicePorts(snapshot).map((sp) =>
+    renderServicePort(sp, snapshot.endpointsMap.get(sp.key) ?? [], ctx),
+  );
+  return assembleRestore({ top: renderTopLevel(node, extras), all, written: all, staleChains: [] });
+}
