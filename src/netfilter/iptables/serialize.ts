@@ -6,6 +6,7 @@
 import type { IptablesRule, RestoreInput, RestoreTable } from './types.js';
 
 // Anything outside this set forces quoting: whitespace, quotes, backslash, control characters, '#'-led tokens.
+// eslint-disable-next-line no-control-regex
 const NEEDS_QUOTING = /[\s"'\\\x00-\x1f\x7f]/;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\x00-\x1f\x7f]/g;
