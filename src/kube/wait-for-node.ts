@@ -1,0 +1,75 @@
+// Startup waits for this node's Node object (upstream pkg/proxy/node.go NewNodeManager): poll every second, for
+// up to five minutes, until the Node exists and has node IPs (and PodCIDRs, when detect-local mode is NodeCIDR).
+// Node IPs are the InternalIP addresses, else the ExternalIP ones (k8s.io/component-helpers GetNodeHostIPs).
+import { isIP } from 'node:net';
+import type { Clock, TimerHandle } from '../sync/clock.js';
+import type { Node } from './objects.js';
+
+export interface WaitForNodeOptions {
+  readonly timeoutMs?: number;
+  readonly pollMs?: number;
+  readonly clock: Clock;
+  /** Looks the Node up, e.g. from the node reflector's store: `(name) => reflector.get(name)`. */
+  readonly lookup: (nodeName: string) => Node | undefined;
+  /** With detect-local mode NodeCIDR, the Node must also have spec.podCIDRs (or podCIDR). */
+  readonly requirePodCIDRs?: boolean;
+  readonly signal?: AbortSignal;
+}
+
+export type WaitForNodeResult =
+  | { readonly ok: true; readonly node: Node; readonly nodeIPs: readonly string[] }
+  | { readonly ok: false; readonly reason: string };
+
+/** The Node's IPs in upstream's order: InternalIP addresses, or else ExternalIP addresses; invalid ones skipped. */
+export function nodeIPs(node: Node): string[] {
+  const addresses = Array.isArray(node.status?.addresses) ? node.status.addresses : [];
+  const ofType = (type: string): string[] =>
+    addresses
+      .filter((a) => typeof a === 'object' && a !== null && a.type === type && typeof a.address === 'string')
+      .map((a) => a.address)
+      .filter((ip) => isIP(ip) !== 0);
+  const internal = ofType('InternalIP');
+  return internal.length > 0 ? internal : ofType('ExternalIP');
+}
+
+function podCIDRs(node: Node): readonly string[] {
+  const spec = node.spec;
+  if (Array.isArray(spec?.podCIDRs) && spec.podCIDRs.length > 0) return spec.podCIDRs;
+  return typeof spec?.podCIDR === 'string' && spec.podCIDR !== '' ? [spec.podCIDR] : [];
+}
+
+export function waitForNode(nodeName: string, options: WaitForNodeOptions): Promise<WaitForNodeResult> {
+  const { clock, lookup } = options;
+  const timeoutMs = options.timeoutMs ?? 5 * 60_000;
+  const pollMs = options.pollMs ?? 1_000;
+  const deadline = clock.now() + timeoutMs;
+  return new Promise((resolve) => {
+    let timer: TimerHandle | undefined;
+    let why = 'not found';
+    const finish = (result: WaitForNodeResult): void => {
+      if (timer) clock.clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+      resolve(result);
+    };
+    const onAbort = (): void => finish({ ok: false, reason: `waiting for node ${nodeName} was cancelled` });
+    const poll = (): void => {
+      timer = undefined;
+      const node = lookup(nodeName);
+      if (node) {
+        const ips = nodeIPs(node);
+        if (ips.length === 0) why = 'has no InternalIP or ExternalIP address';
+        else if (options.requirePodCIDRs && podCIDRs(node).length === 0) why = 'has no podCIDRs';
+        else return finish({ ok: true, node, nodeIPs: ips });
+      }
+      if (clock.now() >= deadline)
+        return finish({
+          ok: false,
+          reason: `node ${nodeName} ${why} after ${Math.round(timeoutMs / 1000)} s`,
+        });
+      timer = clock.setTimeout(poll, Math.min(pollMs, Math.max(0, deadline - clock.now())));
+    };
+    if (options.signal?.aborted) return onAbort();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    poll();
+  });
+}

@@ -1,0 +1,49 @@
+// The three resources kube-proxy follows, with upstream's selectors (upstream-model.md §1.4;
+// cmd/kube-proxy/app/server.go): Services not claimed by another proxy and not headless, EndpointSlices not of
+// headless Services, and this node's own Node object.
+import type { EndpointSlice, Node, Service } from './objects.js';
+import { LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME } from './objects.js';
+import { Reflector } from './reflector.js';
+import type { ReflectorHandlers, ReflectorOptions, ResourceSpec } from './reflector.js';
+
+export const SERVICES: ResourceSpec = {
+  name: 'services',
+  path: '/api/v1/services',
+  namespaced: true,
+  labelSelector: `!${LABEL_SERVICE_PROXY_NAME}`,
+  fieldSelector: 'spec.clusterIP!=None',
+};
+
+// Newest upstream applies only the headless filter to slices (not service-proxy-name): a slice whose Service is
+// filtered out is dropped later, for want of a Service.
+export const ENDPOINT_SLICES: ResourceSpec = {
+  name: 'endpointslices',
+  path: '/apis/discovery.k8s.io/v1/endpointslices',
+  namespaced: true,
+  labelSelector: `!${LABEL_HEADLESS}`,
+};
+
+export function nodeResource(nodeName: string): ResourceSpec {
+  return {
+    name: 'nodes',
+    path: '/api/v1/nodes',
+    namespaced: false,
+    fieldSelector: `metadata.name=${nodeName}`,
+  };
+}
+
+export type WatchOptions<T> = Omit<ReflectorOptions<T>, 'resource' | 'handlers'> & {
+  readonly handlers: ReflectorHandlers<T>;
+};
+
+export function serviceReflector(options: WatchOptions<Service>): Reflector<Service> {
+  return new Reflector<Service>({ ...options, resource: SERVICES });
+}
+
+export function endpointSliceReflector(options: WatchOptions<EndpointSlice>): Reflector<EndpointSlice> {
+  return new Reflector<EndpointSlice>({ ...options, resource: ENDPOINT_SLICES });
+}
+
+export function nodeReflector(nodeName: string, options: WatchOptions<Node>): Reflector<Node> {
+  return new Reflector<Node>({ ...options, resource: nodeResource(nodeName) });
+}

@@ -1,0 +1,78 @@
+// Records what a reflector delivers as short strings ("add ns/a 101", "update ns/a 101->102", "delete ns/a 101",
+// "synced") and lets a test await a condition on them, event-driven, with a generous failure deadline.
+import type { ReflectorHandlers } from '../../../src/kube/reflector.js';
+import type { KubeObject } from '../../../src/kube/object-identity.js';
+
+function id(obj: KubeObject): string {
+  const { namespace, name, resourceVersion } = obj.metadata;
+  return `${namespace ? `${namespace}/` : ''}${name ?? '?'} ${resourceVersion ?? '?'}`;
+}
+
+export class Recorder<T extends KubeObject> {
+  readonly events: string[] = [];
+  private waiters: { check: () => boolean; resolve: () => void }[] = [];
+
+  readonly handlers: ReflectorHandlers<T> = {
+    onAdd: (obj) => this.push(`add ${id(obj)}`),
+    onUpdate: (old, obj) => this.push(`update ${id(obj)} from ${old.metadata.resourceVersion ?? '?'}`),
+    onDelete: (obj) => this.push(`delete ${id(obj)}`),
+    onSynced: () => this.push('synced'),
+  };
+
+  push(event: string): void {
+    this.events.push(event);
+    this.waiters = this.waiters.filter((w) => {
+      if (!w.check()) return true;
+      w.resolve();
+      return false;
+    });
+  }
+
+  /** Events since index `from`. */
+  since(from: number): string[] {
+    return this.events.slice(from);
+  }
+
+  waitFor(
+    predicate: (events: readonly string[]) => boolean,
+    what: string,
+    timeoutMs = 10_000,
+  ): Promise<void> {
+    return waitUntil(
+      predicate.bind(null, this.events),
+      what,
+      timeoutMs,
+      (w) => this.waiters.push(w),
+      () => JSON.stringify(this.events),
+    );
+  }
+
+  /** Waits until `count` events have arrived after index `from`. */
+  waitForCount(from: number, count: number, timeoutMs = 10_000): Promise<void> {
+    return this.waitFor((e) => e.length >= from + count, `${count} events after #${from}`, timeoutMs);
+  }
+}
+
+/** Shared by the recorder and the fake server: resolve when `check` holds, re-checked by whoever registers it. */
+export function waitUntil(
+  check: () => boolean,
+  what: string,
+  timeoutMs: number,
+  register: (w: { check: () => boolean; resolve: () => void }) => void,
+  dump: () => string,
+): Promise<void> {
+  if (check()) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`timed out waiting for ${what}; state: ${dump()}`)),
+      timeoutMs,
+    );
+    register({
+      check,
+      resolve: () => {
+        clearTimeout(timer);
+        resolve();
+      },
+    });
+  });
+}
