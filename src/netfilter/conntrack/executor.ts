@@ -1,7 +1,10 @@
 // Runs one reconcile pass for one family with Debian's `conntrack` tool, through the CommandRunner seam: list the
-// family's UDP flows, plan the stale ones (reconcile.ts), delete them in one batch (`conntrack -R -`, one `-D`
-// line per filter), and report the pass to kubeproxy_conntrack_reconciler_*. Upstream does the same over
+// family's UDP flows, plan the stale ones (reconcile.ts), delete them in one batch (`conntrack -R <file>`, one
+// `-D` line per filter), and report the pass to kubeproxy_conntrack_reconciler_*. Upstream does the same over
 // netlink; the tool is what an operator would type, and it is in every node image that has iptables.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Endpoint } from '../../model/endpoint.js';
 import type { IPFamily } from '../../model/ip.js';
 import type { ServicePort } from '../../model/service-port.js';
@@ -82,12 +85,8 @@ export async function reconcileConntrack(
     return finish({ listed: listing.flows.length, deletions: [], deleted: 0, skippedLines: listing.skipped });
   }
 
-  const batch = plan.deletions.map((d) => deletionArgs(d).join(' ')).join('\n') + '\n';
-  const del = await o.runner.run(cmd, ['-R', '-'], { stdin: batch, timeoutMs });
-  const deleted = countEntries(del.stdout);
-  let error: string | undefined;
-  if (del.code !== 0) {
-    error = `conntrack -R (delete ${plan.deletions.length} filters) failed (exit ${del.code}): ${del.stderr.trim()}`;
+  const { deleted, error } = await deleteFlows(o, cmd, timeoutMs, plan.deletions);
+  if (error !== undefined) {
     o.logger.error('Failed to delete stale conntrack entries', { ipFamily: family, error });
   } else {
     o.logger.v(2, () => ({
@@ -102,4 +101,41 @@ export async function reconcileConntrack(
     skippedLines: listing.skipped,
     ...(error !== undefined ? { error } : {}),
   });
+}
+
+/**
+ * Deletes in one `conntrack -R <file>` run (one `-D` line per filter). The batch goes through a file, not stdin:
+ * the tool opens /dev/stdin by path, which fails when stdin is a socket, as a spawned child's is. A tool without
+ * -R (older than 1.4.6), or a failed batch, falls back to one `conntrack -D` per filter.
+ */
+async function deleteFlows(
+  o: ConntrackReconcilerOptions,
+  cmd: string,
+  timeoutMs: number,
+  deletions: readonly ConntrackDeletion[],
+): Promise<{ deleted: number; error?: string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'kpts-conntrack-'));
+  try {
+    const file = join(dir, 'delete.batch');
+    await writeFile(file, deletions.map((d) => deletionArgs(d).join(' ')).join('\n') + '\n');
+    const batch = await o.runner.run(cmd, ['-R', file], { timeoutMs });
+    if (batch.code === 0) return { deleted: countEntries(batch.stdout) };
+    o.logger.v(2, () => ({
+      msg: 'conntrack -R failed; deleting filter by filter',
+      fields: { exit: batch.code, stderr: batch.stderr.trim() },
+    }));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  let deleted = 0;
+  const errors: string[] = [];
+  for (const d of deletions) {
+    const r = await o.runner.run(cmd, deletionArgs(d), { timeoutMs });
+    deleted += countEntries(r.stdout);
+    // Exit 1 with "0 flow entries have been deleted" only means the flow had already gone.
+    if (r.code !== 0 && !/\b0 flow entries/.test(r.stderr)) {
+      errors.push(`conntrack ${deletionArgs(d).join(' ')} failed (exit ${r.code}): ${r.stderr.trim()}`);
+    }
+  }
+  return errors.length === 0 ? { deleted } : { deleted, error: errors.join('; ') };
 }
