@@ -1,0 +1,163 @@
+// The one entry point the CLI calls: argv (+ an injected file reader and hostname) → the effective ProxyConfig and
+// the non-config options, or every problem found. Upstream's order (options.go Complete, server_linux.go):
+//   --config given:  file → defaults → logging flags, --hostname-override (all other config flags ignored)
+//   no --config:     defaults → config flags → deprecated --healthz-port/--metrics-port → logging flags
+//   then platform defaults → node name → validation → the mode-dependent conversion.
+// Pure: no process.exit, no I/O except through `deps`.
+import { applyConfigFlags, applyLoggingFlags, bool, str } from './apply-flags.js';
+import { toProxyConfig } from './convert.js';
+import { resolveFeatureGates } from './feature-gates.js';
+import { flagDef, parseProxyFlags } from './flags.js';
+import type { ParsedFlags } from './flags.js';
+import { applyPlatformDefaults } from './platform-defaults.js';
+import { problem } from './problems.js';
+import type { ConfigProblem } from './problems.js';
+import type { ProxyConfig, ProxyOptions } from './proxy-config.js';
+import { decodeKubeProxyConfiguration } from './v1alpha1-decode.js';
+import { defaultV1Alpha1 } from './v1alpha1-defaults.js';
+import type { KubeProxyConfigurationV1Alpha1 } from './v1alpha1-types.js';
+import { validateV1Alpha1 } from './validate.js';
+
+export interface LoadDeps {
+  /** Reads the --config file as text; may throw (the error becomes a problem naming the file). */
+  readonly readFile: (path: string) => string;
+  /** The OS hostname (used as the node name when hostnameOverride is empty). */
+  readonly hostname: () => string;
+}
+
+export type LoadResult =
+  | {
+      readonly ok: true;
+      readonly config: ProxyConfig;
+      readonly options: ProxyOptions;
+      readonly warnings: readonly string[];
+    }
+  | { readonly ok: false; readonly errors: readonly ConfigProblem[]; readonly warnings: readonly string[] };
+
+/** The non-config options; valid whenever the flags parsed. */
+export function proxyOptionsFrom(flags: ParsedFlags): ProxyOptions {
+  const version = flags.values.get('version');
+  return {
+    configFile: str(flags, 'config'),
+    cleanup: bool(flags, 'cleanup') ?? false,
+    initOnly: bool(flags, 'init-only') ?? false,
+    writeConfigTo: str(flags, 'write-config-to'),
+    master: str(flags, 'master'),
+    kubeconfig: str(flags, 'kubeconfig'),
+    version: version?.kind === 'version' ? version.value : false,
+    help: bool(flags, 'help') ?? false,
+  };
+}
+
+export function loadProxyConfig(argv: readonly string[], deps: LoadDeps): LoadResult {
+  const flags = parseProxyFlags(argv);
+  const warnings: string[] = [...flags.warnings];
+  if (flags.problems.length > 0) return { ok: false, errors: flags.problems, warnings };
+  const options = proxyOptionsFrom(flags);
+  const given = [...flags.values.keys()];
+  const errors: ConfigProblem[] = [];
+
+  let doc: KubeProxyConfigurationV1Alpha1;
+  if (options.configFile !== undefined) {
+    const fromFile = readConfigFile(options.configFile, deps);
+    if (!fromFile.ok) return { ok: false, errors: fromFile.problems, warnings };
+    warnings.push(...fromFile.warnings);
+    doc = fromFile.doc;
+    const ignored = given.filter((name) => ['config', 'ipvs'].includes(flagDef(name).group));
+    if (ignored.length > 0) {
+      warnings.push(
+        `flags ignored because --config is given (set these in ${options.configFile} instead): ` +
+          ignored.map((n) => `--${n}`).join(', '),
+      );
+    }
+  } else {
+    doc = applyConfigFlags(defaultV1Alpha1({}), flags);
+    const ipvs = given.filter((name) => flagDef(name).group === 'ipvs');
+    if (ipvs.length > 0) {
+      warnings.push(
+        `ipvs flags have no effect (kube-proxy-ts has no ipvs mode): ${ipvs.map((n) => `--${n}`).join(', ')}`,
+      );
+    }
+  }
+
+  const hostnameFlag = str(flags, 'hostname-override');
+  if (hostnameFlag !== undefined && hostnameFlag !== '') doc = { ...doc, hostnameOverride: hostnameFlag };
+  if (options.kubeconfig !== undefined) {
+    doc = { ...doc, clientConnection: { ...doc.clientConnection, kubeconfig: options.kubeconfig } };
+  }
+  const logging = applyLoggingFlags(doc, flags);
+  doc = logging.doc;
+  errors.push(...logging.problems);
+
+  doc = applyPlatformDefaults(doc);
+  const node = nodeNameFor(doc.hostnameOverride, hostnameFlag !== undefined && hostnameFlag !== '', deps);
+  if (!node.ok) errors.push(node.problem);
+  else doc = { ...doc, hostnameOverride: doc.hostnameOverride === '' ? '' : node.name };
+
+  errors.push(...validateV1Alpha1(doc));
+  warnings.push(...resolveFeatureGates(doc.featureGates).warnings);
+  if (errors.length > 0 || !node.ok) return { ok: false, errors, warnings };
+
+  const converted = toProxyConfig(doc, node.name);
+  if (!converted.ok) return { ok: false, errors: converted.problems, warnings };
+  return { ok: true, config: converted.config, options, warnings };
+}
+
+type FileRead =
+  | { readonly ok: true; readonly doc: KubeProxyConfigurationV1Alpha1; readonly warnings: readonly string[] }
+  | { readonly ok: false; readonly problems: readonly ConfigProblem[] };
+
+function readConfigFile(path: string, deps: LoadDeps): FileRead {
+  let text: string;
+  try {
+    text = deps.readFile(path);
+  } catch (error: unknown) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return { ok: false, problems: [problem('--config', `cannot read ${JSON.stringify(path)}: ${reason}`)] };
+  }
+  const decoded = decodeKubeProxyConfiguration(text);
+  if (!decoded.ok) {
+    // Problems about the whole file get the file's name; field problems keep their v1alpha1 path.
+    const problems = decoded.problems.map((p) =>
+      p.field === '' ? problem('--config', `${path}: ${p.message}`) : p,
+    );
+    return { ok: false, problems };
+  }
+  const warnings =
+    decoded.unknownFields.length === 0
+      ? []
+      : [
+          `strict decoding of ${path} failed: unknown field(s) ${decoded.unknownFields
+            .map((f) => JSON.stringify(f))
+            .join(', ')}; decoded leniently, ignoring them`,
+        ];
+  return { ok: true, doc: defaultV1Alpha1(decoded.doc), warnings };
+}
+
+type NodeName =
+  { readonly ok: true; readonly name: string } | { readonly ok: false; readonly problem: ConfigProblem };
+
+/** Upstream's GetHostname: the override (or the OS hostname), trimmed and lower-cased, never empty. */
+function nodeNameFor(override: string, fromFlag: boolean, deps: LoadDeps): NodeName {
+  const field: string = fromFlag ? '--hostname-override' : 'hostnameOverride';
+  if (override !== '') {
+    const name = override.trim().toLowerCase();
+    return name === ''
+      ? { ok: false, problem: problem(field, 'must not be empty or only whitespace') }
+      : { ok: true, name };
+  }
+  let os: string;
+  try {
+    os = deps.hostname();
+  } catch (error: unknown) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return {
+      ok: false,
+      problem: problem('hostnameOverride', `unset, and the OS hostname is unavailable: ${reason}`),
+    };
+  }
+  const name = os.trim().toLowerCase();
+  return name === ''
+    ? { ok: false, problem: problem('hostnameOverride', 'unset, and the OS hostname is empty') }
+    : { ok: true, name };
+}

@@ -1,0 +1,165 @@
+// Validation of a defaulted document (upstream pkg/proxy/apis/config/validation). Every problem is collected and
+// names its v1alpha1 field; sync periods are checked under the section the mode reads them from, which is the
+// section the operator has to edit.
+import { parseCIDRSloppy, parseIPSloppy } from '../model/ip.js';
+import { formatGoDuration } from './duration.js';
+import { resolveFeatureGates } from './feature-gates.js';
+import { checkIPPort } from './host-port.js';
+import { problem } from './problems.js';
+import type { ConfigProblem } from './problems.js';
+import {
+  DETECT_LOCAL_MODE_SETTINGS,
+  LOGGING_FORMATS,
+  NODE_PORT_ADDRESSES_PRIMARY,
+  PROXY_MODE_SETTINGS,
+  isOneOf,
+} from './v1alpha1-types.js';
+import type { KubeProxyConfigurationV1Alpha1 } from './v1alpha1-types.js';
+
+/** The section whose syncPeriod/minSyncPeriod/masqueradeAll a mode uses (upstream's v1alpha1 conversion). */
+export function periodSectionFor(mode: string): 'iptables' | 'ipvs' | 'nftables' {
+  return mode === 'ipvs' || mode === 'nftables' ? mode : 'iptables';
+}
+
+export function validateV1Alpha1(doc: KubeProxyConfigurationV1Alpha1): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const add = (field: string, message: string): void => void problems.push(problem(field, message));
+
+  if (!isOneOf(PROXY_MODE_SETTINGS, doc.mode)) {
+    add('mode', `must be "iptables" or "nftables" (or "" for iptables), got ${JSON.stringify(doc.mode)}`);
+  } else if (doc.mode === 'ipvs') {
+    add(
+      'mode',
+      'ipvs mode is not supported by kube-proxy-ts (deprecated upstream); use "nftables" or "iptables"',
+    );
+  }
+
+  const section = periodSectionFor(doc.mode);
+  const { syncPeriod, minSyncPeriod } = doc[section];
+  if (syncPeriod <= 0) {
+    add(`${section}.syncPeriod`, `must be greater than 0, got ${formatGoDuration(syncPeriod)}`);
+  }
+  if (minSyncPeriod < 0) {
+    add(
+      `${section}.minSyncPeriod`,
+      `must be greater than or equal to 0, got ${formatGoDuration(minSyncPeriod)}`,
+    );
+  } else if (syncPeriod > 0 && minSyncPeriod > syncPeriod) {
+    add(
+      `${section}.minSyncPeriod`,
+      `must be less than or equal to ${section}.syncPeriod (${formatGoDuration(syncPeriod)}), got ${formatGoDuration(minSyncPeriod)}`,
+    );
+  }
+
+  for (const s of ['iptables', 'nftables'] as const) {
+    const bit = doc[s].masqueradeBit;
+    if (bit < 0 || bit > 31) add(`${s}.masqueradeBit`, `must be in the range [0, 31], got ${bit}`);
+  }
+
+  if (doc.oomScoreAdj < -1000 || doc.oomScoreAdj > 1000) {
+    add('oomScoreAdj', `must be in the range [-1000, 1000], got ${doc.oomScoreAdj}`);
+  }
+  for (const key of ['maxPerCore', 'min'] as const) {
+    const value = doc.conntrack[key];
+    if (value < 0) add(`conntrack.${key}`, `must be greater than or equal to 0, got ${value}`);
+  }
+  for (const key of [
+    'tcpEstablishedTimeout',
+    'tcpCloseWaitTimeout',
+    'udpTimeout',
+    'udpStreamTimeout',
+  ] as const) {
+    const value = doc.conntrack[key];
+    if (value < 0)
+      add(`conntrack.${key}`, `must be greater than or equal to 0, got ${formatGoDuration(value)}`);
+  }
+  if (doc.configSyncPeriod <= 0) {
+    add('configSyncPeriod', `must be greater than 0, got ${formatGoDuration(doc.configSyncPeriod)}`);
+  }
+  if (doc.clientConnection.burst < 0) {
+    add('clientConnection.burst', `must be greater than or equal to 0, got ${doc.clientConnection.burst}`);
+  }
+
+  if (parseIPSloppy(doc.bindAddress) === undefined) {
+    add('bindAddress', `must be an IP address, got ${JSON.stringify(doc.bindAddress)}`);
+  }
+  for (const key of ['healthzBindAddress', 'metricsBindAddress'] as const) {
+    // '' is reachable only through flags (--healthz-port=0 and friends) and means "do not serve".
+    const issue = doc[key] === '' ? undefined : checkIPPort(doc[key]);
+    if (issue !== undefined) add(key, issue);
+  }
+
+  problems.push(...checkNodePortAddresses(doc.nodePortAddresses ?? []));
+  problems.push(...checkDetectLocal(doc));
+  problems.push(...resolveFeatureGates(doc.featureGates).problems);
+
+  if (!isOneOf(LOGGING_FORMATS, doc.logging.format)) {
+    add('logging.format', `must be "text" or "json", got ${JSON.stringify(doc.logging.format)}`);
+  }
+  doc.logging.vmodule.forEach((entry, i) => {
+    if (entry.filePattern === '') add(`logging.vmodule[${i}].filePattern`, 'must not be empty');
+  });
+  if (doc.showHiddenMetricsForVersion !== '' && !/^\d+\.\d+$/.test(doc.showHiddenMetricsForVersion)) {
+    add(
+      'showHiddenMetricsForVersion',
+      `must be a version "major.minor" such as "1.34", got ${JSON.stringify(doc.showHiddenMetricsForVersion)}`,
+    );
+  }
+  return problems;
+}
+
+function checkNodePortAddresses(addresses: readonly string[]): ConfigProblem[] {
+  if (addresses.length === 1 && addresses[0] === NODE_PORT_ADDRESSES_PRIMARY) return [];
+  const problems: ConfigProblem[] = [];
+  addresses.forEach((entry, i) => {
+    const field = `nodePortAddresses[${i}]`;
+    if (entry === NODE_PORT_ADDRESSES_PRIMARY) {
+      problems.push(problem(field, '"primary" must be the only entry'));
+    } else if (parseCIDRSloppy(entry) === undefined) {
+      problems.push(
+        problem(field, `must be a CIDR (or the single entry "primary"), got ${JSON.stringify(entry)}`),
+      );
+    }
+  });
+  return problems;
+}
+
+function checkDetectLocal(doc: KubeProxyConfigurationV1Alpha1): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  if (!isOneOf(DETECT_LOCAL_MODE_SETTINGS, doc.detectLocalMode)) {
+    const known = DETECT_LOCAL_MODE_SETTINGS.filter((m) => m !== '').join(', ');
+    problems.push(
+      problem('detectLocalMode', `must be one of ${known}, got ${JSON.stringify(doc.detectLocalMode)}`),
+    );
+  } else if (doc.detectLocalMode === 'BridgeInterface' && doc.detectLocal.bridgeInterface === '') {
+    problems.push(
+      problem('detectLocal.bridgeInterface', 'must be set when detectLocalMode is BridgeInterface'),
+    );
+  } else if (doc.detectLocalMode === 'InterfaceNamePrefix' && doc.detectLocal.interfaceNamePrefix === '') {
+    problems.push(
+      problem('detectLocal.interfaceNamePrefix', 'must be set when detectLocalMode is InterfaceNamePrefix'),
+    );
+  }
+  if (doc.clusterCIDR !== '') {
+    const entries = doc.clusterCIDR.split(',');
+    const families: string[] = [];
+    for (const entry of entries) {
+      const cidr = parseCIDRSloppy(entry);
+      if (cidr === undefined) {
+        problems.push(problem('clusterCIDR', `${JSON.stringify(entry)} is not a valid CIDR`));
+      } else {
+        families.push(cidr.family);
+      }
+    }
+    if (entries.length > 2) {
+      problems.push(
+        problem('clusterCIDR', `must hold at most one CIDR per IP family, got ${entries.length}`),
+      );
+    } else if (families.length === 2 && families[0] === families[1]) {
+      problems.push(
+        problem('clusterCIDR', `must hold at most one CIDR per IP family, got two ${families[0]} CIDRs`),
+      );
+    }
+  }
+  return problems;
+}
