@@ -68,6 +68,19 @@ const SENTINEL_JUMPS: readonly JumpRule[] = JUMP_RULES.filter(
 
 const NO_ENDPOINTS: readonly Endpoint[] = Object.freeze([]);
 
+/** What the last sync did, for logs, tests and benchmarks. */
+export interface IptablesSyncStats {
+  readonly full: boolean;
+  /** Service ports rendered afresh (the rest came from the cache). */
+  readonly rendered: number;
+  /** Service ports whose own chains were written. */
+  readonly written: number;
+  readonly staleChains: readonly string[];
+  /** Whether iptables-save was read for stale chains. */
+  readonly scanned: boolean;
+  readonly lines: number;
+}
+
 interface CacheEntry {
   readonly servicePort: ServicePort;
   readonly endpoints: readonly Endpoint[];
@@ -90,6 +103,7 @@ export class IptablesBackend implements ProxyBackend {
   private needFullSync = true;
   private lastStaleScan = Number.NEGATIVE_INFINITY;
   private large = false;
+  private stats: IptablesSyncStats | undefined;
 
   constructor(options: IptablesBackendOptions) {
     this.node = options.node;
@@ -112,6 +126,11 @@ export class IptablesBackend implements ProxyBackend {
   /** More than 1,000 endpoints at the last sync: no per-endpoint comments, throttled stale-chain scans. */
   get largeClusterMode(): boolean {
     return this.large;
+  }
+
+  /** What the last sync attempt did (set before the restore runs, so also after a failed one). */
+  get lastSyncStats(): IptablesSyncStats | undefined {
+    return this.stats;
   }
 
   /** The jump rules this node needs (kubelet's KUBE-FIREWALL ones only with IPv4 localhost NodePorts). */
@@ -153,6 +172,7 @@ export class IptablesBackend implements ProxyBackend {
     const active = new Set<string>();
     let noLocalInternal = 0;
     let noLocalExternal = 0;
+    let rendered = 0;
     for (const sp of orderedServicePorts(snapshot)) {
       const endpoints = snapshot.endpointsMap.get(sp.key) ?? NO_ENDPOINTS;
       let entry = this.cache.get(sp.key);
@@ -171,6 +191,7 @@ export class IptablesBackend implements ProxyBackend {
           rules: renderServicePort(sp, endpoints, ctx),
         };
         this.cache.set(sp.key, entry);
+        rendered++;
       }
       const rules = (entry as CacheEntry).rules;
       all.push(rules);
@@ -201,7 +222,9 @@ export class IptablesBackend implements ProxyBackend {
     const top = renderTopLevel(this.node, this.extras);
     const input = assembleRestore({ top, all, written, staleChains });
     const text = serializeRestore(input);
-    const lines = text.split('\n').length - 1;
+    let lines = 0;
+    for (const t of input.tables) lines += 2 + t.chains.length + t.rules.length + t.deleteChains.length;
+    this.stats = { full, rendered, written: written.length, staleChains, scanned: scan, lines };
 
     const restoreStart = performance.now();
     try {
