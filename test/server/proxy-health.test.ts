@@ -5,6 +5,8 @@ import { ProxyHealth, nodeEligibility } from '../../src/server/proxy-health.js';
 import { createProxyHealthServer } from '../../src/server/proxy-health-server.js';
 import { formatRFC3339Nano } from '../../src/server/rfc3339.js';
 import { SILENT_LOGGER } from '../../src/sync/logger.js';
+import { createProxyMetrics } from '../../src/server/metrics.js';
+import { parseExposition } from './exposition.js';
 import { ManualClock } from './manual-clock.js';
 
 const SYNC_PERIOD_MS = 30_000; // upstream default; timeout 60 s
@@ -161,6 +163,27 @@ describe('ProxyHealth', () => {
     assert.equal(health.healthzAnswer().status, 503);
     health.syncNode(NODE);
     assert.equal(health.healthzAnswer().status, 200);
+  });
+});
+
+describe('proxy health metrics', () => {
+  test('answers are counted in kubeproxy_proxy_healthz_total and _livez_total by code', async () => {
+    const clock = new ManualClock(T0);
+    const metrics = createProxyMetrics({ mode: 'nftables', processMetrics: false });
+    const health = new ProxyHealth({ clock, syncPeriodMs: SYNC_PERIOD_MS, metrics });
+    health.syncNode(NODE);
+    health.healthzAnswer();
+    health.healthzAnswer();
+    health.syncNode(undefined);
+    health.healthzAnswer();
+    health.livezAnswer();
+    const samples = [...parseExposition(await metrics.registry.metrics()).values()].flatMap((f) => f.samples);
+    const v = (name: string, code: string) =>
+      samples.find((s) => s.name === name && s.labels.code === code)?.value;
+    assert.equal(v('kubeproxy_proxy_healthz_total', '200'), 2);
+    assert.equal(v('kubeproxy_proxy_healthz_total', '503'), 1);
+    assert.equal(v('kubeproxy_proxy_livez_total', '200'), 1);
+    assert.equal(v('kubeproxy_proxy_livez_total', '503'), undefined);
   });
 });
 
