@@ -24,10 +24,16 @@ export interface NftListing {
   readonly rules: readonly NftListedRule[];
 }
 
+/** Where the time of one run went: writing the text (ours) and applying it (nft's). */
+export interface NftRunStats {
+  readonly serializeMs: number;
+  readonly applyMs: number;
+}
+
 export interface NftExecutor {
   readonly ref: NftTableRef;
   /** Applies the transaction atomically; rejects with an NftError (the sticky error, or nft's, with its line). */
-  run(tx: NftTransaction): Promise<void>;
+  run(tx: NftTransaction): Promise<NftRunStats>;
   /** The table's objects; rejects with NftError code NotFound when the table does not exist. */
   list(): Promise<NftListing>;
   /** Elements of a set or map (key, value, comment); NotFound when it does not exist. */
@@ -65,10 +71,14 @@ export class NftCommandExecutor implements NftExecutor {
     this.#commands = commands;
   }
 
-  async run(tx: NftTransaction): Promise<void> {
+  async run(tx: NftTransaction): Promise<NftRunStats> {
     if (tx.error) throw tx.error;
-    if (tx.size === 0) return;
-    await this.runText(serializeOperations(this.ref, tx.operations), tx.operations, false);
+    if (tx.size === 0) return { serializeMs: 0, applyMs: 0 };
+    const t0 = performance.now();
+    const text = serializeOperations(this.ref, tx.operations);
+    const t1 = performance.now();
+    await this.runText(text, tx.operations, false);
+    return { serializeMs: t1 - t0, applyMs: performance.now() - t1 };
   }
 
   /** `nft -c -f -`: parses and checks the transaction against the kernel without applying it. */

@@ -4,7 +4,7 @@
 // deleted, an element cannot be re-added with another value) and fails like nft (NotFound, Exists, Busy).
 // dump() writes the state as sorted `add` lines through the same serializer the real executor uses.
 import { NftError } from './errors.js';
-import type { NftExecutor, NftListing } from './executor.js';
+import type { NftExecutor, NftListing, NftRunStats } from './executor.js';
 import type { NftChain, NftElement, NftMap, NftOperation, NftSet, NftTable } from './objects.js';
 import { parseOperations } from './parse.js';
 import type { NftTableRef } from './serialize.js';
@@ -106,11 +106,13 @@ export class FakeNft implements NftExecutor {
     this.ref = ref;
   }
 
-  async run(tx: NftTransaction): Promise<void> {
+  async run(tx: NftTransaction): Promise<NftRunStats> {
     this.lastTransaction = tx;
     this.transactions.push(tx);
     if (tx.error) throw tx.error;
+    const t0 = performance.now();
     this.#state = this.#apply(tx.operations);
+    return { serializeMs: 0, applyMs: performance.now() - t0 };
   }
 
   /** Applies operations synchronously (for loading a starting state); throws NftError on failure. */

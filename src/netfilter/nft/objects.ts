@@ -37,8 +37,8 @@ export interface NftRule {
 export interface NftSet {
   readonly kind: 'set';
   readonly name: string;
-  /** `ipv4_addr`, or a concatenation `ipv4_addr . inet_proto . inet_service`. */
-  readonly type: string;
+  /** `ipv4_addr`, or a concatenation `ipv4_addr . inet_proto . inet_service`; needed by add/create only. */
+  readonly type?: string;
   readonly flags?: readonly string[];
   /** Default element timeout, seconds. */
   readonly timeout?: number;
@@ -48,8 +48,8 @@ export interface NftSet {
 export interface NftMap {
   readonly kind: 'map';
   readonly name: string;
-  /** `key-type : value-type`, e.g. `inet_proto . inet_service : verdict`. */
-  readonly type: string;
+  /** `key-type : value-type`, e.g. `inet_proto . inet_service : verdict`; needed by add/create only. */
+  readonly type?: string;
   readonly flags?: readonly string[];
   readonly comment?: string;
 }

@@ -54,9 +54,10 @@ export function validateOperation(op: NftOperation): string | undefined {
       const bad = checkName(object.kind, object.name);
       if (bad) return bad;
       if (verb === 'add' || verb === 'create') {
-        if (!SET_TYPE.test(object.type))
-          return `${object.kind} ${object.name}: invalid type ${JSON.stringify(object.type)}`;
-        if ((object.kind === 'map') !== object.type.includes(' : ')) {
+        const type = object.type ?? '';
+        if (!SET_TYPE.test(type))
+          return `${object.kind} ${object.name}: invalid type ${JSON.stringify(type)}`;
+        if ((object.kind === 'map') !== type.includes(' : ')) {
           return `${object.kind} ${object.name}: ${object.kind === 'map' ? 'a map type needs' : 'a set type cannot have'} a ' : ' value type`;
         }
         for (const flag of object.flags ?? []) {

@@ -1,0 +1,217 @@
+// nftables mode: a ProxyBackend that keeps table `ip kube-proxy` (or `ip6 kube-proxy`) equal to what the
+// snapshot asks for. The first sync (and any sync after a failure) is a full one that reads the table back first,
+// so a restarted proxy converges without flushing live rules; later syncs are partial (planner.ts).
+import type { CommandRunner } from '../../netfilter/command.js';
+import { NftError, isNotFound } from '../../netfilter/nft/errors.js';
+import type { NftExecutor, NftListing } from '../../netfilter/nft/executor.js';
+import { NftCommandExecutor } from '../../netfilter/nft/executor.js';
+import type { NftElement } from '../../netfilter/nft/objects.js';
+import { serializeOperations } from '../../netfilter/nft/serialize.js';
+import { NftTransaction } from '../../netfilter/nft/transaction.js';
+import type { FeatureGates } from '../../model/feature-gates.js';
+import type { IPFamily } from '../../model/ip.js';
+import { isLoopbackIP } from '../../model/ip.js';
+import { nodePortIPs } from '../../model/nodeport-addresses.js';
+import type {
+  BackendSyncResult,
+  NodeNetworkConfig,
+  ProxyBackend,
+  ProxySnapshot,
+  SyncRequest,
+} from '../../sync/backend.js';
+import type { Clock } from '../../sync/clock.js';
+import type { Logger } from '../../sync/logger.js';
+import { SILENT_LOGGER } from '../../sync/logger.js';
+import type { ProxyMetrics } from '../../sync/metrics.js';
+import { NO_PROXY_METRICS } from '../../sync/metrics.js';
+import { TABLE_NAME } from './naming.js';
+import type { KernelView, Plan } from './planner.js';
+import { ELEMENT_CONTAINERS, EMPTY_KERNEL, SyncPlanner } from './planner.js';
+
+export interface NftablesBackendOptions {
+  readonly node: NodeNetworkConfig;
+  readonly commands: CommandRunner;
+  readonly clock: Clock;
+  readonly metrics?: ProxyMetrics;
+  readonly logger?: Logger;
+  readonly featureGates?: FeatureGates;
+  /** Tests: an in-memory table (FakeNft) instead of `nft` through `commands`. */
+  readonly executor?: NftExecutor;
+}
+
+export function nftFamilyOf(family: IPFamily): 'ip' | 'ip6' {
+  return family === 'IPv6' ? 'ip6' : 'ip';
+}
+
+/** Host addresses that accept NodePorts: inside --nodeport-addresses, never loopback (nft has no route_localnet). */
+export function nftNodePortIPs(node: NodeNetworkConfig): string[] {
+  if (node.nodePortAddresses.matchAll) return [];
+  return nodePortIPs(node.nodePortAddresses, node.hostInterfaces).filter((ip) => !isLoopbackIP(ip));
+}
+
+function newTransaction(plan: Plan): NftTransaction {
+  const tx = new NftTransaction();
+  for (const op of plan.setupOps) tx.add(op.verb, op.object);
+  // Rendered operations were validated when rendered (a bad one skips its service port instead).
+  tx.addValidated(plan.ops);
+  return tx;
+}
+
+export class NftablesBackend implements ProxyBackend {
+  readonly mode = 'nftables' as const;
+  readonly family: IPFamily;
+  readonly #executor: NftExecutor;
+  readonly #clock: Clock;
+  readonly #metrics: ProxyMetrics;
+  readonly #logger: Logger;
+  readonly #planner: SyncPlanner;
+  #needFullSync = true;
+  #flushedBaseChains = false;
+  /** Operations of the stale-chain cleanup transaction of the last sync (tests, logs). */
+  lastCleanupOperations = 0;
+
+  constructor(options: NftablesBackendOptions) {
+    this.family = options.node.family;
+    this.#executor =
+      options.executor ??
+      new NftCommandExecutor(
+        { family: nftFamilyOf(options.node.family), table: TABLE_NAME },
+        options.commands,
+      );
+    this.#clock = options.clock;
+    this.#metrics = options.metrics ?? NO_PROXY_METRICS;
+    this.#logger = (options.logger ?? SILENT_LOGGER).child({ ipFamily: options.node.family });
+    this.#planner = new SyncPlanner(options.node, () => nftNodePortIPs(options.node), options.featureGates);
+  }
+
+  /** Names of chains that were flushed and wait for deletion (tests compare with upstream's staleChains). */
+  get staleChains(): string[] {
+    return [...this.#planner.staleChains.keys()].sort();
+  }
+
+  async sync(snapshot: ProxySnapshot, request: SyncRequest): Promise<BackendSyncResult> {
+    const started = performance.now();
+    let kernelMs = 0;
+    const now = this.#clock.now();
+    let full = request.full || this.#needFullSync;
+
+    // Chains flushed at least a second ago go first, in their own transaction.
+    const expired = this.#planner.chainsToDelete(now);
+    this.lastCleanupOperations = 0;
+    if (expired.length > 0) {
+      const cleanup = new NftTransaction();
+      for (const name of expired) cleanup.add('delete', { kind: 'chain', name });
+      try {
+        const stats = await this.#executor.run(cleanup);
+        kernelMs += stats.applyMs;
+        this.#planner.chainsDeleted(expired);
+        this.lastCleanupOperations = cleanup.size;
+      } catch (e) {
+        this.#metrics.nftablesCleanupFailure(this.family);
+        this.#logger.error('deleting stale chains failed; doing a full sync', {
+          error: String(e),
+          chains: expired.length,
+        });
+        full = true;
+      }
+    }
+
+    let kernel: KernelView = EMPTY_KERNEL;
+    if (full) {
+      const t0 = performance.now();
+      kernel = await this.#readKernel();
+      kernelMs += performance.now() - t0;
+    }
+    const plan = full
+      ? this.#planner.planFull(snapshot, kernel, now, !this.#flushedBaseChains)
+      : this.#planner.planPartial(snapshot, request.changedServices, now);
+    for (const s of plan.newlySkipped) {
+      this.#logger.warn('skipping service port that cannot be programmed', {
+        service: s.serviceName,
+        reason: s.reason,
+      });
+    }
+    const tx = newTransaction(plan);
+
+    try {
+      const stats = await this.#executor.run(tx);
+      kernelMs += stats.applyMs;
+    } catch (e) {
+      this.#needFullSync = true;
+      this.#metrics.nftablesSyncFailure(this.family);
+      const error =
+        e instanceof NftError
+          ? e
+          : new NftError(`nft transaction failed: ${e instanceof Error ? e.message : String(e)}`, {
+              code: 'Failed',
+            });
+      this.#logger.error('nftables sync failed', { error: error.message, full, operations: tx.size });
+      throw error;
+    }
+    plan.commit();
+    this.#needFullSync = false;
+    if (full) this.#flushedBaseChains = true;
+    this.#logger.v(4, () => ({ msg: 'nftables sync done', fields: { full, operations: tx.size } }));
+    return {
+      noLocalEndpointsInternal: plan.noLocalInternal,
+      noLocalEndpointsExternal: plan.noLocalExternal,
+      timings: { ownMs: performance.now() - started - kernelMs, kernelMs },
+      operations: tx.size,
+    };
+  }
+
+  /** The table as it is now: listing plus the elements of every diffed set and map. */
+  async #readKernel(): Promise<KernelView> {
+    let listing: NftListing | undefined;
+    try {
+      listing = await this.#executor.list();
+    } catch (e) {
+      if (isNotFound(e)) return EMPTY_KERNEL; // a fresh node: nothing to converge from
+      this.#logger.warn('could not list the nftables table; its sets will be flushed', { error: String(e) });
+      return { listing: undefined, elements: new Map() };
+    }
+    const present = new Set([...listing.sets, ...listing.maps].map((s) => s.name));
+    const elements = new Map<string, readonly NftElement[]>();
+    for (const c of ELEMENT_CONTAINERS) {
+      if (!present.has(c.name)) {
+        elements.set(c.name, []);
+        continue;
+      }
+      try {
+        elements.set(c.name, await this.#executor.listElements(c.kind, c.name));
+      } catch (e) {
+        if (isNotFound(e)) elements.set(c.name, []);
+        else this.#logger.warn('could not list elements; flushing', { set: c.name, error: String(e) });
+      }
+    }
+    return { listing, elements };
+  }
+}
+
+/** The text a fresh node would apply for `snapshot` (`kube-proxy-ts render`): a first full sync on an empty table. */
+export function renderFullSyncTransaction(
+  snapshot: ProxySnapshot,
+  node: NodeNetworkConfig,
+  featureGates?: FeatureGates,
+): string {
+  const planner = new SyncPlanner(node, () => nftNodePortIPs(node), featureGates);
+  const plan = planner.planFull(snapshot, EMPTY_KERNEL, 0, true);
+  const tx = newTransaction(plan);
+  if (tx.error) throw tx.error;
+  return serializeOperations({ family: nftFamilyOf(node.family), table: TABLE_NAME }, tx.operations);
+}
+
+/** Removes both kube-proxy tables (ip and ip6); a missing table is not an error. Returns the failures. */
+export async function cleanupNftables(commands: CommandRunner): Promise<NftError[]> {
+  const errors: NftError[] = [];
+  for (const family of ['ip', 'ip6'] as const) {
+    const executor = new NftCommandExecutor({ family, table: TABLE_NAME }, commands);
+    try {
+      await executor.run(new NftTransaction().add('delete', { kind: 'table' }));
+    } catch (e) {
+      if (isNotFound(e)) continue;
+      errors.push(e instanceof NftError ? e : new NftError(String(e), { code: 'Failed' }));
+    }
+  }
+  return errors;
+}

@@ -1,0 +1,234 @@
+// What one service port needs in the table (upstream-backends.md §1.5–1.7, "v2"): its chains and their rules, its
+// affinity sets, and its elements in the shared sets and maps. Pure; the planner decides what to send.
+import type { NftChain, NftElement, NftOperation, NftRule, NftSet } from '../../netfilter/nft/objects.js';
+import { validateOperation } from '../../netfilter/nft/validate.js';
+import type { Endpoint } from '../../model/endpoint.js';
+import type { ServicePort } from '../../model/service-port.js';
+import { externallyAccessible, usesClusterEndpoints, usesLocalEndpoints } from '../../model/service-port.js';
+import type { NodeTopology } from '../../model/topology.js';
+import { categorizeEndpoints } from '../../model/topology.js';
+import type { FeatureGates } from '../../model/feature-gates.js';
+import { cidrContains } from '../../model/ip.js';
+import type { NodeNetworkConfig } from '../../sync/backend.js';
+import {
+  AFFINITY_SET_PREFIX,
+  CLUSTER_IPS_SET,
+  ENDPOINT_CHAIN_PREFIX,
+  EXTERNAL_CHAIN_PREFIX,
+  FIREWALL_CHAIN_PREFIX,
+  FIREWALL_IPS_MAP,
+  HAIRPIN_SET,
+  LOCAL_CHAIN_PREFIX,
+  NO_ENDPOINT_NODEPORTS_MAP,
+  NO_ENDPOINT_SERVICES_MAP,
+  REJECT_CHAIN,
+  SERVICE_CHAIN_PREFIX,
+  SERVICE_IPS_MAP,
+  SERVICE_NODEPORTS_MAP,
+  endpointChainBase,
+  servicePortChainBase,
+} from './naming.js';
+import { familyWords, localTrafficMatch, markSet } from './setup.js';
+
+export interface RenderedServicePort {
+  readonly key: string;
+  readonly serviceName: string;
+  /** Chain and affinity-set operations (add set, add+flush chain, rules), replayed when the port is rewritten. */
+  readonly chainOps: readonly NftOperation[];
+  /** Names of every chain this port uses (to tell active chains from stale ones). */
+  readonly chains: readonly string[];
+  readonly affinitySets: readonly string[];
+  /** Elements in the shared sets and maps (always diffed against the kernel). */
+  readonly elements: readonly NftElement[];
+  readonly noLocalInternal: boolean;
+  readonly noLocalExternal: boolean;
+}
+
+export type RenderResult =
+  | { readonly ok: true; readonly value: RenderedServicePort }
+  | { readonly ok: false; readonly key: string; readonly serviceName: string; readonly reason: string };
+
+export interface RenderContext {
+  readonly node: NodeNetworkConfig;
+  readonly topology: NodeTopology;
+  readonly featureGates?: FeatureGates;
+}
+
+export function renderServicePort(
+  sp: ServicePort,
+  endpoints: readonly Endpoint[],
+  ctx: RenderContext,
+): RenderResult {
+  const { node } = ctx;
+  const w = familyWords(node);
+  const proto = sp.protocol.toLowerCase();
+  const port = String(sp.port);
+  const base = servicePortChainBase(sp.name);
+  const clusterChain = SERVICE_CHAIN_PREFIX + base;
+  const localChain = LOCAL_CHAIN_PREFIX + base;
+  const externalChain = EXTERNAL_CHAIN_PREFIX + base;
+  const firewallChain = FIREWALL_CHAIN_PREFIX + base;
+
+  const cat = categorizeEndpoints(endpoints, sp, ctx.topology, ctx.featureGates);
+  const clusterEndpoints = cat.clusterEndpoints ?? [];
+  const localEndpoints = cat.localEndpoints ?? [];
+  const hasEndpoints = cat.hasAnyEndpoints;
+
+  const usesClusterChain = clusterEndpoints.length > 0 && usesClusterEndpoints(sp);
+  const usesLocalChain = localEndpoints.length > 0 && usesLocalEndpoints(sp);
+  const internalChain = sp.internalPolicyLocal ? localChain : clusterChain;
+  const hasInternalEndpoints = hasEndpoints && !(sp.internalPolicyLocal && localEndpoints.length === 0);
+  const externalPolicyChain = sp.externalPolicyLocal ? localChain : clusterChain;
+  const hasExternalEndpoints = hasEndpoints && !(sp.externalPolicyLocal && localEndpoints.length === 0);
+  const usesExternalChain = hasEndpoints && externallyAccessible(sp);
+
+  let internalVerdict = 'drop';
+  let externalVerdict = 'drop';
+  if (!hasEndpoints) {
+    internalVerdict = `goto ${REJECT_CHAIN}`;
+    externalVerdict = `goto ${REJECT_CHAIN}`;
+  }
+  const noLocalInternal = hasEndpoints && !hasInternalEndpoints;
+  const noLocalExternal = hasEndpoints && !hasExternalEndpoints;
+
+  const elements: NftElement[] = [];
+  const el = (set: string, key: string[], value?: string, comment?: string): void =>
+    void elements.push({
+      kind: 'element',
+      set,
+      key,
+      ...(value !== undefined ? { value: [value] } : {}),
+      ...(comment !== undefined ? { comment } : {}),
+    });
+  const comment = sp.nameString;
+
+  el(CLUSTER_IPS_SET, [sp.clusterIP]);
+  if (hasInternalEndpoints) el(SERVICE_IPS_MAP, [sp.clusterIP, proto, port], `goto ${internalChain}`);
+  else el(NO_ENDPOINT_SERVICES_MAP, [sp.clusterIP, proto, port], internalVerdict, comment);
+
+  for (const ip of sp.externalIPs) {
+    if (hasEndpoints) el(SERVICE_IPS_MAP, [ip, proto, port], `goto ${externalChain}`);
+    if (!hasExternalEndpoints) el(NO_ENDPOINT_SERVICES_MAP, [ip, proto, port], externalVerdict, comment);
+  }
+
+  const usesFirewall = sp.loadBalancerVIPs.length > 0 && sp.loadBalancerSourceRanges.length > 0;
+  for (const ip of sp.loadBalancerVIPs) {
+    if (hasEndpoints) el(SERVICE_IPS_MAP, [ip, proto, port], `goto ${externalChain}`);
+    if (usesFirewall) el(FIREWALL_IPS_MAP, [ip, proto, port], `goto ${firewallChain}`);
+    if (!hasExternalEndpoints) el(NO_ENDPOINT_SERVICES_MAP, [ip, proto, port], externalVerdict, comment);
+  }
+  if (sp.nodePort !== 0) {
+    if (hasEndpoints) el(SERVICE_NODEPORTS_MAP, [proto, String(sp.nodePort)], `goto ${externalChain}`);
+    if (!hasExternalEndpoints)
+      el(NO_ENDPOINT_NODEPORTS_MAP, [proto, String(sp.nodePort)], externalVerdict, comment);
+  }
+
+  // Chains and rules.
+  const chainOrder: NftChain[] = [];
+  const rules: NftRule[] = [];
+  const affinitySets: NftSet[] = [];
+  const chain = (name: string): void => void chainOrder.push({ kind: 'chain', name });
+  const rule = (chainName: string, text: string, ruleComment?: string): void =>
+    void rules.push({
+      kind: 'rule',
+      chain: chainName,
+      rule: text,
+      ...(ruleComment !== undefined ? { comment: ruleComment } : {}),
+    });
+
+  if (usesClusterChain) chain(clusterChain);
+  if (usesLocalChain) chain(localChain);
+  if (usesExternalChain) {
+    chain(externalChain);
+    if (!sp.externalPolicyLocal) {
+      rule(externalChain, markSet(node), 'masquerade');
+    } else {
+      const fromPod = localTrafficMatch(node, false);
+      if (fromPod !== undefined)
+        rule(externalChain, `${fromPod} goto ${clusterChain}`, 'short-circuit pod traffic');
+      rule(externalChain, `fib saddr type local ${markSet(node)}`, 'masquerade local traffic');
+      rule(externalChain, `fib saddr type local goto ${clusterChain}`, 'short-circuit local traffic');
+    }
+    if (hasExternalEndpoints) rule(externalChain, `goto ${externalPolicyChain}`);
+  }
+  if (usesFirewall) {
+    chain(firewallChain);
+    const sources = [...sp.loadBalancerSourceRanges];
+    const nodeIP = node.nodeIPs[0];
+    if (nodeIP !== undefined && sp.loadBalancerSourceRanges.some((cidr) => cidrContains(cidr, nodeIP))) {
+      // A VIP that is also a local address makes node → LB traffic loop back with the VIP as its source.
+      sources.push(...sp.loadBalancerVIPs);
+    }
+    rule(firewallChain, `${w.ip} saddr != { ${sources.join(' , ')} } drop`);
+  }
+
+  const endpointChain = (ep: Endpoint): string => ENDPOINT_CHAIN_PREFIX + endpointChainBase(sp.name, ep);
+  const affinitySet = (ep: Endpoint): string => AFFINITY_SET_PREFIX + endpointChainBase(sp.name, ep);
+  const writeEndpointSelection = (chainName: string, eps: readonly Endpoint[]): void => {
+    if (sp.sessionAffinityClientIP) {
+      for (const ep of eps) rule(chainName, `${w.ip} saddr @${affinitySet(ep)} goto ${endpointChain(ep)}`);
+      const entries = eps.map((ep, i) => `${i} : goto ${endpointChain(ep)}`).join(' , ');
+      rule(chainName, `numgen random mod ${eps.length} vmap { ${entries} }`);
+    } else {
+      const entries = eps.map((ep, i) => `${i} : ${ep.ip} . ${ep.port}`).join(' , ');
+      rule(
+        chainName,
+        `meta l4proto ${proto} dnat ${w.ip} addr . port to numgen random mod ${eps.length} map { ${entries} }`,
+      );
+    }
+  };
+  if (usesClusterChain) writeEndpointSelection(clusterChain, clusterEndpoints);
+  if (usesLocalChain) writeEndpointSelection(localChain, localEndpoints);
+
+  for (const ep of cat.allReachableEndpoints) {
+    if (ep.isLocal) el(HAIRPIN_SET, [ep.ip, ep.ip, proto, String(ep.port)]);
+    if (!sp.sessionAffinityClientIP) continue;
+    const epChain = endpointChain(ep);
+    const setName = affinitySet(ep);
+    affinitySets.push({
+      kind: 'set',
+      name: setName,
+      type: w.addrType,
+      flags: ['dynamic', 'timeout'],
+      timeout: sp.stickyMaxAgeSeconds,
+    });
+    chain(epChain);
+    rule(epChain, `update @${setName} { ${w.ip} saddr }`);
+    const target = node.family === 'IPv6' ? `[${ep.ip}]:${ep.port}` : `${ep.ip}:${ep.port}`;
+    rule(epChain, `meta l4proto ${proto} dnat to ${target}`);
+  }
+
+  const chainOps: NftOperation[] = [];
+  for (const s of affinitySets) chainOps.push({ verb: 'add', object: s });
+  for (const c of chainOrder) {
+    chainOps.push({ verb: 'add', object: c });
+    chainOps.push({ verb: 'flush', object: c });
+  }
+  for (const r of rules) chainOps.push({ verb: 'add', object: r });
+
+  // Names come from the cluster: a Service whose names nft cannot hold is skipped, never sent.
+  for (const op of chainOps) {
+    const problem = validateOperation(op);
+    if (problem !== undefined)
+      return { ok: false, key: sp.key, serviceName: sp.serviceName, reason: problem };
+  }
+  for (const e of elements) {
+    const problem = validateOperation({ verb: 'add', object: e });
+    if (problem !== undefined)
+      return { ok: false, key: sp.key, serviceName: sp.serviceName, reason: problem };
+  }
+
+  return {
+    ok: true,
+    value: {
+      key: sp.key,
+      serviceName: sp.serviceName,
+      chainOps,
+      chains: chainOrder.map((c) => c.name),
+      affinitySets: affinitySets.map((s) => s.name),
+      elements,
+      noLocalInternal,
+      noLocalExternal,
+    },
+  };
+}

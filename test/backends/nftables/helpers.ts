@@ -1,0 +1,154 @@
+// Test helpers for nftables mode: upstream's vectors as inputs, a small "cluster" that feeds Services and
+// EndpointSlices through the real model (change trackers → categorizeEndpoints in the backend), and upstream's
+// golden-text normalisation (sortNFTablesTransaction), written from the vectors' `comparison` description.
+import { readFileSync } from 'node:fs';
+import type { EndpointSlice, Service } from '../../../src/kube/objects.js';
+import type { EndpointsMap } from '../../../src/model/endpoint-slice-cache.js';
+import { EndpointsChangeTracker } from '../../../src/model/endpoints-change-tracker.js';
+import type { LocalTrafficDetector } from '../../../src/model/local-detector.js';
+import { nodePortAddressesFor } from '../../../src/model/nodeport-addresses.js';
+import type { ServicePortMap } from '../../../src/model/service-change-tracker.js';
+import { ServiceChangeTracker } from '../../../src/model/service-change-tracker.js';
+import type { NftablesBackend } from '../../../src/backends/nftables/backend.js';
+import type { BackendSyncResult, NodeNetworkConfig, ProxySnapshot } from '../../../src/sync/backend.js';
+
+export const VECTORS_DIR = '/work/shared/reference/vectors';
+
+export interface ProxierConfig {
+  readonly ipFamily: 'IPv4' | 'IPv6';
+  readonly nodeName: string;
+  readonly nodeIP: string;
+  readonly localTrafficDetector: LocalTrafficDetector;
+  readonly serviceCIDRs: string;
+  readonly masqueradeMark: string;
+  readonly masqueradeAll: boolean;
+  readonly nodePortAddresses: readonly string[];
+  readonly hostInterfaces: Readonly<Record<string, readonly string[]>>;
+}
+
+export type VectorAction =
+  | { readonly addService: Service }
+  | { readonly deleteService: string }
+  | { readonly addEndpointSlice: EndpointSlice }
+  | { readonly updateEndpointSlice: EndpointSlice }
+  | { readonly ageStaleChainsSeconds: number }
+  | { readonly sync: true };
+
+export interface VectorStep {
+  readonly description: string;
+  readonly actions: readonly VectorAction[];
+  readonly expected: string;
+  readonly expectedLastTransactionOperations?: number;
+  readonly expectedStaleChains?: readonly string[];
+}
+
+export interface NftVector {
+  readonly test: string;
+  readonly proxierConfig: ProxierConfig;
+  readonly services?: readonly Service[];
+  readonly endpointSlices?: readonly EndpointSlice[];
+  readonly expected?: string;
+  readonly preexistingState?: string;
+  readonly steps?: readonly VectorStep[];
+}
+
+export function loadVector(name: string): NftVector {
+  return JSON.parse(readFileSync(`${VECTORS_DIR}/${name}.json`, 'utf8')) as NftVector;
+}
+
+export function nodeConfigFromVector(c: ProxierConfig): NodeNetworkConfig {
+  return {
+    family: c.ipFamily,
+    nodeName: c.nodeName,
+    nodeIPs: [c.nodeIP],
+    localDetector: c.localTrafficDetector,
+    masqueradeMark: c.masqueradeMark,
+    masqueradeAll: c.masqueradeAll,
+    nodePortAddresses: nodePortAddressesFor(c.ipFamily, c.nodePortAddresses).value,
+    hostInterfaces: new Map(Object.entries(c.hostInterfaces)),
+    serviceCIDRs: c.serviceCIDRs
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== ''),
+  };
+}
+
+const TYPE_ORDER = ['table', 'chain', 'rule', 'set', 'map', 'element'];
+
+/**
+ * Upstream's sortNFTablesTransaction as the vectors describe it: drop blank and `#` lines; stable-sort by object
+ * type (table, chain, rule, set, map, element), then by object name (5th word); rules keep their relative order;
+ * other lines with the same name sort by their full text.
+ */
+export function normaliseNft(text: string): string {
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
+  const keyed = lines.map((line) => {
+    const words = line.split(' ');
+    return { line, type: TYPE_ORDER.indexOf(words[1] ?? ''), name: words[4] ?? '' };
+  });
+  keyed.sort((a, b) => {
+    if (a.type !== b.type) return a.type - b.type;
+    if (a.name !== b.name) return a.name < b.name ? -1 : 1;
+    if (TYPE_ORDER[a.type] === 'rule') return 0;
+    return a.line < b.line ? -1 : a.line > b.line ? 1 : 0;
+  });
+  return keyed.map((k) => k.line).join('\n') + '\n';
+}
+
+/** Services and EndpointSlices through the model's trackers, as the proxier does it, one sync at a time. */
+export class ModelCluster {
+  readonly #services: ServiceChangeTracker;
+  readonly #endpoints: EndpointsChangeTracker;
+  readonly #current = new Map<string, Service>();
+  readonly serviceMap: ServicePortMap = new Map();
+  readonly endpointsMap: EndpointsMap = new Map();
+  readonly nodeName: string;
+
+  constructor(family: 'IPv4' | 'IPv6', nodeName: string) {
+    this.nodeName = nodeName;
+    this.#services = new ServiceChangeTracker({ family });
+    this.#endpoints = new EndpointsChangeTracker({ family, nodeName, now: () => 0 });
+  }
+
+  upsertService(svc: Service): void {
+    const key = `${svc.metadata.namespace ?? ''}/${svc.metadata.name ?? ''}`;
+    this.#services.update(this.#current.get(key), svc);
+    this.#current.set(key, svc);
+  }
+
+  deleteService(key: string): void {
+    const prev = this.#current.get(key);
+    if (prev) this.#services.update(prev, undefined);
+    this.#current.delete(key);
+  }
+
+  upsertSlice(slice: EndpointSlice): void {
+    this.#endpoints.endpointSliceUpdate(slice, false);
+  }
+
+  deleteSlice(slice: EndpointSlice): void {
+    this.#endpoints.endpointSliceUpdate(slice, true);
+  }
+
+  /** Checks the pending changes out: the snapshot and the Services that changed. */
+  checkout(): { snapshot: ProxySnapshot; changedServices: Set<string> } {
+    const s = this.#services.checkout(this.serviceMap);
+    const e = this.#endpoints.checkout(this.endpointsMap);
+    return {
+      snapshot: {
+        serviceMap: this.serviceMap,
+        endpointsMap: this.endpointsMap,
+        topology: { nodeName: this.nodeName },
+      },
+      changedServices: new Set([...s.updatedServices, ...e.updatedServices]),
+    };
+  }
+
+  async sync(backend: NftablesBackend, full = false): Promise<BackendSyncResult> {
+    const { snapshot, changedServices } = this.checkout();
+    return backend.sync(snapshot, { full, changedServices });
+  }
+}
