@@ -1,0 +1,341 @@
+// IptablesBackend on the fake: partial syncs and the render cache, large-cluster mode, IPv6, the canary, metrics,
+// no-local-endpoint counts, lock handling, cleanup. Inputs are plain objects through the real model.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { IptablesBackend } from '../../../src/backends/iptables/backend.js';
+import { cleanupIptables } from '../../../src/backends/iptables/cleanup.js';
+import type { EndpointSlice, Service } from '../../../src/kube/objects.js';
+import { FakeIptables } from '../../../src/netfilter/iptables/fake.js';
+import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
+import type { ProxyMetrics } from '../../../src/sync/metrics.js';
+import { NO_PROXY_METRICS } from '../../../src/sync/metrics.js';
+import { nodeNetworkConfig } from '../../../src/sync/node-network.js';
+import { manualClock, ModelDriver } from './helpers.js';
+
+function node4(): NodeNetworkConfig {
+  return nodeNetworkConfig({
+    family: 'IPv4',
+    nodeName: 'node-a',
+    nodeIPs: ['198.18.0.2'],
+    detectLocalMode: 'ClusterCIDR',
+    clusterCIDRs: ['198.19.0.0/16'],
+    nodePortAddresses: [],
+    masqueradeAll: false,
+    masqueradeBit: 14,
+  }).config;
+}
+
+function node6(): NodeNetworkConfig {
+  return nodeNetworkConfig({
+    family: 'IPv6',
+    nodeName: 'node-a',
+    nodeIPs: ['2001:db8::2'],
+    detectLocalMode: 'ClusterCIDR',
+    clusterCIDRs: ['2001:db8:1::/64'],
+    nodePortAddresses: [],
+    masqueradeAll: false,
+    masqueradeBit: 14,
+  }).config;
+}
+
+function svc(ns: string, name: string, ip: string, extra: Record<string, unknown> = {}): Service {
+  return {
+    metadata: { namespace: ns, name },
+    spec: { clusterIP: ip, ports: [{ name: 'p80', port: 80, protocol: 'TCP' }], ...extra },
+  };
+}
+
+function slice(
+  ns: string,
+  svcName: string,
+  ips: readonly string[],
+  nodeName?: string,
+  family = 'IPv4',
+): EndpointSlice {
+  return {
+    metadata: { namespace: ns, name: `${svcName}-1`, labels: { 'kubernetes.io/service-name': svcName } },
+    addressType: family,
+    endpoints: ips.map((ip) => ({ addresses: [ip], ...(nodeName ? { nodeName } : {}) })),
+    ports: [{ name: 'p80', port: 80, protocol: 'TCP' }],
+  };
+}
+
+interface Recorded {
+  rules: Map<string, [number, number]>;
+  lockWaits: number[];
+  restoreDurations: number;
+  failures: number;
+  partialFailures: number;
+}
+
+function recordingMetrics(): ProxyMetrics & { rec: Recorded } {
+  const rec: Recorded = {
+    rules: new Map(),
+    lockWaits: [],
+    restoreDurations: 0,
+    failures: 0,
+    partialFailures: 0,
+  };
+  return {
+    ...NO_PROXY_METRICS,
+    rec,
+    iptablesRules: (_f, table, total, last) => void rec.rules.set(table, [total, last]),
+    iptablesLockWait: (_f, s) => void rec.lockWaits.push(s),
+    iptablesRestoreDuration: () => void rec.restoreDurations++,
+    iptablesRestoreFailure: () => void rec.failures++,
+    iptablesPartialRestoreFailure: () => void rec.partialFailures++,
+  };
+}
+
+const EXTRAS = {
+  localhostNodePorts: true,
+  nfacctCounters: [],
+  randomFully: true,
+  conntrackTCPBeLiberal: false,
+  variant: 'auto' as const,
+};
+
+function setup(
+  options: {
+    node?: NodeNetworkConfig;
+    fake?: FakeIptables;
+    clock?: ReturnType<typeof manualClock>;
+    syncPeriodMs?: number;
+  } = {},
+) {
+  const clock = options.clock ?? manualClock();
+  const fake = options.fake ?? new FakeIptables({ clock });
+  const metrics = recordingMetrics();
+  const node = options.node ?? node4();
+  const backend = new IptablesBackend({
+    node,
+    commands: fake,
+    clock,
+    metrics,
+    iptables: { ...EXTRAS, syncPeriodMs: options.syncPeriodMs },
+  });
+  const model = new ModelDriver(node.family, 'node-a');
+  const sync = async (full = false) => {
+    const { snapshot, changedServices } = model.checkout();
+    return backend.sync(snapshot, { full, changedServices });
+  };
+  return { clock, fake, metrics, backend, model, sync };
+}
+
+describe('partial syncs and the render cache', () => {
+  test('only changed services are rendered and written; unchanged chains stay in the kernel', async () => {
+    const { fake, backend, model, sync } = setup();
+    for (let i = 1; i <= 5; i++) {
+      model.upsertService(svc(`ns${i}`, 'web', `198.18.100.${i}`));
+      model.upsertSlice(slice(`ns${i}`, 'web', [`198.19.0.${i}`, `198.19.1.${i}`]));
+    }
+    await sync(true);
+    assert.equal(backend.lastSyncStats?.rendered, 5);
+    assert.equal(backend.lastSyncStats?.written, 5);
+
+    model.upsertSlice(slice('ns3', 'web', ['198.19.0.3', '198.19.1.3', '198.19.2.3']));
+    await sync();
+    assert.deepEqual(
+      { ...backend.lastSyncStats, staleChains: undefined },
+      {
+        full: false,
+        rendered: 1,
+        written: 1,
+        staleChains: undefined,
+        scanned: true,
+        lines: backend.lastSyncStats?.lines,
+      },
+    );
+    const input = fake.lastRestore ?? '';
+    // KUBE-SERVICES still lists every service; only ns3's SVC chain is rewritten.
+    assert.equal((input.match(/-A KUBE-SERVICES .*cluster IP/g) ?? []).length, 5);
+    assert.equal((input.match(/^:KUBE-SVC-/gm) ?? []).length, 1);
+    assert.ok(input.includes('ns3/web:p80 -> 198.19.2.3:80'));
+    // The kernel still holds all five services' chains.
+    const svcChains = [...fake.chains('IPv4', 'nat').keys()].filter((c) => c.startsWith('KUBE-SVC-'));
+    assert.equal(svcChains.length, 5);
+
+    await sync();
+    assert.equal(backend.lastSyncStats?.rendered, 0);
+    assert.equal(backend.lastSyncStats?.written, 0);
+
+    // A full sync rewrites every chain but reuses the cached rendering.
+    await sync(true);
+    assert.equal(backend.lastSyncStats?.rendered, 0);
+    assert.equal(backend.lastSyncStats?.written, 5);
+  });
+
+  test('rule counts: total counts unchanged services too, last only what was written', async () => {
+    const { metrics, model, sync } = setup();
+    model.upsertService(svc('a', 'web', '198.18.100.1'));
+    model.upsertSlice(slice('a', 'web', ['198.19.0.1']));
+    model.upsertService(svc('b', 'web', '198.18.100.2'));
+    model.upsertSlice(slice('b', 'web', ['198.19.0.2']));
+    await sync(true);
+    // nat per service: KUBE-SERVICES 1 + SVC 2 + SEP 2 = 5; static: nodeports jump 1, MARK-MASQ 1, POSTROUTING 3.
+    assert.deepEqual(metrics.rec.rules.get('nat'), [15, 15]);
+    // filter: KUBE-FIREWALL 1 (IPv4 localhost NodePorts) + KUBE-FORWARD 3.
+    assert.deepEqual(metrics.rec.rules.get('filter'), [4, 4]);
+    await sync();
+    assert.deepEqual(metrics.rec.rules.get('nat'), [15, 7]);
+  });
+});
+
+describe('large-cluster mode (> 1000 endpoints)', () => {
+  test('no per-endpoint comments, and iptables-save read at most once per syncPeriod', async () => {
+    const { clock, fake, backend, model, sync } = setup({ syncPeriodMs: 30_000 });
+    const ips = Array.from({ length: 1001 }, (_, i) => `198.19.${Math.floor(i / 250)}.${(i % 250) + 1}`);
+    model.upsertService(svc('big', 'web', '198.18.100.1'));
+    model.upsertSlice(slice('big', 'web', ips));
+    model.upsertService(svc('small', 'web', '198.18.100.2'));
+    model.upsertSlice(slice('small', 'web', ['198.19.9.1']));
+    await sync(true);
+    assert.equal(backend.largeClusterMode, true);
+    const input = fake.lastRestore ?? '';
+    assert.ok(!input.includes(' -> '), 'no "svc -> endpoint" comments');
+    assert.match(input, /^-A KUBE-SEP-\S+ -s 198\.19\.9\.1 -j KUBE-MARK-MASQ$/m);
+    assert.match(input, /-A KUBE-SERVICES -m comment --comment "big\/web:p80 cluster IP"/);
+    const saves = () => fake.calls.filter((c) => c.cmd === 'iptables-save').length;
+    assert.equal(saves(), 1);
+    await sync();
+    assert.equal(saves(), 1);
+    assert.equal(backend.lastSyncStats?.scanned, false);
+    clock.advance(30_000);
+    await sync();
+    assert.equal(saves(), 2);
+  });
+
+  test('below the threshold every sync scans and comments are written', async () => {
+    const { fake, backend, model, sync } = setup();
+    model.upsertService(svc('a', 'web', '198.18.100.1'));
+    model.upsertSlice(slice('a', 'web', ['198.19.0.1', '198.19.0.2']));
+    await sync(true);
+    await sync();
+    assert.equal(backend.largeClusterMode, false);
+    assert.equal(fake.calls.filter((c) => c.cmd === 'iptables-save').length, 2);
+    assert.ok((fake.lastRestore ?? '') !== '');
+  });
+});
+
+describe('IPv6', () => {
+  test('ip6tables, bracketed DNAT, no localhost NodePorts, no KUBE-FIREWALL', async () => {
+    const { fake, model, sync } = setup({ node: node6() });
+    model.upsertService(
+      svc('ns', 'web', '2001:db8:ff::10', {
+        type: 'NodePort',
+        ports: [{ name: 'p80', port: 80, protocol: 'TCP', nodePort: 30080 }],
+      }),
+    );
+    model.upsertSlice(slice('ns', 'web', ['2001:db8:1::5'], undefined, 'IPv6'));
+    await sync(true);
+    assert.equal(fake.restores.at(-1)?.family, 'IPv6');
+    const input = fake.lastRestore ?? '';
+    assert.match(input, /-j DNAT --to-destination \[2001:db8:1::5\]:80$/m);
+    assert.match(input, /--dst-type LOCAL ! -d ::1\/128 -j KUBE-NODEPORTS$/m);
+    assert.match(input, /! -s 2001:db8:1::\/64 -j KUBE-MARK-MASQ$/m);
+    assert.ok(!input.includes('KUBE-FIREWALL'));
+    assert.ok(!input.includes('127.0.0.0/8'));
+    assert.ok(fake.calls.some((c) => c.cmd === 'ip6tables' && c.args.includes('-I')));
+  });
+});
+
+describe('no local endpoints', () => {
+  test('eTP=Local without a local endpoint: DROP rules and a count; iTP=Local likewise', async () => {
+    const { fake, model, sync } = setup();
+    model.upsertService(
+      svc('ns', 'ext', '198.18.100.1', {
+        type: 'NodePort',
+        externalTrafficPolicy: 'Local',
+        ports: [{ name: 'p80', port: 80, protocol: 'TCP', nodePort: 30080 }],
+      }),
+    );
+    model.upsertSlice(slice('ns', 'ext', ['198.19.0.1'], 'other-node'));
+    model.upsertService(svc('ns', 'int', '198.18.100.2', { internalTrafficPolicy: 'Local' }));
+    model.upsertSlice(slice('ns', 'int', ['198.19.0.2'], 'other-node'));
+    const result = await sync(true);
+    assert.equal(result.noLocalEndpointsExternal, 1);
+    assert.equal(result.noLocalEndpointsInternal, 1);
+    const input = fake.lastRestore ?? '';
+    assert.match(
+      input,
+      /-A KUBE-EXTERNAL-SERVICES -m comment --comment "ns\/ext:p80 has no local endpoints" .*--dport 30080 -j DROP/,
+    );
+    assert.match(
+      input,
+      /-A KUBE-SERVICES -m comment --comment "ns\/int:p80 has no local endpoints" .*-d 198\.18\.100\.2 .*-j DROP/,
+    );
+  });
+});
+
+describe('canary', () => {
+  test('an external flush is detected and the next (partial-requested) sync repairs everything', async () => {
+    const { fake, backend, model, sync } = setup();
+    model.upsertService(svc('ns', 'web', '198.18.100.1'));
+    model.upsertSlice(slice('ns', 'web', ['198.19.0.1']));
+    await sync(true);
+    assert.equal(await backend.checkCanary(), true);
+    const before = fake.dump('IPv4', 'nat');
+
+    fake.inject('IPv4', '-t nat -F');
+    assert.equal(await backend.checkCanary(), false);
+    await sync(false);
+    assert.equal(backend.lastSyncStats?.full, true);
+    assert.equal(fake.dump('IPv4', 'nat'), before);
+    assert.equal(await backend.checkCanary(), true);
+
+    // Deleting the canary chain (a table replaced wholesale) is detected too.
+    fake.inject('IPv4', '-t mangle -X KUBE-PROXY-CANARY');
+    assert.equal(await backend.checkCanary(), false);
+    await sync(false);
+    assert.equal(await backend.checkCanary(), true);
+  });
+});
+
+describe('failures and the xtables lock', () => {
+  test('a lock held past the wait fails the sync, counts it, and the next (full) sync succeeds', async () => {
+    const clock = manualClock();
+    const fake = new FakeIptables({ backend: 'legacy', clock });
+    const { backend, metrics, model, sync } = setup({ fake, clock });
+    model.upsertService(svc('ns', 'web', '198.18.100.1'));
+    model.upsertSlice(slice('ns', 'web', ['198.19.0.1']));
+    await sync(true);
+    model.upsertSlice(slice('ns', 'web', ['198.19.0.1', '198.19.0.2']));
+    fake.holdLock(2500);
+    await sync();
+    assert.deepEqual(metrics.rec.lockWaits, [0, 2.5]);
+
+    model.upsertSlice(slice('ns', 'web', ['198.19.0.2']));
+    fake.holdLock(60_000);
+    await assert.rejects(sync(), /partial sync: .*lock-timeout/);
+    assert.equal(metrics.rec.failures, 1);
+    assert.equal(metrics.rec.partialFailures, 1);
+    assert.equal(metrics.rec.lockWaits.at(-1), 5);
+
+    fake.holdLock(0);
+    await sync();
+    assert.equal(backend.lastSyncStats?.full, true);
+    assert.ok((fake.lastRestore ?? '').includes('-> 198.19.0.2:80'));
+    assert.equal(metrics.rec.failures, 1);
+  });
+});
+
+describe('cleanupIptables', () => {
+  test('removes every chain and jump it made, in both families', async () => {
+    const { fake, model, sync } = setup();
+    model.upsertService(svc('ns', 'web', '198.18.100.1'));
+    model.upsertSlice(slice('ns', 'web', ['198.19.0.1']));
+    await sync(true);
+    fake.inject('IPv4', '-t nat -N OTHER');
+    const result = await cleanupIptables(fake);
+    assert.deepEqual(result.errors, []);
+    assert.ok(result.deletedChains.includes('IPv4 nat KUBE-SERVICES'));
+    for (const table of ['nat', 'filter', 'mangle'] as const) {
+      for (const [chain, rules] of fake.chains('IPv4', table)) {
+        assert.ok(!chain.startsWith('KUBE-'), `${table} ${chain} left behind`);
+        for (const r of rules)
+          assert.ok(!r.some((a) => a.startsWith('KUBE-')), `${table} ${chain}: ${r.join(' ')}`);
+      }
+    }
+    assert.ok(fake.chains('IPv4', 'nat').has('OTHER'));
+  });
+});
