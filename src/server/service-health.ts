@@ -89,7 +89,12 @@ export class ServiceHealthServers {
    * whose port changed, opens the new ones. A port that cannot be opened is logged and reported, and tried again
    * on the next call.
    */
-  syncServices(ports: ReadonlyMap<string, number>): Promise<SyncServicesResult> {
+  async syncServices(ports: ReadonlyMap<string, number>): Promise<void> {
+    await this.syncServicesReport(ports);
+  }
+
+  /** syncServices, returning what was opened, closed and could not be opened (for callers and tests that ask). */
+  syncServicesReport(ports: ReadonlyMap<string, number>): Promise<SyncServicesResult> {
     const run = this.#queue.then(() => this.#syncServices(new Map(ports)));
     this.#queue = run.catch(() => {});
     return run;

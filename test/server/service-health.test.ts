@@ -44,7 +44,7 @@ describe('ServiceHealthServers', () => {
     });
     const [p1, p2] = [await freePort(), await freePort()];
     try {
-      let r = await servers.syncServices(new Map([['ns1/web', p1]]));
+      let r = await servers.syncServicesReport(new Map([['ns1/web', p1]]));
       assert.deepEqual(r, { opened: ['ns1/web'], closed: [], failed: [] });
 
       // No local endpoints yet: 503, weight 0.
@@ -78,18 +78,18 @@ describe('ServiceHealthServers', () => {
       servers.syncEndpoints(new Map([['ns1/web', 1]]));
 
       // Port moved.
-      r = await servers.syncServices(new Map([['ns1/web', p2]]));
+      r = await servers.syncServicesReport(new Map([['ns1/web', p2]]));
       assert.deepEqual(r, { opened: ['ns1/web'], closed: ['ns1/web'], failed: [] });
       assert.equal(await refused(p1), true);
       assert.equal((await ask(p2)).status, 200);
       assert.deepEqual(servers.listening(), new Map([['ns1/web', p2]]));
 
       // Unchanged map: nothing opened or closed.
-      r = await servers.syncServices(new Map([['ns1/web', p2]]));
+      r = await servers.syncServicesReport(new Map([['ns1/web', p2]]));
       assert.deepEqual(r, { opened: [], closed: [], failed: [] });
 
       // Service gone.
-      r = await servers.syncServices(new Map());
+      r = await servers.syncServicesReport(new Map());
       assert.deepEqual(r, { opened: [], closed: ['ns1/web'], failed: [] });
       assert.equal(await refused(p2), true);
     } finally {
@@ -113,7 +113,7 @@ describe('ServiceHealthServers', () => {
         ['ns/busy', busy],
         ['ns/free', other],
       ]);
-      let r = await servers.syncServices(wanted);
+      let r = await servers.syncServicesReport(wanted);
       assert.deepEqual(r.opened, ['ns/free'], 'one failure does not stop the others');
       assert.equal(r.failed.length, 1);
       assert.equal(r.failed[0]!.service, 'ns/busy');
@@ -123,7 +123,7 @@ describe('ServiceHealthServers', () => {
 
       await new Promise<void>((resolve) => blocker.close(() => resolve()));
       servers.syncEndpoints(new Map([['ns/busy', 3]]));
-      r = await servers.syncServices(wanted);
+      r = await servers.syncServicesReport(wanted);
       assert.deepEqual(r, { opened: ['ns/busy'], closed: [], failed: [] });
       const a = await ask(busy);
       assert.equal(a.status, 200);

@@ -139,3 +139,25 @@ async function deleteFlows(
   }
   return errors.length === 0 ? { deleted } : { deleted, error: errors.join('; ') };
 }
+
+/** The reconciler as the proxier holds it (src/sync/proxier.ts ConntrackSink); keeps the last pass's result. */
+export class ConntrackReconciler {
+  readonly #o: ConntrackReconcilerOptions;
+  #last: ConntrackReconcileResult | undefined;
+
+  constructor(options: ConntrackReconcilerOptions) {
+    this.#o = options;
+  }
+
+  get lastResult(): ConntrackReconcileResult | undefined {
+    return this.#last;
+  }
+
+  async reconcile(
+    family: IPFamily,
+    serviceMap: ReadonlyMap<string, ServicePort>,
+    endpointsMap: ReadonlyMap<string, readonly Endpoint[]>,
+  ): Promise<void> {
+    this.#last = await reconcileConntrack(this.#o, family, serviceMap, endpointsMap);
+  }
+}

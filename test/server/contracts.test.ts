@@ -1,0 +1,23 @@
+// The server pieces fit the seams the proxier calls (src/sync/proxier.ts); a mismatch fails type-checking.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ProxyHealthSink, ServiceHealthSink } from '../../src/sync/proxier.js';
+import type { ProxyMetrics } from '../../src/sync/metrics.js';
+import { ProxyHealth } from '../../src/server/proxy-health.js';
+import { ServiceHealthServers } from '../../src/server/service-health.js';
+import { createProxyMetrics } from '../../src/server/metrics.js';
+import { SILENT_LOGGER } from '../../src/sync/logger.js';
+import { ManualClock } from './manual-clock.js';
+
+test('ProxyHealth, ServiceHealthServers and the prom-client metrics implement the proxier-facing contracts', async () => {
+  const health: ProxyHealthSink = new ProxyHealth({ clock: new ManualClock(), syncPeriodMs: 30_000 });
+  const services: ServiceHealthSink = new ServiceHealthServers({
+    proxyHealth: { isHealthy: () => true },
+    logger: SILENT_LOGGER,
+  });
+  const metrics: ProxyMetrics = createProxyMetrics({ mode: 'iptables', processMetrics: false });
+  health.updated('IPv4');
+  await services.syncServices(new Map());
+  metrics.serviceChange();
+  assert.ok(health && services && metrics);
+});
