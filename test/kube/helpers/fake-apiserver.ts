@@ -23,6 +23,8 @@ export interface RecordedRequest {
   readonly path: string;
   readonly query: Readonly<Record<string, string>>;
   readonly headers: IncomingHttpHeaders;
+  /** The CN of the client certificate, when one was presented. */
+  readonly clientCN?: string;
 }
 
 interface HistoryEvent {
@@ -39,7 +41,12 @@ interface Watcher {
 }
 
 export interface FakeApiServerOptions {
-  readonly tls?: { readonly key: string | Buffer; readonly cert: string | Buffer };
+  /** Serve HTTPS; with `clientCa`, require a client certificate signed by it. */
+  readonly tls?: {
+    readonly key: string | Buffer;
+    readonly cert: string | Buffer;
+    readonly clientCa?: string | Buffer;
+  };
   /** When set, requests without "Authorization: Bearer <token>" get 401. */
   readonly token?: string;
   /** First resourceVersion minus one. */
@@ -277,8 +284,16 @@ export class FakeApiServer {
 
   private makeServer(): http.Server {
     const handler = (req: IncomingMessage, res: ServerResponse): void => this.handle(req, res);
-    const server = this.options.tls
-      ? https.createServer(this.options.tls, handler)
+    const tls = this.options.tls;
+    const server = tls
+      ? https.createServer(
+          {
+            key: tls.key,
+            cert: tls.cert,
+            ...(tls.clientCa ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
+          },
+          handler,
+        )
       : http.createServer(handler);
     const track = (socket: Socket): void => {
       this.sockets.add(socket);
@@ -293,7 +308,15 @@ export class FakeApiServer {
     const query = Object.fromEntries(url.searchParams);
     const watching = query.watch === 'true' || query.watch === '1';
     const kind = watching ? 'watch' : 'list';
-    this.requests.push({ kind, path: url.pathname, query, headers: req.headers });
+    const socket = req.socket as Socket & { getPeerCertificate?: () => { subject?: { CN?: string } } };
+    const clientCN = socket.getPeerCertificate?.().subject?.CN;
+    this.requests.push({
+      kind,
+      path: url.pathname,
+      query,
+      headers: req.headers,
+      ...(clientCN ? { clientCN } : {}),
+    });
     this.notify();
     const reply = (code: number, body: string): void => {
       res.writeHead(code, { 'content-type': 'application/json' });

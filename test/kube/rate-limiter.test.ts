@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { tokenBucket, UNLIMITED } from '../../src/kube/rate-limiter.js';
+import { ManualClock } from './helpers/clocks.js';
+
+async function settled(): Promise<void> {
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+}
+
+test('burst requests pass at once; the rest at qps, in arrival order', async () => {
+  const clock = new ManualClock();
+  const limiter = tokenBucket(5, 10, clock); // upstream's clientConnection defaults
+  const granted: number[] = [];
+  for (let i = 0; i < 13; i++) void limiter.acquire().then(() => granted.push(i));
+  await settled();
+  assert.deepEqual(granted, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  clock.advance(199);
+  await settled();
+  assert.equal(granted.length, 10);
+  clock.advance(1);
+  await settled();
+  assert.deepEqual(granted.slice(10), [10]);
+  clock.advance(400);
+  await settled();
+  assert.deepEqual(granted.slice(10), [10, 11, 12]);
+});
+
+test('tokens refill with time up to the burst', async () => {
+  const clock = new ManualClock();
+  const limiter = tokenBucket(2, 3, clock);
+  for (let i = 0; i < 3; i++) await limiter.acquire();
+  clock.advance(10_000); // refills to 3, not 20
+  let passed = 0;
+  for (let i = 0; i < 5; i++) void limiter.acquire().then(() => passed++);
+  await settled();
+  assert.equal(passed, 3);
+});
+
+test('an aborted wait rejects and gives its place back', async () => {
+  const clock = new ManualClock();
+  const limiter = tokenBucket(1, 1, clock);
+  await limiter.acquire();
+  const ac = new AbortController();
+  const waiting = limiter.acquire(ac.signal);
+  ac.abort(new Error('stopped'));
+  await assert.rejects(waiting, /stopped/);
+  clock.advance(1000);
+  let passed = false;
+  void limiter.acquire().then(() => (passed = true));
+  await settled();
+  assert.ok(passed, 'the aborted reservation did not keep a token');
+});
+
+test('qps ≤ 0 disables limiting', () => {
+  assert.equal(tokenBucket(0, 10, new ManualClock()), UNLIMITED);
+});

@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Node } from '../../src/kube/objects.js';
+import { nodeIPs, waitForNode } from '../../src/kube/wait-for-node.js';
+import type { WaitForNodeResult } from '../../src/kube/wait-for-node.js';
+import { ManualClock } from './helpers/clocks.js';
+
+const node = (addresses: { type: string; address: string }[], spec: Node['spec'] = {}): Node => ({
+  metadata: { name: 'node-a', resourceVersion: '1' },
+  spec,
+  status: { addresses },
+});
+
+async function settled(): Promise<void> {
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+}
+
+test('node IPs: InternalIP addresses first; ExternalIP only when there is no InternalIP; invalid ones skipped', () => {
+  assert.deepEqual(
+    nodeIPs(
+      node([
+        { type: 'Hostname', address: 'node-a' },
+        { type: 'ExternalIP', address: '198.19.0.1' },
+        { type: 'InternalIP', address: '198.18.0.2' },
+        { type: 'InternalIP', address: 'not-an-ip' },
+        { type: 'InternalIP', address: '2001:db8::2' },
+      ]),
+    ),
+    ['198.18.0.2', '2001:db8::2'],
+  );
+  assert.deepEqual(nodeIPs(node([{ type: 'ExternalIP', address: '198.19.0.1' }])), ['198.19.0.1']);
+  assert.deepEqual(nodeIPs({ metadata: { name: 'x' } }), []);
+});
+
+test('waits, polling every pollMs, until the Node exists with node IPs', async () => {
+  const clock = new ManualClock();
+  let current: Node | undefined;
+  const asked: number[] = [];
+  const done = waitForNode('node-a', {
+    clock,
+    pollMs: 1_000,
+    timeoutMs: 300_000,
+    lookup: (name) => {
+      assert.equal(name, 'node-a');
+      asked.push(clock.now());
+      return current;
+    },
+  });
+  const box: { result?: WaitForNodeResult } = {};
+  void done.then((r) => (box.result = r));
+  clock.advance(2_000);
+  current = node([{ type: 'Hostname', address: 'node-a' }]); // exists, no IPs yet
+  clock.advance(1_000);
+  await settled();
+  assert.equal(box.result, undefined);
+  current = node([{ type: 'InternalIP', address: '198.18.0.2' }]);
+  clock.advance(1_000);
+  await settled();
+  const result = box.result as WaitForNodeResult | undefined; // (the assertion above narrowed it)
+  assert.ok(result?.ok);
+  assert.deepEqual(result.nodeIPs, ['198.18.0.2']);
+  assert.deepEqual(
+    asked.map((t) => t - asked[0]!),
+    [0, 1_000, 2_000, 3_000, 4_000],
+  );
+});
+
+test('gives up after timeoutMs with the reason; NodeCIDR mode also needs podCIDRs', async () => {
+  const clock = new ManualClock();
+  const withoutCidr = node([{ type: 'InternalIP', address: '198.18.0.2' }]);
+  const done = waitForNode('node-a', { clock, requirePodCIDRs: true, lookup: () => withoutCidr });
+  let result: Awaited<typeof done> | undefined;
+  void done.then((r) => (result = r));
+  clock.advance(299_999);
+  await settled();
+  assert.equal(result, undefined, 'still waiting before five minutes');
+  clock.advance(1);
+  await settled();
+  assert.deepEqual(result, { ok: false, reason: 'node node-a has no podCIDRs after 300 s' });
+  assert.equal(clock.pendingTimers, 0);
+
+  const missing = await new Promise((resolve) => {
+    void waitForNode('node-b', { clock, timeoutMs: 3_000, lookup: () => undefined }).then(resolve);
+    clock.advance(3_000);
+  });
+  assert.deepEqual(missing, { ok: false, reason: 'node node-b not found after 3 s' });
+
+  const ok = await waitForNode('node-a', {
+    clock,
+    requirePodCIDRs: true,
+    lookup: () => node([{ type: 'InternalIP', address: '198.18.0.2' }], { podCIDRs: ['198.18.64.0/24'] }),
+  });
+  assert.ok(ok.ok);
+});
+
+test('an abort ends the wait', async () => {
+  const clock = new ManualClock();
+  const ac = new AbortController();
+  const done = waitForNode('node-a', { clock, lookup: () => undefined, signal: ac.signal });
+  ac.abort();
+  assert.deepEqual(await done, { ok: false, reason: 'waiting for node node-a was cancelled' });
+  assert.equal(clock.pendingTimers, 0);
+});
