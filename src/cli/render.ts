@@ -1,0 +1,223 @@
+// `kube-proxy-ts render --proxy-mode nftables|iptables -f FILE [flags]`: prints the full-sync input this node
+// would give the kernel for the Services and EndpointSlices in FILE, without touching the kernel, so that it can be
+// read, diffed, or piped to `nft -c -f -` / `iptables-restore --test`.
+import { readFileSync } from 'node:fs';
+import { hostname as osHostname } from 'node:os';
+import { parseArgs } from 'node:util';
+import { readManifests } from '../kube/manifests.js';
+import type { Node } from '../kube/objects.js';
+import { parseIPSloppy } from '../model/ip.js';
+import type { IPFamily } from '../model/ip.js';
+import type { NodeNetworkConfig, ProxyMode, ProxySnapshot } from '../sync/backend.js';
+import { PROXY_MODES } from '../sync/backend.js';
+import { DETECT_LOCAL_MODES, nodeNetworkConfig } from '../sync/node-network.js';
+import type { DetectLocalMode } from '../sync/node-network.js';
+import { snapshotFromObjects } from '../sync/snapshot.js';
+import { RENDERERS } from './renderers.js';
+import type { IptablesRenderOptions } from './renderers.js';
+
+export const RENDER_USAGE = `Usage: kube-proxy-ts render --proxy-mode nftables|iptables -f FILE [flags]
+
+Prints the full-sync transaction (nftables) or iptables-restore input (iptables) this node would apply for the
+Services, EndpointSlices and (optionally) this node's Node object in FILE (multi-document YAML, JSON or a List;
+"-" reads stdin). Nothing is applied. Pipe it to 'nft -c -f -' or 'iptables-restore --test' to check it.
+
+Flags:
+  --proxy-mode MODE              nftables (default) or iptables
+  -f, --filename FILE            manifests to read ("-" for stdin)
+  --hostname-override NAME       this node's name (default: the file's only Node, else the host name)
+  --node-ip IP[,IP]              this node's IPs, first is primary (default: the Node's InternalIPs)
+  --ip-family ipv4|ipv6          which family to render (default: the primary node IP's)
+  --cluster-cidr CIDR[,CIDR]     pod range(s), for --detect-local-mode=ClusterCIDR
+  --detect-local-mode MODE       ClusterCIDR (default), NodeCIDR, BridgeInterface, InterfaceNamePrefix
+  --pod-bridge-interface IF      for BridgeInterface
+  --pod-interface-name-prefix P  for InterfaceNamePrefix
+  --nodeport-addresses LIST      CIDRs or "primary" (nftables default: primary; iptables: all)
+  --masquerade-all               SNAT all traffic to ClusterIPs
+  --masquerade-bit N             fwmark bit for masquerading (default 14)
+  --service-cidrs CIDR[,CIDR]    service ranges (nftables drops traffic to unallocated ClusterIPs)
+ iptables mode only, what the node would otherwise detect:
+  --iptables-localhost-nodeports=true|false   (default true)
+  --random-fully=true|false                   (default true)
+  --nfacct-counters=NAME,...                  nfacct counters that exist (default none)
+  --conntrack-tcp-be-liberal=true|false       (default false)
+`;
+
+function list(v: string | undefined): string[] {
+  return (v ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+function bool(name: string, v: string | undefined, dflt: boolean): boolean {
+  if (v === undefined) return dflt;
+  if (v === 'true') return true;
+  if (v === 'false') return false;
+  throw new UsageError(`--${name}: expected true or false, got ${JSON.stringify(v)}`);
+}
+
+export class UsageError extends Error {}
+
+export interface RenderIO {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly readFile: (path: string) => string;
+  readonly hostname: () => string;
+}
+
+const defaultIO: RenderIO = {
+  stdout: (t) => process.stdout.write(t),
+  stderr: (t) => process.stderr.write(t),
+  readFile: (p) => readFileSync(p === '-' ? 0 : p, 'utf8'),
+  hostname: () => osHostname(),
+};
+
+/** Runs the render command; returns the exit code. */
+export function renderCommand(argv: readonly string[], io: RenderIO = defaultIO): number {
+  try {
+    return render(argv, io);
+  } catch (e) {
+    if (e instanceof UsageError || (e instanceof TypeError && 'code' in e)) {
+      io.stderr(`render: ${e.message}\n\n${RENDER_USAGE}`);
+      return 2;
+    }
+    throw e;
+  }
+}
+
+function render(argv: readonly string[], io: RenderIO): number {
+  const { values } = parseArgs({
+    args: [...argv],
+    strict: true,
+    options: {
+      'proxy-mode': { type: 'string', default: 'nftables' },
+      filename: { type: 'string', short: 'f' },
+      'hostname-override': { type: 'string' },
+      'node-ip': { type: 'string' },
+      'ip-family': { type: 'string' },
+      'cluster-cidr': { type: 'string' },
+      'detect-local-mode': { type: 'string', default: 'ClusterCIDR' },
+      'pod-bridge-interface': { type: 'string' },
+      'pod-interface-name-prefix': { type: 'string' },
+      'nodeport-addresses': { type: 'string' },
+      'masquerade-all': { type: 'boolean', default: false },
+      'masquerade-bit': { type: 'string', default: '14' },
+      'service-cidrs': { type: 'string' },
+      'iptables-localhost-nodeports': { type: 'string' },
+      'random-fully': { type: 'string' },
+      'nfacct-counters': { type: 'string' },
+      'conntrack-tcp-be-liberal': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    io.stdout(RENDER_USAGE);
+    return 0;
+  }
+  const mode = values['proxy-mode'] as string;
+  if (!(PROXY_MODES as readonly string[]).includes(mode)) {
+    throw new UsageError(`--proxy-mode: unknown mode ${JSON.stringify(mode)} (nftables or iptables)`);
+  }
+  const detectLocalMode = values['detect-local-mode'] as string;
+  if (!(DETECT_LOCAL_MODES as readonly string[]).includes(detectLocalMode)) {
+    throw new UsageError(`--detect-local-mode: unknown mode ${JSON.stringify(detectLocalMode)}`);
+  }
+  const masqueradeBit = Number(values['masquerade-bit']);
+  if (!Number.isInteger(masqueradeBit) || masqueradeBit < 0 || masqueradeBit > 31) {
+    throw new UsageError(
+      `--masquerade-bit: must be an integer 0-31, got ${JSON.stringify(values['masquerade-bit'])}`,
+    );
+  }
+  if (!values.filename) throw new UsageError('-f FILE is required');
+
+  const source = values.filename === '-' ? 'stdin' : values.filename;
+  let text: string;
+  try {
+    text = io.readFile(values.filename);
+  } catch (e) {
+    io.stderr(`render: cannot read ${source}: ${e instanceof Error ? e.message : String(e)}\n`);
+    return 1;
+  }
+  const objects = readManifests(text, source);
+  for (const p of objects.problems) io.stderr(`render: skipped ${p}\n`);
+
+  const nodeName = (values['hostname-override'] ?? soleNodeName(objects.nodes) ?? io.hostname())
+    .trim()
+    .toLowerCase();
+  const node = objects.nodes.find((n) => n.metadata.name === nodeName);
+  const nodeIPs = values['node-ip'] !== undefined ? list(values['node-ip']) : nodeInternalIPs(node);
+  if (nodeIPs.length === 0) {
+    io.stderr('render: no node IP given (--node-ip) and no Node object with addresses; using 127.0.0.1\n');
+    nodeIPs.push('127.0.0.1');
+  }
+  const family = familyFrom(values['ip-family'], nodeIPs[0]);
+
+  const { snapshot, skipped } = snapshotFromObjects({
+    family,
+    nodeName,
+    services: objects.services,
+    endpointSlices: objects.endpointSlices,
+    node,
+  });
+  for (const s of skipped) io.stderr(`render: skipped ${s.kind} ${s.name}: ${s.reason}\n`);
+
+  const nodePortAddresses =
+    values['nodeport-addresses'] !== undefined
+      ? list(values['nodeport-addresses'])
+      : mode === 'nftables'
+        ? ['primary']
+        : [];
+  const { config, problems } = nodeNetworkConfig({
+    family,
+    nodeName,
+    nodeIPs,
+    detectLocalMode: detectLocalMode as DetectLocalMode,
+    clusterCIDRs: list(values['cluster-cidr']),
+    podCIDRs: node?.spec?.podCIDRs ?? (node?.spec?.podCIDR ? [node.spec.podCIDR] : []),
+    bridgeInterface: values['pod-bridge-interface'],
+    interfaceNamePrefix: values['pod-interface-name-prefix'],
+    nodePortAddresses,
+    masqueradeAll: values['masquerade-all'] === true,
+    masqueradeBit,
+    serviceCIDRs: list(values['service-cidrs']),
+  });
+  for (const p of problems) io.stderr(`render: ignored ${p}\n`);
+
+  const iptables: IptablesRenderOptions = {
+    localhostNodePorts: bool('iptables-localhost-nodeports', values['iptables-localhost-nodeports'], true),
+    randomFully: bool('random-fully', values['random-fully'], true),
+    nfacctCounters: list(values['nfacct-counters']),
+    conntrackTCPBeLiberal: bool('conntrack-tcp-be-liberal', values['conntrack-tcp-be-liberal'], false),
+  };
+  io.stdout(renderFor(mode as ProxyMode, snapshot, config, iptables));
+  return 0;
+}
+
+export function renderFor(
+  mode: ProxyMode,
+  snapshot: ProxySnapshot,
+  node: NodeNetworkConfig,
+  iptables: IptablesRenderOptions,
+): string {
+  return RENDERERS[mode](snapshot, node, iptables);
+}
+
+function soleNodeName(nodes: readonly Node[]): string | undefined {
+  return nodes.length === 1 ? nodes[0]?.metadata.name : undefined;
+}
+
+function nodeInternalIPs(node: Node | undefined): string[] {
+  const addrs = node?.status?.addresses ?? [];
+  return addrs.filter((a) => a.type === 'InternalIP').map((a) => a.address);
+}
+
+function familyFrom(flag: string | undefined, primaryIP: string | undefined): IPFamily {
+  if (flag !== undefined) {
+    const f = flag.toLowerCase();
+    if (f === 'ipv4') return 'IPv4';
+    if (f === 'ipv6') return 'IPv6';
+    throw new UsageError(`--ip-family: expected ipv4 or ipv6, got ${JSON.stringify(flag)}`);
+  }
+  return parseIPSloppy(primaryIP ?? '')?.family ?? 'IPv4';
+}
