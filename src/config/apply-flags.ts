@@ -155,3 +155,38 @@ export function applyLoggingFlags(
     problems,
   };
 }
+
+/** The flag that sets each document field, for naming it in problems found in a flags-only configuration. */
+const FIELD_FLAGS: ReadonlyArray<readonly [RegExp, FlagName]> = [
+  [/^mode$/, 'proxy-mode'],
+  [/^bindAddress$/, 'bind-address'],
+  [/^healthzBindAddress$/, 'healthz-bind-address'],
+  [/^metricsBindAddress$/, 'metrics-bind-address'],
+  [/^(iptables|nftables)\.syncPeriod$/, 'iptables-sync-period'],
+  [/^(iptables|nftables)\.minSyncPeriod$/, 'iptables-min-sync-period'],
+  [/^iptables\.masqueradeBit$/, 'iptables-masquerade-bit'],
+  [/^detectLocalMode$/, 'detect-local-mode'],
+  [/^detectLocal\.bridgeInterface$/, 'pod-bridge-interface'],
+  [/^detectLocal\.interfaceNamePrefix$/, 'pod-interface-name-prefix'],
+  [/^clusterCIDR$/, 'cluster-cidr'],
+  [/^nodePortAddresses\[\d+\]$/, 'nodeport-addresses'],
+  [/^oomScoreAdj$/, 'oom-score-adj'],
+  [/^conntrack\.maxPerCore$/, 'conntrack-max-per-core'],
+  [/^conntrack\.min$/, 'conntrack-min'],
+  [/^conntrack\.tcpEstablishedTimeout$/, 'conntrack-tcp-timeout-established'],
+  [/^conntrack\.tcpCloseWaitTimeout$/, 'conntrack-tcp-timeout-close-wait'],
+  [/^conntrack\.udpTimeout$/, 'conntrack-udp-timeout'],
+  [/^conntrack\.udpStreamTimeout$/, 'conntrack-udp-timeout-stream'],
+  [/^configSyncPeriod$/, 'config-sync-period'],
+  [/^featureGates/, 'feature-gates'],
+  [/^clientConnection\.burst$/, 'kube-api-burst'],
+  [/^showHiddenMetricsForVersion$/, 'show-hidden-metrics-for-version'],
+  [/^logging\.format$/, 'logging-format'],
+  [/^logging\.vmodule/, 'vmodule'],
+];
+
+/** Adds the flag that set a problem's field, when that flag was given. */
+export function attributeToFlag(p: ConfigProblem, flags: ParsedFlags): ConfigProblem {
+  const match = FIELD_FLAGS.find(([pattern, name]) => pattern.test(p.field) && flags.values.has(name));
+  return match === undefined ? p : { ...p, flag: `--${match[1]}` };
+}

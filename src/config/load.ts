@@ -4,7 +4,7 @@
 //   no --config:     defaults → config flags → deprecated --healthz-port/--metrics-port → logging flags
 //   then platform defaults → node name → validation → the mode-dependent conversion.
 // Pure: no process.exit, no I/O except through `deps`.
-import { applyConfigFlags, applyLoggingFlags, bool, str } from './apply-flags.js';
+import { applyConfigFlags, applyLoggingFlags, attributeToFlag, bool, str } from './apply-flags.js';
 import { toProxyConfig } from './convert.js';
 import { resolveFeatureGates } from './feature-gates.js';
 import { flagDef, parseProxyFlags } from './flags.js';
@@ -94,7 +94,13 @@ export function loadProxyConfig(argv: readonly string[], deps: LoadDeps): LoadRe
   if (!node.ok) errors.push(node.problem);
   else doc = { ...doc, hostnameOverride: doc.hostnameOverride === '' ? '' : node.name };
 
-  errors.push(...validateV1Alpha1(doc));
+  // Logging flags and --hostname-override apply with --config too; the rest only without it.
+  const fromFlags = options.configFile === undefined;
+  errors.push(
+    ...validateV1Alpha1(doc).map((p) =>
+      fromFlags || p.field.startsWith('logging.') ? attributeToFlag(p, flags) : p,
+    ),
+  );
   warnings.push(...resolveFeatureGates(doc.featureGates).warnings);
   if (errors.length > 0 || !node.ok) return { ok: false, errors, warnings };
 

@@ -5,6 +5,8 @@ export interface ConfigProblem {
   /** v1alpha1 field path (`iptables.syncPeriod`, `nodePortAddresses[1]`), a flag (`--v`), or '' for the whole file. */
   readonly field: string;
   readonly message: string;
+  /** The flag that set the field, when it came from the command line rather than a file. */
+  readonly flag?: string;
 }
 
 export function problem(field: string, message: string): ConfigProblem {
@@ -13,7 +15,8 @@ export function problem(field: string, message: string): ConfigProblem {
 
 /** `field: message`, or just the message when the problem concerns no single field. */
 export function formatProblem(p: ConfigProblem): string {
-  return p.field === '' ? p.message : `${p.field}: ${p.message}`;
+  if (p.field === '') return p.message;
+  return p.flag === undefined ? `${p.field}: ${p.message}` : `${p.field} (${p.flag}): ${p.message}`;
 }
 
 /** A short, quoted rendering of a value for messages: strings quoted, other JSON types named. */

@@ -207,7 +207,20 @@ describe('validation', () => {
       load(['--proxy-mode=nftables', '--iptables-sync-period=1s', '--iptables-min-sync-period=2s']),
     );
     assert.deepEqual(errors, [
-      'nftables.minSyncPeriod: must be less than or equal to nftables.syncPeriod (1s), got 2s',
+      'nftables.minSyncPeriod (--iptables-min-sync-period): must be less than or equal to nftables.syncPeriod (1s), got 2s',
+    ]);
+  });
+
+  test('flag-set fields are attributed to their flag; file fields are not', () => {
+    assert.deepEqual(expectErrors(load(['--proxy-mode=ipvsx', '--bind-address=nope'])), [
+      'mode (--proxy-mode): must be "iptables" or "nftables" (or "" for iptables), got "ipvsx"',
+      'bindAddress (--bind-address): must be an IP address, got "nope"',
+    ]);
+    assert.deepEqual(expectErrors(loadFile('bindAddress: nope\n', ['--bind-address=198.18.0.1'])), [
+      'bindAddress: must be an IP address, got "nope"',
+    ]);
+    assert.deepEqual(expectErrors(loadFile('', ['--logging-format=xml'])), [
+      'logging.format (--logging-format): must be "text" or "json", got "xml"',
     ]);
   });
 
