@@ -147,10 +147,19 @@ export class IptablesBackend implements ProxyBackend {
     let kernelMs = 0;
     const started = performance.now();
 
+    // Lock waits before the jump-rule commands (full syncs) and before the restore add up to this sync's wait.
+    let lockWaitMs = 0;
     if (full) {
       const t = performance.now();
-      await this.ensureBaseChains();
-      kernelMs += performance.now() - t;
+      try {
+        // The -N/-C/-I commands would each block on a held lock; take it once first so the wait is measured.
+        lockWaitMs += await this.client.waitForLock();
+        await this.ensureBaseChains();
+      } catch (error) {
+        throw this.failed(error, full, lockWaitMs, undefined);
+      } finally {
+        kernelMs += performance.now() - t;
+      }
     }
 
     // Rendering depends on the node's topology; a change there (upstream forces a full sync) voids the cache.
@@ -229,24 +238,12 @@ export class IptablesBackend implements ProxyBackend {
     const restoreStart = performance.now();
     try {
       const outcome = await this.client.restore(text);
-      this.metrics.iptablesLockWait(this.family, outcome.lockWaitMs / 1000);
+      lockWaitMs += outcome.lockWaitMs;
+      this.metrics.iptablesLockWait(this.family, lockWaitMs / 1000);
       this.metrics.iptablesRestoreDuration(this.family, outcome.restoreMs / 1000);
     } catch (error) {
       kernelMs += performance.now() - restoreStart;
-      this.metrics.iptablesRestoreFailure(this.family);
-      if (!full) this.metrics.iptablesPartialRestoreFailure(this.family);
-      if (error instanceof IptablesError && error.kind === 'lock-timeout') {
-        this.metrics.iptablesLockWait(this.family, this.client.lockWaitSeconds);
-      }
-      const failedLine = error instanceof IptablesError ? error.failedLine : undefined;
-      this.logger.error('iptables-restore failed; the next sync will be a full one', {
-        full,
-        error: String(error),
-        ...(failedLine === undefined ? {} : { context: linesAround(text, failedLine) }),
-      });
-      throw new Error(`iptables ${this.family} ${full ? 'full' : 'partial'} sync: ${String(error)}`, {
-        cause: error,
-      });
+      throw this.failed(error, full, lockWaitMs, text);
     }
     kernelMs += performance.now() - restoreStart;
     if (scan) this.lastStaleScan = now;
@@ -276,6 +273,27 @@ export class IptablesBackend implements ProxyBackend {
       timings: { ownMs: Math.max(0, totalMs - kernelMs), kernelMs },
       operations: lines,
     };
+  }
+
+  /**
+   * Records a failed sync: iptablesRestoreFailure (also when the lock could not be had for the jump-rule commands:
+   * the restore could not run), the partial variant for partial syncs, and a lock timeout's full wait.
+   */
+  private failed(error: unknown, full: boolean, lockWaitMs: number, text: string | undefined): Error {
+    this.metrics.iptablesRestoreFailure(this.family);
+    if (!full) this.metrics.iptablesPartialRestoreFailure(this.family);
+    if (error instanceof IptablesError && error.kind === 'lock-timeout') {
+      this.metrics.iptablesLockWait(this.family, lockWaitMs / 1000 + this.client.lockWaitSeconds);
+    }
+    const failedLine = error instanceof IptablesError ? error.failedLine : undefined;
+    this.logger.error('iptables sync failed; the next sync will be a full one', {
+      full,
+      error: String(error),
+      ...(failedLine === undefined || text === undefined ? {} : { context: linesAround(text, failedLine) }),
+    });
+    return new Error(`iptables ${this.family} ${full ? 'full' : 'partial'} sync: ${String(error)}`, {
+      cause: error,
+    });
   }
 
   /** Our chains, the jumps into them and the canaries (full syncs only, as upstream). */

@@ -1,0 +1,64 @@
+// For the iptables kernel tests (test/dataplane/iptables-*.test.ts): one network namespace per test, a test-owned
+// xtables lock file, a node in 198.18.0.0/15, and a small Service built through the real model.
+import { rmSync } from 'node:fs';
+import type { IptablesModeOptions } from '../../../src/backends/iptables/backend.js';
+import { createNamespace, deleteNamespace, sweepNamespaces } from '../../../src/lab/netns/namespace.js';
+import type { CommandRunner } from '../../../src/netfilter/command.js';
+import { hostCommandRunner, netnsCommandRunner } from '../../../src/netfilter/command.js';
+import type { IptablesVariant } from '../../../src/netfilter/iptables/variant.js';
+import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
+import type { Clock, TimerHandle } from '../../../src/sync/clock.js';
+import { nodeNetworkConfig } from '../../../src/sync/node-network.js';
+import { runPrefix } from '../../helpers/kernel.js';
+
+export const wallClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (): TimerHandle => ({ id: 0 }),
+  clearTimeout: () => {},
+};
+
+export function testNode(): NodeNetworkConfig {
+  return nodeNetworkConfig({
+    family: 'IPv4',
+    nodeName: 'node-a',
+    nodeIPs: ['198.18.0.2'],
+    detectLocalMode: 'ClusterCIDR',
+    clusterCIDRs: ['198.19.0.0/16'],
+    nodePortAddresses: [],
+    masqueradeAll: false,
+    masqueradeBit: 14,
+  }).config;
+}
+
+export function modeOptions(variant: IptablesVariant, lockFile: string): IptablesModeOptions {
+  return {
+    variant,
+    lockFile,
+    localhostNodePorts: false,
+    nfacctCounters: [],
+    randomFully: true,
+    conntrackTCPBeLiberal: false,
+  };
+}
+
+export interface Sandbox {
+  readonly namespace: string;
+  readonly lockFile: string;
+  readonly commands: CommandRunner;
+}
+
+/** Runs `fn` in a fresh namespace with its own lock file; removes both (and the run's leftovers) afterwards. */
+export async function withSandbox(fn: (s: Sandbox) => Promise<void>): Promise<void> {
+  const prefix = runPrefix();
+  const namespace = `${prefix}-ipt`;
+  const lockFile = `/tmp/${prefix}-xtables.lock`;
+  await sweepNamespaces(hostCommandRunner, prefix + '-');
+  await createNamespace(hostCommandRunner, namespace);
+  try {
+    await fn({ namespace, lockFile, commands: netnsCommandRunner(namespace) });
+  } finally {
+    await deleteNamespace(hostCommandRunner, namespace);
+    await sweepNamespaces(hostCommandRunner, prefix + '-');
+    rmSync(lockFile, { force: true });
+  }
+}

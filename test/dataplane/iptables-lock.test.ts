@@ -1,0 +1,113 @@
+// The xtables lock on a real kernel (legacy iptables, which is the variant that takes it), with a test-owned lock
+// file: another process holds the lock for 3 s and the sync waits, succeeds and reports the wait through
+// iptablesLockWait; held past the 5 s wait limit, the sync fails, iptablesRestoreFailure is counted, and the next
+// attempt (full) succeeds once the lock is free. The wait is measured by taking the lock with flock before the
+// restore (see src/netfilter/iptables/client.ts).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { test } from 'node:test';
+import { IptablesBackend } from '../../src/backends/iptables/backend.js';
+import type { ProxyMetrics } from '../../src/sync/metrics.js';
+import { NO_PROXY_METRICS } from '../../src/sync/metrics.js';
+import { kernelOptions } from '../helpers/kernel.js';
+import { ModelDriver } from '../backends/iptables/helpers.js';
+import { modeOptions, testNode, wallClock, withSandbox } from '../backends/iptables/kernel-fixture.js';
+
+const TOOLS = ['ip', 'flock', 'iptables-legacy', 'iptables-legacy-restore', 'iptables-legacy-save'];
+
+/** Holds the lock in another process; resolves once it is held. */
+function holdLock(lockFile: string, seconds: number): Promise<ChildProcess> {
+  const child = spawn('flock', ['--no-fork', lockFile, '-c', `echo held; exec sleep ${seconds}`], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('flock did not take the lock within 10 s')), 10_000);
+    child.stdout?.once('data', () => {
+      clearTimeout(timer);
+      resolve(child);
+    });
+    child.once('error', reject);
+  });
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  return child.exitCode !== null || child.signalCode !== null
+    ? Promise.resolve()
+    : new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+test(
+  'legacy iptables: sync waits for the xtables lock, then fails past the limit and recovers',
+  kernelOptions(TOOLS),
+  async () => {
+    await withSandbox(async ({ commands, lockFile }) => {
+      const waits: number[] = [];
+      let failures = 0;
+      let partialFailures = 0;
+      const metrics: ProxyMetrics = {
+        ...NO_PROXY_METRICS,
+        iptablesLockWait: (_f, s) => void waits.push(s),
+        iptablesRestoreFailure: () => void failures++,
+        iptablesPartialRestoreFailure: () => void partialFailures++,
+      };
+      const backend = new IptablesBackend({
+        node: testNode(),
+        commands,
+        clock: wallClock,
+        metrics,
+        iptables: modeOptions('legacy', lockFile),
+      });
+      const model = new ModelDriver('IPv4', 'node-a');
+      const slice = (ips: string[]) => ({
+        metadata: { namespace: 'ns', name: 'web-1', labels: { 'kubernetes.io/service-name': 'web' } },
+        addressType: 'IPv4',
+        endpoints: ips.map((ip) => ({ addresses: [ip] })),
+        ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+      });
+      model.upsertService({
+        metadata: { namespace: 'ns', name: 'web' },
+        spec: { clusterIP: '198.18.100.10', ports: [{ name: 'http', port: 80, protocol: 'TCP' }] },
+      });
+      model.upsertSlice(slice(['198.19.0.10']));
+      const sync = (full: boolean) => {
+        const { snapshot, changedServices } = model.checkout();
+        return backend.sync(snapshot, { full, changedServices });
+      };
+      const saveNat = async () => (await commands.run('iptables-legacy-save', ['-t', 'nat'])).stdout;
+
+      // 1. Held for 3 s: the sync waits, then succeeds; the wait is reported.
+      const holder = await holdLock(lockFile, 3);
+      try {
+        await sync(true);
+      } finally {
+        holder.kill();
+        await exited(holder);
+      }
+      assert.equal(waits.length, 1);
+      assert.ok((waits[0] ?? 0) > 1, `reported lock wait ${waits[0]} s while the lock was held ~3 s`);
+      assert.match(await saveNat(), /--to-destination 198\.19\.0\.10:8080/);
+
+      // 2. Held past the 5 s limit: the (partial) sync fails and is counted.
+      model.upsertSlice(slice(['198.19.0.11']));
+      const blocker = await holdLock(lockFile, 60);
+      try {
+        await assert.rejects(sync(false), /lock/);
+      } finally {
+        blocker.kill();
+        await exited(blocker);
+      }
+      assert.equal(failures, 1);
+      assert.equal(partialFailures, 1);
+      assert.doesNotMatch(await saveNat(), /198\.19\.0\.11/);
+
+      // 3. Lock free: the next attempt is a full sync and succeeds.
+      await sync(false);
+      assert.equal(backend.lastSyncStats?.full, true);
+      assert.equal(failures, 1);
+      const nat = await saveNat();
+      assert.match(nat, /--to-destination 198\.19\.0\.11:8080/);
+      assert.doesNotMatch(nat, /198\.19\.0\.10:8080/);
+    });
+  },
+);
