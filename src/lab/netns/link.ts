@@ -55,6 +55,35 @@ export async function setLinkMaster(
   );
 }
 
+/**
+ * Lets the bridge send a frame back out of the port it came in on (the CNI bridge plugin's hairpinMode, kubelet's
+ * hairpin-veth). A pod that reaches itself through its Service needs it: br_netfilter DNATs the frame at the bridge
+ * and, seeing the new destination behind the same bridge, bridges it back to the sending port.
+ */
+export async function setBridgePortHairpin(
+  runner: CommandRunner,
+  namespace: string,
+  link: string,
+  on: boolean,
+): Promise<void> {
+  await runChecked(
+    runner,
+    `set hairpin ${on ? 'on' : 'off'} on ${namespace}/${link}`,
+    'ip',
+    ipIn(
+      namespace,
+      'link',
+      'set',
+      'dev',
+      checkInterfaceName(link),
+      'type',
+      'bridge_slave',
+      'hairpin',
+      on ? 'on' : 'off',
+    ),
+  );
+}
+
 export async function setLinkUp(runner: CommandRunner, namespace: string, link: string): Promise<void> {
   await runChecked(
     runner,

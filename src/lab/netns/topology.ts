@@ -1,17 +1,18 @@
 // A one-host cluster network: nodes and pods as network namespaces. planTopology() is pure (names and addresses);
 // buildTopology() makes it real; destroyTopology() removes it, whatever state a failed build left behind.
 //
-//   client ns ──┐                       underlay ns: bridge "ul0", 198.18.0.0/24 (+ the client's 198.18.1.0/24)
+//   client ns ──┐                       underlay ns: bridge "ul0" 198.18.0.1/24 (+ the client's 198.18.1.0/24)
 //               ├─ ul0 ─┬─ eth0 node-0 ns: 198.18.0.10, ip_forward=1, bridge "cbr0" 198.18.10.1/24
 //               │       │        └─ veth ─ eth0 pod ns 198.18.10.10, default via 198.18.10.1
 //               │       └─ eth0 node-1 ns: 198.18.0.11, bridge "cbr0" 198.18.11.1/24, …
 //
 // Nodes route each other's pod CIDRs via the peer's underlay IP, as a host-gw CNI would. Pods on one node share a
 // bridge, so same-node replies are bridged, not routed: the node keeps net.bridge.bridge-nf-call-iptables=1 so
-// that such replies still pass conntrack and get un-DNATed, exactly what a kube-proxy node needs from its CNI.
+// that such replies still pass conntrack and get un-DNATed, and pod ports are in hairpin mode so that a pod can
+// reach itself through its Service: exactly what a kube-proxy node needs from its CNI (the bridge plugin does both).
 // Every address lies in 198.18.0.0/15 (RFC 2544 benchmarking), the only range tests may use.
 import type { CommandRunner } from '../../netfilter/command.js';
-import { addAddress, addBridge, addRoute, addVethPair, setLinkMaster } from './link.js';
+import { addAddress, addBridge, addRoute, addVethPair, setBridgePortHairpin, setLinkMaster } from './link.js';
 import { createNamespace, sweepNamespaces } from './namespace.js';
 import { getSysctl, setSysctl } from './sysctl.js';
 
@@ -20,6 +21,8 @@ export const CLIENT_CIDR = '198.18.1.0/24';
 /** Contains every node's pod CIDR (198.18.10.0/24 … 198.18.15.0/24): the local-traffic detector's ClusterCIDR. */
 export const CLUSTER_CIDR = '198.18.8.0/21';
 export const SERVICE_CIDR = '198.19.0.0/16';
+/** The underlay's "router": an address on the underlay bridge that forwards nothing (see buildTopology). */
+export const UNDERLAY_GATEWAY = '198.18.0.1';
 export const MAX_NODES = 6;
 export const MAX_PODS_PER_NODE = 200;
 
@@ -141,6 +144,10 @@ async function buildNode(runner: CommandRunner, plan: TopologyPlan, node: NodePl
   await addAddress(runner, node.namespace, UPLINK, node.ip + prefixLength(UNDERLAY_CIDR));
   // The external client lives in its own subnet on the same wire: reach it on-link, no router needed.
   await addRoute(runner, node.namespace, { to: CLIENT_CIDR, dev: UPLINK });
+  // A real node has a default route, so a packet to a ClusterIP that was *not* DNATed (no endpoints, unknown
+  // port) is routed and meets the proxy's filter-forward rules; without any route the kernel would answer
+  // "network unreachable" before netfilter's forward hook ever saw it. The gateway forwards nothing.
+  await addRoute(runner, node.namespace, { to: 'default', via: UNDERLAY_GATEWAY });
   for (const peer of plan.nodes) {
     if (peer !== node) await addRoute(runner, node.namespace, { to: peer.podCIDR, via: peer.ip });
   }
@@ -160,6 +167,7 @@ async function buildNode(runner: CommandRunner, plan: TopologyPlan, node: NodePl
       { namespace: pod.namespace, name: UPLINK },
     );
     await setLinkMaster(runner, node.namespace, pod.nodeSideLink, NODE_BRIDGE);
+    await setBridgePortHairpin(runner, node.namespace, pod.nodeSideLink, true);
     await addAddress(runner, pod.namespace, UPLINK, pod.ip + prefixLength(node.podCIDR));
     await addRoute(runner, pod.namespace, { to: 'default', via: node.gatewayIP });
   }
@@ -172,6 +180,14 @@ async function buildNode(runner: CommandRunner, plan: TopologyPlan, node: NodePl
 export async function buildTopology(runner: CommandRunner, plan: TopologyPlan): Promise<void> {
   await createNamespace(runner, plan.underlayNamespace);
   await addBridge(runner, plan.underlayNamespace, UNDERLAY_BRIDGE);
+  await addAddress(
+    runner,
+    plan.underlayNamespace,
+    UNDERLAY_BRIDGE,
+    UNDERLAY_GATEWAY + prefixLength(UNDERLAY_CIDR),
+  );
+  // Packets sent to the gateway end here: the underlay namespace has no other way out and does not forward.
+  await setSysctl(runner, plan.underlayNamespace, 'net.ipv4.ip_forward', 0);
   // The underlay is a plain wire: keep its bridged frames out of netfilter.
   await setSysctl(runner, plan.underlayNamespace, 'net.bridge.bridge-nf-call-iptables', 0);
 
