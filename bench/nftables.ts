@@ -1,0 +1,176 @@
+// nftables mode benchmark: full sync and a one-endpoint-change sync for N Services × E endpoints, each split into
+// our own work and nft's, beside the floor (`nft -f` alone applying the same transaction text).
+import { NftablesBackend } from '../src/backends/nftables/backend.js';
+import type { CommandRunner } from '../src/netfilter/command.js';
+import type { EndpointSlice, Service } from '../src/kube/objects.js';
+import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
+import { EndpointsChangeTracker } from '../src/model/endpoints-change-tracker.js';
+import type { EndpointsMap } from '../src/model/endpoint-slice-cache.js';
+import type { ServicePortMap } from '../src/model/service-change-tracker.js';
+import { ServiceChangeTracker } from '../src/model/service-change-tracker.js';
+import type { BackendSyncResult, NodeNetworkConfig, ProxySnapshot } from '../src/sync/backend.js';
+import { masqueradeMarkFor } from '../src/sync/backend.js';
+import { systemClock } from '../src/sync/clock.js';
+import type { BenchContext, BenchModule, BenchRow } from './types.js';
+
+const NODE: NodeNetworkConfig = {
+  family: 'IPv4',
+  nodeName: 'bench-node',
+  nodeIPs: ['198.18.0.2'],
+  localDetector: { mode: 'ClusterCIDR', cidr: '198.19.0.0/16' },
+  masqueradeMark: masqueradeMarkFor(14),
+  masqueradeAll: false,
+  nodePortAddresses: nodePortAddressesFor('IPv4', ['198.18.0.2/32']).value,
+  hostInterfaces: new Map([['eth0', ['198.18.0.2/24']]]),
+  serviceCIDRs: ['198.18.128.0/17'],
+};
+
+/** Remembers the stdin of the last `nft -f -` so the floor can replay exactly the same text. */
+function recording(base: CommandRunner): { runner: CommandRunner; last: () => string } {
+  let last = '';
+  return {
+    runner: {
+      run: (cmd, args, options) => {
+        if (cmd === 'nft' && args.includes('-f') && !args.includes('-c')) last = options?.stdin ?? '';
+        return base.run(cmd, args, options);
+      },
+    },
+    last: () => last,
+  };
+}
+
+function ip(base: string, n: number): string {
+  return `${base}.${(n >> 8) & 255}.${n & 255}`;
+}
+
+function service(i: number): Service {
+  return {
+    metadata: { namespace: `ns${i % 50}`, name: `svc${i}` },
+    spec: {
+      type: 'ClusterIP',
+      clusterIP: ip('198.18', 32768 + i),
+      ports: [{ name: 'http', port: 80, protocol: 'TCP' }],
+    },
+  };
+}
+
+function slice(i: number, endpoints: number, variant: number): EndpointSlice {
+  return {
+    metadata: {
+      namespace: `ns${i % 50}`,
+      name: `svc${i}-1`,
+      labels: { 'kubernetes.io/service-name': `svc${i}` },
+    },
+    addressType: 'IPv4',
+    endpoints: Array.from({ length: endpoints }, (_, e) => ({
+      // 198.19.0.0/16 holds pod IPs; endpoint 0 is on this node (hairpin), the rest elsewhere.
+      addresses: [
+        e === endpoints - 1 && variant > 0
+          ? ip('198.19', 60000 + variant)
+          : ip('198.19', (i * endpoints + e) % 60000),
+      ],
+      nodeName: e === 0 ? 'bench-node' : 'other-node',
+    })),
+    ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+  };
+}
+
+async function time(commands: CommandRunner, text: string): Promise<number> {
+  const t0 = performance.now();
+  const r = await commands.run('nft', ['-f', '-'], { stdin: text });
+  const ms = performance.now() - t0;
+  if (r.code !== 0) throw new Error(`floor run failed: ${r.stderr.slice(0, 300)}`);
+  return ms;
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? 0;
+}
+
+const peakRssMiB = (): number => process.resourceUsage().maxRSS / 1024;
+
+async function runSize(ctx: BenchContext, services: number): Promise<BenchRow[]> {
+  const rec = recording(ctx.commands);
+  await ctx.commands.run('nft', ['-f', '-'], {
+    stdin: 'add table ip kube-proxy\ndelete table ip kube-proxy\n',
+  });
+  const backend = new NftablesBackend({ node: NODE, commands: rec.runner, clock: systemClock });
+  const svcTracker = new ServiceChangeTracker({ family: 'IPv4' });
+  const epTracker = new EndpointsChangeTracker({ family: 'IPv4', nodeName: NODE.nodeName });
+  const serviceMap: ServicePortMap = new Map();
+  const endpointsMap: EndpointsMap = new Map();
+  const snapshot: ProxySnapshot = { serviceMap, endpointsMap, topology: { nodeName: NODE.nodeName } };
+  const sync = (full: boolean): Promise<BackendSyncResult> => {
+    const s = svcTracker.checkout(serviceMap);
+    const e = epTracker.checkout(endpointsMap);
+    return backend.sync(snapshot, {
+      full,
+      changedServices: new Set([...s.updatedServices, ...e.updatedServices]),
+    });
+  };
+
+  for (let i = 0; i < services; i++) {
+    svcTracker.update(undefined, service(i));
+    epTracker.endpointSliceUpdate(slice(i, ctx.endpointsPerService, 0), false);
+  }
+  const full = await sync(true);
+  const fullText = rec.last();
+
+  // One endpoint of one Service changes (and changes back), repeatedly; the middle Service.
+  const target = Math.floor(services / 2);
+  const own: number[] = [];
+  const kernel: number[] = [];
+  const floor: number[] = [];
+  let operations = 0;
+  for (let r = 0; r < ctx.repeats; r++) {
+    epTracker.endpointSliceUpdate(slice(target, ctx.endpointsPerService, r + 1), false);
+    const change = await sync(false);
+    const changeText = rec.last();
+    epTracker.endpointSliceUpdate(slice(target, ctx.endpointsPerService, 0), false);
+    await sync(false);
+    const revertText = rec.last();
+    own.push(change.timings.ownMs);
+    kernel.push(change.timings.kernelMs);
+    operations = change.operations;
+    floor.push(await time(ctx.commands, changeText));
+    await time(ctx.commands, revertText);
+  }
+
+  await ctx.commands.run('nft', ['-f', '-'], {
+    stdin: 'add table ip kube-proxy\ndelete table ip kube-proxy\n',
+  });
+  const fullFloor = await time(ctx.commands, fullText);
+  const rss = peakRssMiB();
+  const row = { mode: 'nftables', services, endpointsPerService: ctx.endpointsPerService, peakRssMiB: rss };
+  return [
+    {
+      ...row,
+      sync: 'full',
+      ownMs: full.timings.ownMs,
+      kernelMs: full.timings.kernelMs,
+      floorMs: fullFloor,
+      operations: full.operations,
+    },
+    {
+      ...row,
+      sync: 'one-endpoint',
+      ownMs: median(own),
+      kernelMs: median(kernel),
+      floorMs: median(floor),
+      operations,
+    },
+  ];
+}
+
+export const nftablesBench: BenchModule = {
+  mode: 'nftables',
+  async run(ctx) {
+    const rows: BenchRow[] = [];
+    for (const n of ctx.sizes) rows.push(...(await runSize(ctx, n)));
+    await ctx.commands.run('nft', ['-f', '-'], {
+      stdin: 'add table ip kube-proxy\ndelete table ip kube-proxy\n',
+    });
+    return rows;
+  },
+};

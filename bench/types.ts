@@ -1,0 +1,32 @@
+// The shape every mode's benchmark module shares, so bench/main.ts can print all modes in one table.
+import type { CommandRunner } from '../src/netfilter/command.js';
+
+export interface BenchContext {
+  /** Runs commands inside the benchmark's private network namespace. */
+  readonly commands: CommandRunner;
+  readonly sizes: readonly number[];
+  readonly endpointsPerService: number;
+  /** Repetitions of the small (one-endpoint) syncs; the median is reported. */
+  readonly repeats: number;
+}
+
+export interface BenchRow {
+  readonly mode: string;
+  readonly services: number;
+  readonly endpointsPerService: number;
+  readonly sync: 'full' | 'one-endpoint';
+  /** Our own work: render, diff, serialization. */
+  readonly ownMs: number;
+  /** Time in the kernel tool (nft -f / iptables-restore, and read-back on a full sync). */
+  readonly kernelMs: number;
+  /** The kernel tool alone applying the same text: the floor. */
+  readonly floorMs: number;
+  readonly operations: number;
+  /** Peak resident set of this process so far, MiB. */
+  readonly peakRssMiB: number;
+}
+
+export interface BenchModule {
+  readonly mode: string;
+  run(ctx: BenchContext): Promise<BenchRow[]>;
+}
