@@ -1,0 +1,248 @@
+// The lab's embedded Kubernetes API server: an in-memory store, the generic registry, the HTTP front end and the
+// controllers (Deployments, Pods, EndpointSlices), started together on 127.0.0.1.
+import { randomBytes } from 'node:crypto';
+import { writeFile, mkdir } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { dirname } from 'node:path';
+import type { Clock } from '../../sync/clock.js';
+import { SILENT_LOGGER, type Logger } from '../../sync/logger.js';
+import { startControllers, type Controllers } from '../controllers/index.js';
+import { readyPodLifecycle, type PodLifecycle } from '../controllers/pod-lifecycle.js';
+import { createHandler } from './http.js';
+import { parseCidr } from './ipnet.js';
+import {
+  configMapStrategy,
+  deploymentStrategy,
+  endpointSliceStrategy,
+  namespaceStrategy,
+  nodeStrategy,
+  podStrategy,
+} from './kinds.js';
+import { kubeconfigYaml } from './kubeconfig.js';
+import { Registry, SYSTEM_NAMESPACES } from './registry.js';
+import { resourceByKind } from './resources.js';
+import { ServiceAllocators, serviceStrategy } from './service.js';
+import { ObjectStore, type StoreSnapshot } from './store.js';
+import type { Strategy } from './strategy.js';
+import { realClock } from './system-clock.js';
+import { selfSignedCertificate } from './tls.js';
+import type { NodeSpec } from './types.js';
+
+export type { NodeSpec } from './types.js';
+export type { StoreSnapshot } from './store.js';
+
+export interface ApiServerOptions {
+  /** "127.0.0.1:PORT" or a port; default 127.0.0.1 with a free port. Only loopback addresses are allowed. */
+  readonly listen?: string | number;
+  readonly nodes?: readonly NodeSpec[];
+  /** Default 198.19.0.0/16. */
+  readonly serviceCIDR?: string;
+  readonly podLifecycle?: PodLifecycle;
+  /** Default 100, as upstream. */
+  readonly maxEndpointsPerSlice?: number;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  /** Bearer token; default: 32 random bytes, hex. */
+  readonly token?: string;
+  /** Writes the kubeconfig here once listening. */
+  readonly kubeconfigPath?: string;
+  /** Events kept for watch resumption (default 10000); older versions get 410 Expired. */
+  readonly historyLimit?: number;
+  /** Interval of BOOKMARK events for watches that allow them (default 10 s). */
+  readonly bookmarkIntervalMs?: number;
+  /** Request body limit (default 3 MiB, as upstream). */
+  readonly maxBodyBytes?: number;
+  /** A watcher whose unread output passes this is cut off (default 16 MiB). */
+  readonly maxWatchBufferedBytes?: number;
+  /** Serve https with a self-signed certificate (default true; kubectl sends tokens only over TLS). */
+  readonly tls?: boolean;
+  /** State of an earlier server (its snapshot()), to restart with the same objects and resourceVersions. */
+  readonly restore?: StoreSnapshot;
+}
+
+export interface ApiServer {
+  readonly url: string;
+  readonly port: number;
+  readonly token: string;
+  /** PEM of the serving certificate (its own CA), when serving TLS. */
+  readonly caPem?: string;
+  readonly kubeconfigPath?: string;
+  readonly store: ObjectStore;
+  readonly registry: Registry;
+  kubeconfig(): string;
+  writeKubeconfig(path: string): Promise<void>;
+  /** Resolves when the controllers have no queued work. */
+  idle(): Promise<void>;
+  snapshot(): StoreSnapshot;
+  /** Ends watches, stops controllers and closes the listener; safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/** control-plane, worker, worker2, … as kind names them. */
+export function defaultNodeNames(n: number): string[] {
+  return Array.from({ length: n }, (_, i) => (i === 0 ? 'control-plane' : i === 1 ? 'worker' : `worker${i}`));
+}
+
+export function defaultNodes(n: number): NodeSpec[] {
+  return defaultNodeNames(n).map((name, i) => ({
+    name,
+    podCIDR: `198.18.${10 + i}.0/24`,
+    internalIP: `198.18.0.${10 + i}`,
+  }));
+}
+
+function parseListen(listen: string | number | undefined): { host: string; port: number } {
+  if (listen === undefined) return { host: '127.0.0.1', port: 0 };
+  if (typeof listen === 'number') return { host: '127.0.0.1', port: listen };
+  const m = /^(?:(.*):)?(\d+)$/.exec(listen);
+  if (!m) throw new Error(`--listen: expected HOST:PORT, got "${listen}"`);
+  const host = m[1] ?? '127.0.0.1';
+  if (host !== '127.0.0.1' && host !== 'localhost')
+    throw new Error(`--listen: the lab API server listens on 127.0.0.1 only, got "${host}"`);
+  return { host: '127.0.0.1', port: Number(m[2]) };
+}
+
+function nodeObject(spec: NodeSpec, index: number): object {
+  const podCIDR = spec.podCIDR ?? `198.18.${10 + index}.0/24`;
+  const ip = spec.internalIP ?? `198.18.0.${10 + index}`;
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name: spec.name,
+      labels: {
+        'kubernetes.io/hostname': spec.name,
+        'kubernetes.io/os': 'linux',
+        'kubernetes.io/arch': 'amd64',
+        ...(index === 0 && spec.name === 'control-plane'
+          ? { 'node-role.kubernetes.io/control-plane': '' }
+          : {}),
+        ...(spec.zone ? { 'topology.kubernetes.io/zone': spec.zone } : {}),
+        ...(spec.labels ?? {}),
+      },
+    },
+    spec: { podCIDR, podCIDRs: [podCIDR] },
+    status: {
+      addresses: [
+        { type: 'InternalIP', address: ip },
+        { type: 'Hostname', address: spec.name },
+      ],
+      conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'lab node is ready' }],
+      nodeInfo: {
+        kubeletVersion: 'v1.32.0-kpts',
+        kubeProxyVersion: '',
+        osImage: 'kube-proxy-ts lab',
+        architecture: 'amd64',
+        operatingSystem: 'linux',
+      },
+    },
+  };
+}
+
+export async function startApiServer(options: ApiServerOptions = {}): Promise<ApiServer> {
+  const clock = options.clock ?? realClock();
+  const logger = options.logger ?? SILENT_LOGGER;
+  const cidr = parseCidr(options.serviceCIDR ?? '198.19.0.0/16');
+  if (!cidr) throw new Error(`serviceCIDR: "${options.serviceCIDR ?? ''}" is not a CIDR`);
+  const { host, port: wantPort } = parseListen(options.listen);
+  const token = options.token ?? randomBytes(32).toString('hex');
+
+  const store = new ObjectStore({ historyLimit: options.historyLimit ?? 10_000 }, options.restore);
+  const allocators = new ServiceAllocators(cidr);
+  const strategies = new Map<string, Strategy>([
+    ['Namespace', namespaceStrategy],
+    ['Node', nodeStrategy],
+    ['Pod', podStrategy],
+    ['ConfigMap', configMapStrategy],
+    ['EndpointSlice', endpointSliceStrategy],
+    ['Deployment', deploymentStrategy],
+    ['Service', serviceStrategy(allocators)],
+  ]);
+  const registry = new Registry(store, strategies, clock);
+  for (const svc of store.list(resourceByKind('Service'))) allocators.record(svc, undefined);
+
+  const nsType = resourceByKind('Namespace');
+  for (const ns of SYSTEM_NAMESPACES)
+    if (!store.get(nsType, '', ns)) registry.create(nsType, '', { metadata: { name: ns } });
+  const nodeType = resourceByKind('Node');
+  for (const [i, spec] of (options.nodes ?? []).entries()) {
+    if (store.get(nodeType, '', spec.name)) continue;
+    const r = registry.create(nodeType, '', nodeObject(spec, i));
+    if (!r.ok) throw new Error(`node ${spec.name}: ${r.error.message}`);
+  }
+
+  let server: Server | undefined;
+  let controllers: Controllers | undefined;
+  let boundPort = 0;
+  const handler = createHandler({
+    token,
+    registry,
+    clock,
+    logger,
+    maxBodyBytes: options.maxBodyBytes ?? 3 * 1024 * 1024,
+    bookmarkIntervalMs: options.bookmarkIntervalMs ?? 10_000,
+    maxWatchBufferedBytes: options.maxWatchBufferedBytes ?? 16 * 1024 * 1024,
+    serverAddress: () => `${host}:${boundPort}`,
+  });
+  controllers = startControllers({
+    registry,
+    clock,
+    logger,
+    podLifecycle: options.podLifecycle ?? readyPodLifecycle(),
+    maxEndpointsPerSlice: options.maxEndpointsPerSlice ?? 100,
+  });
+
+  const cert = options.tls === false ? undefined : selfSignedCertificate('kpts-lab-apiserver', Date.now());
+  const srv: Server = cert
+    ? createHttpsServer({ cert: cert.certPem, key: cert.keyPem, keepAliveTimeout: 30_000 }, handler.handle)
+    : createServer({ keepAliveTimeout: 30_000 }, handler.handle);
+  server = srv;
+  await new Promise<void>((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(wantPort, host, () => {
+      srv.off('error', reject);
+      resolve();
+    });
+  });
+  boundPort = (srv.address() as AddressInfo).port;
+  const url = `${cert ? 'https' : 'http'}://${host}:${boundPort}`;
+  const kubeconfig = (): string => kubeconfigYaml(url, token, cert?.certPem);
+  const writeKubeconfig = async (path: string): Promise<void> => {
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, kubeconfig(), { mode: 0o600 });
+  };
+  if (options.kubeconfigPath) await writeKubeconfig(options.kubeconfigPath);
+  logger.info('lab API server listening', { url });
+
+  let stopping: Promise<void> | undefined;
+  return {
+    url,
+    port: boundPort,
+    token,
+    ...(cert ? { caPem: cert.certPem } : {}),
+    ...(options.kubeconfigPath ? { kubeconfigPath: options.kubeconfigPath } : {}),
+    store,
+    registry,
+    kubeconfig,
+    writeKubeconfig,
+    idle: () => controllers?.idle() ?? Promise.resolve(),
+    snapshot: () => store.snapshot(),
+    stop() {
+      stopping ??= (async () => {
+        controllers?.stop();
+        controllers = undefined;
+        const s = server;
+        server = undefined;
+        if (!s) return;
+        const closed = new Promise<void>((resolve) => s.close(() => resolve()));
+        handler.closeWatches();
+        s.closeIdleConnections();
+        s.closeAllConnections();
+        await closed;
+      })();
+      return stopping;
+    },
+  };
+}

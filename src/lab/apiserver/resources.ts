@@ -1,0 +1,145 @@
+// The resource types this API server serves: where each lives in the URL space, what discovery says about it,
+// which name rule it follows and which fields a field selector may use.
+
+export type NameRule = 'dns1123-label' | 'dns1035-label' | 'dns1123-subdomain';
+
+export interface ResourceType {
+  readonly group: string;
+  readonly version: string;
+  readonly resource: string;
+  readonly singular: string;
+  readonly kind: string;
+  readonly listKind: string;
+  readonly namespaced: boolean;
+  readonly shortNames: readonly string[];
+  readonly categories: readonly string[];
+  readonly nameRule: NameRule;
+  readonly subresources: readonly ('status' | 'scale')[];
+  readonly fieldSelectors: readonly string[];
+}
+
+const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'] as const;
+export const RESOURCE_VERBS: readonly string[] = VERBS;
+
+const META_FIELDS = ['metadata.name', 'metadata.namespace'];
+
+function resource(
+  r: Omit<ResourceType, 'listKind' | 'categories' | 'fieldSelectors'> & {
+    categories?: readonly string[];
+    fields?: readonly string[];
+  },
+): ResourceType {
+  return {
+    ...r,
+    listKind: `${r.kind}List`,
+    categories: r.categories ?? [],
+    fieldSelectors: [...META_FIELDS, ...(r.fields ?? [])],
+  };
+}
+
+export const RESOURCES: readonly ResourceType[] = [
+  resource({
+    group: '',
+    version: 'v1',
+    resource: 'namespaces',
+    singular: 'namespace',
+    kind: 'Namespace',
+    namespaced: false,
+    shortNames: ['ns'],
+    nameRule: 'dns1123-label',
+    subresources: ['status'],
+    fields: ['status.phase'],
+  }),
+  resource({
+    group: '',
+    version: 'v1',
+    resource: 'nodes',
+    singular: 'node',
+    kind: 'Node',
+    namespaced: false,
+    shortNames: ['no'],
+    nameRule: 'dns1123-subdomain',
+    subresources: ['status'],
+    fields: ['spec.unschedulable'],
+  }),
+  resource({
+    group: '',
+    version: 'v1',
+    resource: 'pods',
+    singular: 'pod',
+    kind: 'Pod',
+    namespaced: true,
+    shortNames: ['po'],
+    categories: ['all'],
+    nameRule: 'dns1123-subdomain',
+    subresources: ['status'],
+    fields: ['spec.nodeName', 'status.phase', 'status.podIP', 'spec.restartPolicy', 'spec.schedulerName'],
+  }),
+  resource({
+    group: '',
+    version: 'v1',
+    resource: 'services',
+    singular: 'service',
+    kind: 'Service',
+    namespaced: true,
+    shortNames: ['svc'],
+    categories: ['all'],
+    nameRule: 'dns1035-label',
+    subresources: ['status'],
+    fields: ['spec.clusterIP', 'spec.type'],
+  }),
+  resource({
+    group: '',
+    version: 'v1',
+    resource: 'configmaps',
+    singular: 'configmap',
+    kind: 'ConfigMap',
+    namespaced: true,
+    shortNames: ['cm'],
+    nameRule: 'dns1123-subdomain',
+    subresources: [],
+  }),
+  resource({
+    group: 'discovery.k8s.io',
+    version: 'v1',
+    resource: 'endpointslices',
+    singular: 'endpointslice',
+    kind: 'EndpointSlice',
+    namespaced: true,
+    shortNames: [],
+    nameRule: 'dns1123-subdomain',
+    subresources: [],
+    fields: ['addressType'],
+  }),
+  resource({
+    group: 'apps',
+    version: 'v1',
+    resource: 'deployments',
+    singular: 'deployment',
+    kind: 'Deployment',
+    namespaced: true,
+    shortNames: ['deploy'],
+    categories: ['all'],
+    nameRule: 'dns1123-subdomain',
+    subresources: ['status', 'scale'],
+  }),
+];
+
+export const apiVersionOf = (t: ResourceType): string => (t.group ? `${t.group}/${t.version}` : t.version);
+
+export function findResource(group: string, version: string, name: string): ResourceType | undefined {
+  return RESOURCES.find((r) => r.group === group && r.version === version && r.resource === name);
+}
+
+export function resourceByKind(kind: string): ResourceType {
+  const r = RESOURCES.find((x) => x.kind === kind);
+  if (!r) throw new Error(`no resource for kind ${kind}`);
+  return r;
+}
+
+/** The group versions served, in discovery order. */
+export function groupVersions(): { group: string; version: string }[] {
+  const seen = new Map<string, { group: string; version: string }>();
+  for (const r of RESOURCES) seen.set(`${r.group}/${r.version}`, { group: r.group, version: r.version });
+  return [...seen.values()];
+}

@@ -1,0 +1,434 @@
+// Services: upstream's defaults (type, protocol, targetPort, affinity, traffic policies, IP families), ClusterIP
+// allocation from the service CIDR and NodePort allocation from 30000–32767, and the validation that goes with
+// them (a requested ClusterIP outside the CIDR or already taken, a NodePort already taken: 422).
+import { arr, child, isObject, num, str, type JsonObject } from './json.js';
+import { cause, type StatusCause } from './status.js';
+import type { Strategy } from './strategy.js';
+import { bigIntToIp, cidrContains, cidrSize, ipToBigInt, type Cidr } from './ipnet.js';
+import { isValidIP, portCauses, portNameErrors, protocolCauses } from './validation.js';
+
+export const NODE_PORT_MIN = 30000;
+export const NODE_PORT_MAX = 32767;
+
+const SERVICE_TYPES = ['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName'];
+
+const keyOf = (obj: JsonObject): string =>
+  `${str(child(obj, 'metadata'), 'namespace') ?? ''}/${str(child(obj, 'metadata'), 'name') ?? ''}`;
+const needsNodePorts = (type: unknown): boolean => type === 'NodePort' || type === 'LoadBalancer';
+const needsHealthCheckPort = (spec: JsonObject): boolean =>
+  spec.type === 'LoadBalancer' && spec.externalTrafficPolicy === 'Local';
+const isHeadless = (spec: JsonObject): boolean => spec.clusterIP === 'None';
+
+/** Which ClusterIPs and NodePorts are taken, and by which Service (namespace/name). */
+export class ServiceAllocators {
+  readonly clusterIPs = new Map<string, string>();
+  readonly nodePorts = new Map<number, string>();
+  private nextIP = 0n;
+  private nextPort = NODE_PORT_MIN;
+
+  constructor(readonly cidr: Cidr) {}
+
+  allocateIP(): string | undefined {
+    // Skip the network address and the first host address (upstream keeps .1 for the `kubernetes` Service), and
+    // the broadcast address of IPv4 ranges.
+    const size = cidrSize(this.cidr);
+    const usable = size - (this.cidr.family === 4 ? 3n : 2n);
+    for (let i = 0n; i < usable; i++) {
+      const offset = 2n + ((this.nextIP + i) % usable);
+      const ip = bigIntToIp(this.cidr.family, this.cidr.base + offset);
+      if (!this.clusterIPs.has(ip)) {
+        this.nextIP = (this.nextIP + i + 1n) % usable;
+        return ip;
+      }
+    }
+    return undefined;
+  }
+
+  allocatePort(taken: ReadonlySet<number>): number | undefined {
+    const span = NODE_PORT_MAX - NODE_PORT_MIN + 1;
+    for (let i = 0; i < span; i++) {
+      const p = NODE_PORT_MIN + ((this.nextPort - NODE_PORT_MIN + i) % span);
+      if (!this.nodePorts.has(p) && !taken.has(p)) {
+        this.nextPort = p + 1;
+        return p;
+      }
+    }
+    return undefined;
+  }
+
+  record(obj: JsonObject | undefined, old: JsonObject | undefined): void {
+    if (old) {
+      const k = keyOf(old);
+      for (const [ip, owner] of [...this.clusterIPs]) if (owner === k) this.clusterIPs.delete(ip);
+      for (const [p, owner] of [...this.nodePorts]) if (owner === k) this.nodePorts.delete(p);
+    }
+    if (!obj) return;
+    const k = keyOf(obj);
+    const spec = child(obj, 'spec');
+    for (const ip of arr(spec, 'clusterIPs'))
+      if (typeof ip === 'string' && ip !== 'None') this.clusterIPs.set(ip, k);
+    for (const p of arr(spec, 'ports')) {
+      const np = num(p, 'nodePort');
+      if (np) this.nodePorts.set(np, k);
+    }
+    const hc = num(spec, 'healthCheckNodePort');
+    if (hc) this.nodePorts.set(hc, k);
+  }
+}
+
+function ensureSpec(obj: JsonObject): JsonObject {
+  if (!isObject(obj.spec)) obj.spec = {};
+  return obj.spec as JsonObject;
+}
+
+function portDefaults(spec: JsonObject): void {
+  for (const p of arr(spec, 'ports')) {
+    if (!isObject(p)) continue;
+    if (p.protocol === undefined) p.protocol = 'TCP';
+    if (p.targetPort === undefined && typeof p.port === 'number') p.targetPort = p.port;
+  }
+}
+
+function familyDefaults(spec: JsonObject, cidr: Cidr): void {
+  if (spec.type === 'ExternalName') return;
+  const family = cidr.family === 4 ? 'IPv4' : 'IPv6';
+  if (spec.ipFamilies === undefined) spec.ipFamilies = [family];
+  if (spec.ipFamilyPolicy === undefined) spec.ipFamilyPolicy = 'SingleStack';
+}
+
+function commonDefaults(spec: JsonObject, cidr: Cidr): void {
+  if (spec.type === undefined) spec.type = 'ClusterIP';
+  if (spec.sessionAffinity === undefined) spec.sessionAffinity = 'None';
+  if (spec.type !== 'ExternalName' && spec.internalTrafficPolicy === undefined)
+    spec.internalTrafficPolicy = 'Cluster';
+  if (needsNodePorts(spec.type) && spec.externalTrafficPolicy === undefined)
+    spec.externalTrafficPolicy = 'Cluster';
+  if (spec.sessionAffinity === 'ClientIP' && spec.sessionAffinityConfig === undefined)
+    spec.sessionAffinityConfig = { clientIP: { timeoutSeconds: 10800 } };
+  portDefaults(spec);
+  familyDefaults(spec, cidr);
+}
+
+/** Gives every port that needs one a NodePort, and LoadBalancer+Local a health-check port. */
+function allocateNodePorts(spec: JsonObject, alloc: ServiceAllocators): void {
+  const taken = new Set<number>();
+  for (const p of arr(spec, 'ports')) {
+    const np = num(p, 'nodePort');
+    if (np) taken.add(np);
+  }
+  if (needsNodePorts(spec.type)) {
+    for (const p of arr(spec, 'ports')) {
+      if (!isObject(p) || p.nodePort) continue;
+      const np = alloc.allocatePort(taken);
+      if (np !== undefined) {
+        p.nodePort = np;
+        taken.add(np);
+      }
+    }
+  }
+  if (needsHealthCheckPort(spec) && !spec.healthCheckNodePort) {
+    const hc = alloc.allocatePort(taken);
+    if (hc !== undefined) spec.healthCheckNodePort = hc;
+  }
+}
+
+function allocateClusterIP(spec: JsonObject, alloc: ServiceAllocators): void {
+  if (spec.type === 'ExternalName') return;
+  if (spec.clusterIP === undefined || spec.clusterIP === '') {
+    const ip = alloc.allocateIP();
+    if (ip) spec.clusterIP = ip;
+  }
+  if (typeof spec.clusterIP === 'string' && spec.clusterIPs === undefined) spec.clusterIPs = [spec.clusterIP];
+}
+
+/** Upstream drops NodePorts (and the health-check port) that the new type no longer uses if the user kept them. */
+function dropTypeDependentFields(spec: JsonObject, oldSpec: JsonObject): void {
+  if (!needsNodePorts(spec.type) && needsNodePorts(oldSpec.type)) {
+    for (const p of arr(spec, 'ports')) {
+      if (!isObject(p)) continue;
+      const same = arr(oldSpec, 'ports').some(
+        (o) => num(o, 'port') === p.port && num(o, 'nodePort') === p.nodePort,
+      );
+      if (same) delete p.nodePort;
+    }
+  }
+  if (
+    !needsHealthCheckPort(spec) &&
+    needsHealthCheckPort(oldSpec) &&
+    spec.healthCheckNodePort === oldSpec.healthCheckNodePort
+  )
+    delete spec.healthCheckNodePort;
+  if (spec.type === 'ExternalName' && oldSpec.type !== 'ExternalName') {
+    for (const f of ['clusterIP', 'clusterIPs', 'ipFamilies', 'ipFamilyPolicy'])
+      if (spec[f] === oldSpec[f] || Array.isArray(spec[f])) delete spec[f];
+  }
+}
+
+/** An update that leaves out allocated values (a `kubectl replace` of a hand-written file) keeps them. */
+function keepAllocatedValues(spec: JsonObject, oldSpec: JsonObject): void {
+  if (spec.type === 'ExternalName') return;
+  if ((spec.clusterIP === undefined || spec.clusterIP === '') && typeof oldSpec.clusterIP === 'string') {
+    spec.clusterIP = oldSpec.clusterIP;
+    if (spec.clusterIPs === undefined) spec.clusterIPs = oldSpec.clusterIPs;
+  }
+  if (needsNodePorts(spec.type) && needsNodePorts(oldSpec.type)) {
+    for (const p of arr(spec, 'ports')) {
+      if (!isObject(p) || p.nodePort) continue;
+      const match = arr(oldSpec, 'ports').find(
+        (o) => num(o, 'port') === p.port && str(o, 'protocol') === p.protocol,
+      );
+      const np = num(match, 'nodePort');
+      if (np) p.nodePort = np;
+    }
+  }
+  if (needsHealthCheckPort(spec) && !spec.healthCheckNodePort && oldSpec.healthCheckNodePort)
+    spec.healthCheckNodePort = oldSpec.healthCheckNodePort;
+}
+
+function validateService(
+  spec: JsonObject,
+  old: JsonObject | undefined,
+  self: string,
+  alloc: ServiceAllocators,
+): StatusCause[] {
+  const out: StatusCause[] = [];
+  const type = spec.type;
+  if (typeof type !== 'string' || !SERVICE_TYPES.includes(type)) {
+    out.push(
+      cause(
+        'spec.type',
+        `Unsupported value: ${JSON.stringify(type)}: supported values: "ClusterIP", "ExternalName", "LoadBalancer", "NodePort"`,
+        'FieldValueNotSupported',
+      ),
+    );
+    return out;
+  }
+  if (type === 'ExternalName') {
+    if (!str(spec, 'externalName'))
+      out.push(cause('spec.externalName', 'Required value', 'FieldValueRequired'));
+  }
+  const ports = arr(spec, 'ports');
+  if (ports.length === 0 && type !== 'ExternalName' && !isHeadless(spec))
+    out.push(cause('spec.ports', 'Required value', 'FieldValueRequired'));
+  const names = new Set<string>();
+  const portKeys = new Set<string>();
+  const ownNodePorts = new Map<number, string>();
+  ports.forEach((p, i) => {
+    const f = `spec.ports[${i}]`;
+    const name = str(p, 'name');
+    if (ports.length > 1 && !name) out.push(cause(`${f}.name`, 'Required value', 'FieldValueRequired'));
+    if (name !== undefined && name !== '') {
+      if (names.has(name)) out.push(cause(`${f}.name`, `Duplicate value: "${name}"`, 'FieldValueDuplicate'));
+      names.add(name);
+      if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name) || name.length > 63)
+        out.push(
+          cause(
+            `${f}.name`,
+            `Invalid value: "${name}": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'`,
+          ),
+        );
+    }
+    out.push(...portCauses(`${f}.port`, isObject(p) ? p.port : undefined));
+    const proto = isObject(p) ? p.protocol : undefined;
+    out.push(...protocolCauses(`${f}.protocol`, proto));
+    const pk = `${String(num(p, 'port'))}/${String(proto)}`;
+    if (portKeys.has(pk))
+      out.push(
+        cause(
+          `${f}`,
+          `Duplicate value: {"port":${String(num(p, 'port'))},"protocol":"${String(proto)}"}`,
+          'FieldValueDuplicate',
+        ),
+      );
+    portKeys.add(pk);
+    const tp = isObject(p) ? p.targetPort : undefined;
+    if (typeof tp === 'number') out.push(...portCauses(`${f}.targetPort`, tp));
+    else if (typeof tp === 'string')
+      for (const e of portNameErrors(tp)) out.push(cause(`${f}.targetPort`, `Invalid value: "${tp}": ${e}`));
+    else if (tp !== undefined)
+      out.push(cause(`${f}.targetPort`, 'Invalid value: must be a number or a port name'));
+    const np = isObject(p) ? p.nodePort : undefined;
+    if (np !== undefined && np !== 0) {
+      if (!needsNodePorts(type))
+        out.push(
+          cause(
+            `${f}.nodePort`,
+            `Forbidden: may not be used when \`type\` is '${type}'`,
+            'FieldValueForbidden',
+          ),
+        );
+      else if (typeof np !== 'number' || !Number.isInteger(np) || np < NODE_PORT_MIN || np > NODE_PORT_MAX)
+        out.push(
+          cause(
+            `${f}.nodePort`,
+            `Invalid value: ${JSON.stringify(np)}: provided port is not in the valid range. The range of valid ports is ${NODE_PORT_MIN}-${NODE_PORT_MAX}`,
+          ),
+        );
+      else {
+        const owner = alloc.nodePorts.get(np);
+        if (owner !== undefined && owner !== self)
+          out.push(cause(`${f}.nodePort`, `Invalid value: ${np}: provided port is already allocated`));
+        // The same NodePort may serve one port number over two protocols, nothing else.
+        const mine = ownNodePorts.get(np);
+        if (mine !== undefined && mine === String(proto))
+          out.push(cause(`${f}.nodePort`, `Duplicate value: "${np}"`, 'FieldValueDuplicate'));
+        ownNodePorts.set(np, String(proto));
+      }
+    }
+  });
+  if (!['None', 'ClientIP'].includes(String(spec.sessionAffinity)))
+    out.push(
+      cause(
+        'spec.sessionAffinity',
+        `Unsupported value: ${JSON.stringify(spec.sessionAffinity)}: supported values: "ClientIP", "None"`,
+        'FieldValueNotSupported',
+      ),
+    );
+  if (spec.sessionAffinity === 'ClientIP') {
+    const t = num(child(child(spec, 'sessionAffinityConfig'), 'clientIP'), 'timeoutSeconds');
+    if (t !== undefined && (t <= 0 || t > 86400))
+      out.push(
+        cause(
+          'spec.sessionAffinityConfig.clientIP.timeoutSeconds',
+          `Invalid value: ${t}: must be greater than 0 and less than 86400`,
+        ),
+      );
+  }
+  for (const [field, allowed] of [
+    ['externalTrafficPolicy', ['Cluster', 'Local']],
+    ['internalTrafficPolicy', ['Cluster', 'Local']],
+  ] as const) {
+    const v = spec[field];
+    if (v !== undefined && !(allowed as readonly unknown[]).includes(v))
+      out.push(
+        cause(
+          `spec.${field}`,
+          `Unsupported value: ${JSON.stringify(v)}: supported values: "Cluster", "Local"`,
+          'FieldValueNotSupported',
+        ),
+      );
+  }
+  if (spec.externalTrafficPolicy !== undefined && !needsNodePorts(type))
+    out.push(
+      cause(
+        'spec.externalTrafficPolicy',
+        `Invalid value: ${JSON.stringify(spec.externalTrafficPolicy)}: may only be set for externally-accessible services`,
+      ),
+    );
+  arr(spec, 'externalIPs').forEach((ip, i) => {
+    if (typeof ip !== 'string' || !isValidIP(ip))
+      out.push(
+        cause(`spec.externalIPs[${i}]`, `Invalid value: ${JSON.stringify(ip)}: must be a valid IP address`),
+      );
+  });
+  if (type !== 'ExternalName') out.push(...clusterIPCauses(spec, old, self, alloc));
+  const hc = spec.healthCheckNodePort;
+  if (hc !== undefined && hc !== 0) {
+    if (!needsHealthCheckPort(spec))
+      out.push(
+        cause(
+          'spec.healthCheckNodePort',
+          "Forbidden: may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'",
+          'FieldValueForbidden',
+        ),
+      );
+    else if (typeof hc === 'number') {
+      const owner = alloc.nodePorts.get(hc);
+      if (owner !== undefined && owner !== self)
+        out.push(
+          cause('spec.healthCheckNodePort', `Invalid value: ${hc}: provided port is already allocated`),
+        );
+    }
+  }
+  return out;
+}
+
+function clusterIPCauses(
+  spec: JsonObject,
+  old: JsonObject | undefined,
+  self: string,
+  alloc: ServiceAllocators,
+): StatusCause[] {
+  const out: StatusCause[] = [];
+  const ip = spec.clusterIP;
+  const oldSpec = child(old, 'spec');
+  if (old && oldSpec.type !== 'ExternalName' && oldSpec.clusterIP !== undefined && ip !== oldSpec.clusterIP)
+    return [cause('spec.clusterIPs[0]', 'Invalid value: field is immutable')];
+  if (ip === 'None') return out;
+  if (typeof ip !== 'string' || !isValidIP(ip)) {
+    out.push(
+      cause(
+        'spec.clusterIPs[0]',
+        `Invalid value: ${JSON.stringify(ip ?? null)}: must be empty, 'None', or a valid IP address`,
+      ),
+    );
+    return out;
+  }
+  const ips = arr(spec, 'clusterIPs');
+  if (ips.length > 0 && ips[0] !== ip)
+    out.push(
+      cause(
+        'spec.clusterIPs',
+        `Invalid value: ${JSON.stringify(ips)}: must hold the clusterIP as its first element`,
+      ),
+    );
+  if (old && oldSpec.clusterIP === ip) return out;
+  if (!cidrContains(alloc.cidr, ip))
+    out.push(
+      cause(
+        'spec.clusterIPs',
+        `Invalid value: ${JSON.stringify([ip])}: failed to allocate IP ${ip}: the provided IP (${ip}) is not in the valid range. The range of valid IPs is ${alloc.cidr.text}`,
+      ),
+    );
+  else {
+    const owner = alloc.clusterIPs.get(normalizeIP(ip));
+    if (owner !== undefined && owner !== self)
+      out.push(
+        cause(
+          'spec.clusterIPs',
+          `Invalid value: ${JSON.stringify([ip])}: failed to allocate IP ${ip}: provided IP is already allocated`,
+        ),
+      );
+  }
+  return out;
+}
+
+function normalizeIP(ip: string): string {
+  const p = ipToBigInt(ip);
+  return p ? bigIntToIp(p.family, p.value) : ip;
+}
+
+export function serviceStrategy(alloc: ServiceAllocators): Strategy {
+  return {
+    prepareForCreate(obj) {
+      const spec = ensureSpec(obj);
+      commonDefaults(spec, alloc.cidr);
+      // A requested ClusterIP is validated first (range, duplicates); only an empty one is allocated here.
+      allocateClusterIP(spec, alloc);
+      allocateNodePorts(spec, alloc);
+      obj.status = { loadBalancer: {} };
+    },
+    prepareForUpdate(obj, old) {
+      const spec = ensureSpec(obj);
+      const oldSpec = child(old, 'spec');
+      if (spec.type === undefined) spec.type = 'ClusterIP';
+      dropTypeDependentFields(spec, oldSpec);
+      keepAllocatedValues(spec, oldSpec);
+      commonDefaults(spec, alloc.cidr);
+      if (
+        spec.externalTrafficPolicy !== undefined &&
+        !needsNodePorts(spec.type) &&
+        needsNodePorts(oldSpec.type)
+      )
+        delete spec.externalTrafficPolicy;
+      if (oldSpec.type === 'ExternalName') allocateClusterIP(spec, alloc);
+      allocateNodePorts(spec, alloc);
+    },
+    validate(obj, old) {
+      return validateService(child(obj, 'spec'), old, keyOf(obj), alloc);
+    },
+    committed(obj, old) {
+      alloc.record(obj, old);
+    },
+  };
+}

@@ -1,0 +1,237 @@
+// Server-side printing: `kubectl get` asks for a meta.k8s.io/v1 Table and prints the cells as given. Columns
+// follow upstream's printers for each kind (pkg/printers/internalversion), priority 1 being the `-o wide` ones.
+import { arr, child, isObject, num, str, type JsonObject } from './json.js';
+import type { ResourceType } from './resources.js';
+
+interface Column {
+  readonly name: string;
+  readonly type: 'string' | 'integer' | 'date';
+  readonly format?: string;
+  readonly description: string;
+  readonly priority: number;
+  readonly cell: (obj: JsonObject, now: number) => string | number;
+}
+
+/** Like upstream's duration.HumanDuration: 45s, 5m20s, 3h, 2d5h, 400d. */
+export function humanDuration(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 120) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 10) return s % 60 === 0 ? `${m}m` : `${m}m${s % 60}s`;
+  if (m < 180) return `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 8) return m % 60 === 0 ? `${h}h` : `${h}h${m % 60}m`;
+  if (h < 48) return `${h}h`;
+  const d = Math.floor(h / 24);
+  if (h < 24 * 8) return h % 24 === 0 ? `${d}d` : `${d}d${h % 24}h`;
+  if (d < 365 * 2) return `${d}d`;
+  return `${Math.floor(d / 365)}y`;
+}
+
+const meta = (o: JsonObject): JsonObject => child(o, 'metadata');
+const nameCol: Column = {
+  name: 'Name',
+  type: 'string',
+  format: 'name',
+  description: 'Name must be unique within a namespace.',
+  priority: 0,
+  cell: (o) => str(meta(o), 'name') ?? '',
+};
+const ageCol: Column = {
+  name: 'Age',
+  type: 'string',
+  description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+  priority: 0,
+  cell: (o, now) => {
+    const t = Date.parse(str(meta(o), 'creationTimestamp') ?? '');
+    return Number.isNaN(t) ? '<unknown>' : humanDuration(now - t);
+  },
+};
+const col = (name: string, cell: Column['cell'], priority = 0, type: Column['type'] = 'string'): Column => ({
+  name,
+  type,
+  description: name,
+  priority,
+  cell,
+});
+const orNone = (s: string): string => (s === '' ? '<none>' : s);
+
+function servicePorts(o: JsonObject): string {
+  const ports = arr(child(o, 'spec'), 'ports').map((p) => {
+    const np = num(p, 'nodePort');
+    return `${String(num(p, 'port') ?? '')}${np ? `:${np}` : ''}/${str(p, 'protocol') ?? 'TCP'}`;
+  });
+  return orNone(ports.join(','));
+}
+
+function externalIP(o: JsonObject): string {
+  const spec = child(o, 'spec');
+  const type = str(spec, 'type');
+  const ext = arr(spec, 'externalIPs').filter((x): x is string => typeof x === 'string');
+  if (type === 'ExternalName') return str(spec, 'externalName') ?? '<none>';
+  if (type === 'LoadBalancer') {
+    const ingress = arr(child(child(o, 'status'), 'loadBalancer'), 'ingress')
+      .map((i) => str(i, 'ip') ?? str(i, 'hostname') ?? '')
+      .filter((x) => x);
+    const all = [...ingress, ...ext];
+    return all.length > 0 ? all.join(',') : '<pending>';
+  }
+  return orNone(ext.join(','));
+}
+
+function podReady(o: JsonObject): string {
+  const containers = arr(child(o, 'spec'), 'containers').length;
+  const ready = arr(child(o, 'status'), 'containerStatuses').filter(
+    (c) => isObject(c) && c.ready === true,
+  ).length;
+  return `${ready}/${containers}`;
+}
+
+function podStatus(o: JsonObject): string {
+  if (str(meta(o), 'deletionTimestamp')) return 'Terminating';
+  return str(child(o, 'status'), 'phase') ?? 'Unknown';
+}
+
+function nodeStatus(o: JsonObject): string {
+  const ready = arr(child(o, 'status'), 'conditions').find((c) => str(c, 'type') === 'Ready');
+  const s = str(ready, 'status') === 'True' ? 'Ready' : 'NotReady';
+  return child(o, 'spec').unschedulable === true ? `${s},SchedulingDisabled` : s;
+}
+
+function nodeRoles(o: JsonObject): string {
+  const roles = Object.keys(child(meta(o), 'labels'))
+    .filter((k) => k.startsWith('node-role.kubernetes.io/'))
+    .map((k) => k.slice('node-role.kubernetes.io/'.length))
+    .sort();
+  return orNone(roles.join(','));
+}
+
+function sliceEndpoints(o: JsonObject): string {
+  const addrs = arr(o, 'endpoints')
+    .flatMap((e) => arr(e, 'addresses'))
+    .filter((a): a is string => typeof a === 'string');
+  if (addrs.length === 0) return '<unset>';
+  const shown = addrs.slice(0, 3).join(',');
+  return addrs.length > 3 ? `${shown} + ${addrs.length - 3} more...` : shown;
+}
+
+function slicePorts(o: JsonObject): string {
+  const ports = arr(o, 'ports').map((p) => String(num(p, 'port') ?? ''));
+  return ports.length > 0 ? ports.join(',') : '<unset>';
+}
+
+const COLUMNS: Readonly<Record<string, readonly Column[]>> = {
+  Namespace: [nameCol, col('Status', (o) => str(child(o, 'status'), 'phase') ?? ''), ageCol],
+  Node: [
+    nameCol,
+    col('Status', nodeStatus),
+    col('Roles', nodeRoles),
+    ageCol,
+    col('Version', (o) => str(child(child(o, 'status'), 'nodeInfo'), 'kubeletVersion') ?? ''),
+    col(
+      'Internal-IP',
+      (o) =>
+        orNone(
+          arr(child(o, 'status'), 'addresses')
+            .filter((a) => str(a, 'type') === 'InternalIP')
+            .map((a) => str(a, 'address') ?? '')
+            .join(','),
+        ),
+      1,
+    ),
+  ],
+  Pod: [
+    nameCol,
+    col('Ready', podReady),
+    col('Status', podStatus),
+    col(
+      'Restarts',
+      (o) =>
+        arr(child(o, 'status'), 'containerStatuses').reduce<number>(
+          (n, c) => n + (num(c, 'restartCount') ?? 0),
+          0,
+        ),
+      0,
+      'integer',
+    ),
+    ageCol,
+    col('IP', (o) => orNone(str(child(o, 'status'), 'podIP') ?? ''), 1),
+    col('Node', (o) => orNone(str(child(o, 'spec'), 'nodeName') ?? ''), 1),
+  ],
+  Service: [
+    nameCol,
+    col('Type', (o) => str(child(o, 'spec'), 'type') ?? ''),
+    col('Cluster-IP', (o) => orNone(str(child(o, 'spec'), 'clusterIP') ?? '')),
+    col('External-IP', externalIP),
+    col('Port(s)', servicePorts),
+    ageCol,
+    col(
+      'Selector',
+      (o) =>
+        orNone(
+          Object.entries(child(child(o, 'spec'), 'selector'))
+            .map(([k, v]) => `${k}=${String(v)}`)
+            .join(','),
+        ),
+      1,
+    ),
+  ],
+  EndpointSlice: [
+    nameCol,
+    col('AddressType', (o) => str(o, 'addressType') ?? ''),
+    col('Ports', slicePorts),
+    col('Endpoints', sliceEndpoints),
+    ageCol,
+  ],
+  Deployment: [
+    nameCol,
+    col(
+      'Ready',
+      (o) => `${num(child(o, 'status'), 'readyReplicas') ?? 0}/${num(child(o, 'spec'), 'replicas') ?? 0}`,
+    ),
+    col('Up-to-date', (o) => num(child(o, 'status'), 'updatedReplicas') ?? 0, 0, 'integer'),
+    col('Available', (o) => num(child(o, 'status'), 'availableReplicas') ?? 0, 0, 'integer'),
+    ageCol,
+  ],
+  ConfigMap: [
+    nameCol,
+    col(
+      'Data',
+      (o) => Object.keys(child(o, 'data')).length + Object.keys(child(o, 'binaryData')).length,
+      0,
+      'integer',
+    ),
+    ageCol,
+  ],
+};
+
+export type IncludeObject = 'None' | 'Metadata' | 'Object';
+
+function rowObject(o: JsonObject, include: IncludeObject): unknown {
+  if (include === 'Object') return o;
+  if (include === 'None') return undefined;
+  return { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: meta(o) };
+}
+
+export function renderTable(
+  t: ResourceType,
+  objects: readonly JsonObject[],
+  listMeta: JsonObject,
+  now: number,
+  include: IncludeObject = 'Metadata',
+): JsonObject {
+  const columns = COLUMNS[t.kind] ?? [nameCol, ageCol];
+  return {
+    kind: 'Table',
+    apiVersion: 'meta.k8s.io/v1',
+    metadata: listMeta,
+    columnDefinitions: columns.map((c) => ({
+      name: c.name,
+      type: c.type,
+      format: c.format ?? '',
+      description: c.description,
+      priority: c.priority,
+    })),
+    rows: objects.map((o) => ({ cells: columns.map((c) => c.cell(o, now)), object: rowObject(o, include) })),
+  };
+}
