@@ -87,7 +87,7 @@ export interface ReflectorOptions<T> {
 
 type Counters = { -readonly [K in keyof ReflectorHealth['counters']]: number };
 
-const MIN_PAGE_SIZE = 10;
+const MIN_PAGE_SIZE = 1;
 
 export class Reflector<T extends KubeObject> {
   private readonly timing: ReflectorTiming;
@@ -101,6 +101,8 @@ export class Reflector<T extends KubeObject> {
   private store = new Map<string, StoredObject<T>>();
   private rv = '';
   private synced = false;
+  private markSynced: () => void = () => {};
+  private readonly syncedPromise = new Promise<void>((resolve) => (this.markSynced = resolve));
   private pageSize: number;
   private running: Promise<void> | undefined;
   private stopped = false;
@@ -153,6 +155,11 @@ export class Reflector<T extends KubeObject> {
     }
     if (this.resyncTimer) this.options.clock.clearTimeout(this.resyncTimer);
     await this.running;
+  }
+
+  /** Resolves once the first complete list has been delivered (or at once if it has been). */
+  waitForSync(): Promise<void> {
+    return this.syncedPromise;
   }
 
   get hasSynced(): boolean {
@@ -218,6 +225,7 @@ export class Reflector<T extends KubeObject> {
           });
           continue;
         } else if (err.kind === 'too-large') {
+          // A page too big to hold: ask for fewer items per page from now on (the smaller size sticks).
           this.pageSize = Math.max(MIN_PAGE_SIZE, Math.floor(this.pageSize / 2));
         } else if (err.kind === 'stream-error') {
           // An ERROR event that is not 410: the stream's state is unknown, so start again from a list.
@@ -326,14 +334,6 @@ export class Reflector<T extends KubeObject> {
         }
         rv = parsed.page.resourceVersion;
         cont = parsed.page.continueToken;
-      } catch (err) {
-        if (err instanceof ApiError && err.kind === 'too-large')
-          this.skip(
-            `list page larger than ${this.limits.maxPageBytes} bytes at limit=${this.pageSize}`,
-            this.describe,
-            'list',
-          );
-        throw err;
       } finally {
         done();
       }
@@ -349,7 +349,6 @@ export class Reflector<T extends KubeObject> {
     const changes = diffStores(this.store, items);
     this.store = items;
     this.rv = rv;
-    this.pageSize = this.limits.pageSize;
     this.log.v(2, () => ({
       msg: 'listed',
       fields: { objects: items.size, changes: changes.length, resourceVersion: rv },
@@ -362,6 +361,7 @@ export class Reflector<T extends KubeObject> {
     }
     if (!this.synced) {
       this.synced = true;
+      this.markSynced();
       this.deliver('synced', () => h.onSynced?.());
     }
   }

@@ -259,6 +259,26 @@ describe('Reflector: list and watch', () => {
     );
   });
 
+  test('a list page too large to hold is abandoned and asked for again in smaller pages', async (t) => {
+    // One Service is ~140 bytes of JSON here: 2 per page fit in 450 bytes, 4 or 8 do not.
+    const h = await harness<Service>(t, SERVICES, {
+      limits: { pageSize: 8, maxPageBytes: 450 },
+      seed: (s) => {
+        for (const n of ['a', 'b', 'c', 'd', 'e']) s.add(PATH, svc(n));
+      },
+    });
+    h.reflector.start();
+    await h.reflector.waitForSync();
+    assert.deepEqual(
+      h.server.listsOf(PATH).map((r) => r.query.limit),
+      ['8', '4', '2', '2', '2'],
+    );
+    assert.equal(h.rec.events.filter((e) => e.startsWith('add')).length, 5);
+    assert.ok(
+      h.log.matching('list failed; retrying').every((r) => /exceeds 450 bytes/.test(String(r.fields.error))),
+    );
+  });
+
   test('malformed objects in a list and on the stream are logged once, skipped, and the rest delivered', async (t) => {
     const h = await harness<Service>(t, SERVICES, {
       limits: { maxLineBytes: 4096 },
