@@ -4,12 +4,15 @@
 import type { CommandRunner } from '../../../src/netfilter/command.js';
 import type { NodeNetworkConfig, ProxyBackend, ProxyMode } from '../../../src/sync/backend.js';
 import type { Clock } from '../../../src/sync/clock.js';
+import { NftablesBackend } from '../../../src/backends/nftables/backend.js';
 
 export interface BackendFactoryInput {
   readonly node: NodeNetworkConfig;
   /** Runs inside the node's namespace. */
   readonly commands: CommandRunner;
   readonly clock: Clock;
+  /** The cluster's temporary directory (for a mode's own files, such as an xtables lock). */
+  readonly stateDir: string;
 }
 
 export interface ModeSupport {
@@ -22,5 +25,9 @@ export interface ModeSupport {
 
 export const MODE_SUPPORT: Record<ProxyMode, ModeSupport> = {
   iptables: { create: null, dump: ['iptables-save'], nodePortAddresses: [] },
-  nftables: { create: null, dump: ['nft', 'list', 'ruleset'], nodePortAddresses: ['primary'] },
+  nftables: {
+    create: ({ node, commands, clock }) => new NftablesBackend({ node, commands, clock }),
+    dump: ['nft', 'list', 'ruleset'],
+    nodePortAddresses: ['primary'],
+  },
 };

@@ -162,6 +162,7 @@ export class TestCluster {
           node: config,
           commands: inNamespace(runner, node.namespace),
           clock: cluster.clock,
+          stateDir: cluster.stateDir,
         });
         cluster.proxies.push(new NodeProxy(node, backend, onSkip));
       }
