@@ -1,0 +1,444 @@
+// `kube-proxy-ts [flags]`: the node agent, started as upstream's kube-proxy is (cmd/kube-proxy/app/server.go):
+// load and validate the configuration (refusing to start, with every problem named, when it is wrong), clean up
+// the other mode's rules, wait for this node's Node, start the health and metrics servers, follow Services and
+// EndpointSlices, and sync through one proxier per IP family. SIGTERM stops it and leaves the rules in place.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus, hostname as osHostname, networkInterfaces } from 'node:os';
+import { IptablesBackend } from '../backends/iptables/backend.js';
+import { cleanupIptables } from '../backends/iptables/cleanup.js';
+import { cleanupNftables, NftablesBackend } from '../backends/nftables/backend.js';
+import {
+  flagUsage,
+  formatProblem,
+  loadProxyConfig,
+  parseProxyFlags,
+  proxyOptionsFrom,
+  serializeProxyConfig,
+  watchConfigFile,
+} from '../config/index.js';
+import type { ProxyConfig, ProxyOptions } from '../config/index.js';
+import { createApiClient } from '../kube/api-client.js';
+import { loadClientConfig } from '../kube/client-config.js';
+import type { EndpointSlice, Node, Service } from '../kube/objects.js';
+import type { Reflector } from '../kube/reflector.js';
+import { nodeIPs as nodeIPsOf, waitForNode } from '../kube/wait-for-node.js';
+import { endpointSliceReflector, nodeReflector, serviceReflector } from '../kube/watches.js';
+import { parseIPSloppy } from '../model/ip.js';
+import type { IPFamily } from '../model/ip.js';
+import { hostCommandRunner } from '../netfilter/command.js';
+import type { CommandRunner } from '../netfilter/command.js';
+import { ConntrackReconciler } from '../netfilter/conntrack/executor.js';
+import { applyConntrackSysctls } from '../netfilter/conntrack/sysctls.js';
+import { createMetricsServer } from '../server/metrics-server.js';
+import { createProxyMetrics } from '../server/metrics.js';
+import { createProxyHealthServer } from '../server/proxy-health-server.js';
+import { ProxyHealth } from '../server/proxy-health.js';
+import { ServiceHealthServers } from '../server/service-health.js';
+import type { ProxyBackend } from '../sync/backend.js';
+import { systemClock } from '../sync/clock.js';
+import type { Logger } from '../sync/logger.js';
+import { nodeNetworkConfig } from '../sync/node-network.js';
+import { Proxier } from '../sync/proxier.js';
+import { processLogger } from './logging.js';
+import { VERSION } from './version.js';
+
+export interface RunDeps {
+  readonly commands: CommandRunner;
+  readonly readFile: (path: string) => string;
+  readonly hostname: () => string;
+}
+
+const defaultDeps: RunDeps = {
+  commands: hostCommandRunner,
+  readFile: (p) => readFileSync(p, 'utf8'),
+  hostname: () => osHostname(),
+};
+
+export async function runCommand(argv: readonly string[], deps: RunDeps = defaultDeps): Promise<number> {
+  // --help and --version answer even when the configuration is broken.
+  const early = proxyOptionsFrom(parseProxyFlags(argv));
+  if (early.help) {
+    process.stdout.write(`Usage: kube-proxy-ts [flags]\n\n${flagUsage()}\n`);
+    return 0;
+  }
+  if (early.version) {
+    process.stdout.write(
+      early.version === 'raw' ? `${JSON.stringify({ gitVersion: VERSION })}\n` : `kube-proxy-ts ${VERSION}\n`,
+    );
+    return 0;
+  }
+  const loaded = loadProxyConfig(argv, { readFile: deps.readFile, hostname: deps.hostname });
+  for (const w of loaded.warnings) process.stderr.write(`kube-proxy-ts: warning: ${w}\n`);
+  if (!loaded.ok) {
+    process.stderr.write('kube-proxy-ts: refusing to start; nothing was programmed:\n');
+    for (const p of loaded.errors) process.stderr.write(`  ${formatProblem(p)}\n`);
+    return 1;
+  }
+  const { config, options } = loaded;
+  if (options.help) {
+    process.stdout.write(`Usage: kube-proxy-ts [flags]\n\n${flagUsage()}\n`);
+    return 0;
+  }
+  if (options.version) {
+    process.stdout.write(
+      options.version === 'raw'
+        ? `${JSON.stringify({ gitVersion: VERSION })}\n`
+        : `kube-proxy-ts ${VERSION}\n`,
+    );
+    return 0;
+  }
+  if (options.writeConfigTo !== undefined) {
+    writeFileSync(options.writeConfigTo, serializeProxyConfig(config));
+    process.stderr.write(`kube-proxy-ts: wrote the effective configuration to ${options.writeConfigTo}\n`);
+    return 0;
+  }
+  const logger = processLogger({ format: config.logging.format, verbosity: config.logging.verbosity });
+  if (options.cleanup) return cleanupAll(deps.commands, logger);
+  return new Agent(config, options, deps, logger).run();
+}
+
+/** --cleanup: remove every rule of every mode; non-zero if anything could not be removed (upstream). */
+async function cleanupAll(commands: CommandRunner, logger: Logger): Promise<number> {
+  const nft = await cleanupNftables(commands);
+  const ipt = await cleanupIptables(commands);
+  for (const e of nft) logger.error('nftables cleanup failed', { error: e.message });
+  for (const e of ipt.errors) logger.error('iptables cleanup failed', { error: e });
+  logger.info('cleanup done', { iptablesChainsDeleted: ipt.deletedChains.length });
+  return nft.length + ipt.errors.length === 0 ? 0 : 1;
+}
+
+/** This host's interface addresses with prefix, for NodePort address matching. */
+function hostInterfaces(): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const [name, addrs] of Object.entries(networkInterfaces())) {
+    out.set(
+      name,
+      (addrs ?? []).filter((a) => a.cidr !== null).map((a) => a.cidr as string),
+    );
+  }
+  return out;
+}
+
+class Agent {
+  private readonly clock = systemClock;
+  private readonly proxiers: Proxier[] = [];
+  private readonly reflectors: Reflector<Service | EndpointSlice | Node>[] = [];
+  private readonly closers: (() => Promise<void> | void)[] = [];
+  private exitCode: number | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly config: ProxyConfig,
+    private readonly options: ProxyOptions,
+    private readonly deps: RunDeps,
+    private readonly logger: Logger,
+  ) {}
+
+  private stop(code: number, why: string): void {
+    if (this.exitCode !== undefined) return;
+    this.logger.info(why, { exitCode: code });
+    this.exitCode = code;
+    this.wake?.();
+  }
+
+  async run(): Promise<number> {
+    const { config, options, logger } = this;
+    logger.info('starting kube-proxy-ts', { version: VERSION, mode: config.mode, nodeName: config.nodeName });
+    const onSignal = (sig: string): void => this.stop(0, `received ${sig}; stopping (rules stay in place)`);
+    process.once('SIGTERM', () => onSignal('SIGTERM'));
+    process.once('SIGINT', () => onSignal('SIGINT'));
+    try {
+      await this.start(config, options);
+      if (this.exitCode === undefined) await new Promise<void>((resolve) => (this.wake = resolve));
+    } catch (error) {
+      logger.error('fatal', { error: error instanceof Error ? error.message : String(error) });
+      this.exitCode ??= 1;
+    }
+    await this.shutdown();
+    return this.exitCode ?? 0;
+  }
+
+  private async shutdown(): Promise<void> {
+    for (const r of this.reflectors) await r.stop();
+    for (const p of this.proxiers) await p.stop();
+    for (const close of this.closers.reverse()) await close();
+  }
+
+  private async start(config: ProxyConfig, options: ProxyOptions): Promise<void> {
+    const { logger, clock } = this;
+    const commands = this.deps.commands;
+
+    // The config file changing makes the process exit, as upstream does: the DaemonSet restarts it with the new one.
+    if (options.configFile !== undefined) {
+      const watched = watchConfigFile(options.configFile, (event) =>
+        this.stop(
+          1,
+          `configuration file ${options.configFile} changed (${event.kind}); exiting to be restarted`,
+        ),
+      );
+      if (watched.ok) this.closers.push(() => watched.watcher.close());
+      else
+        logger.warn('cannot watch the configuration file', {
+          file: options.configFile,
+          error: watched.error,
+        });
+    }
+
+    // Leftovers of the other mode (upstream platformCleanup); failures only logged.
+    if (config.mode === 'nftables') {
+      const r = await cleanupIptables(commands);
+      if (r.deletedChains.length > 0)
+        logger.info('removed iptables mode leftovers', { chains: r.deletedChains.length });
+    } else {
+      await cleanupNftables(commands);
+    }
+
+    const clientConfig = loadClientConfig({
+      kubeconfig: options.kubeconfig ?? config.clientConnection.kubeconfig,
+      master: options.master,
+      qps: config.clientConnection.qps,
+      burst: config.clientConnection.burst,
+    });
+    if (!clientConfig.ok) {
+      const e = clientConfig.error;
+      throw new Error(`${e.file ? `${e.file}: ` : ''}${e.field ? `${e.field}: ` : ''}${e.message}`);
+    }
+    for (const w of clientConfig.config.warnings) logger.warn(w);
+    logger.info('API server', {
+      server: clientConfig.config.server.toString(),
+      via: clientConfig.config.description,
+    });
+    const client = createApiClient(clientConfig.config, { clock });
+
+    const metrics = createProxyMetrics({ mode: config.mode });
+    const health = new ProxyHealth({ clock, syncPeriodMs: config.syncPeriodMs, metrics });
+    const fatal = (what: string) => (error: { message: string }) => this.stop(1, `${what}: ${error.message}`);
+    if (config.healthzBindAddress !== '') {
+      const s = createProxyHealthServer({
+        bindAddress: config.healthzBindAddress,
+        health,
+        clock,
+        logger,
+        hardFail: config.bindAddressHardFail,
+        onFatal: fatal('healthz server'),
+      });
+      if (!s.ok) throw new Error(s.error);
+      void s.server.start();
+      this.closers.push(() => s.server.stop());
+    }
+    if (config.metricsBindAddress !== '') {
+      const s = createMetricsServer({
+        bindAddress: config.metricsBindAddress,
+        registry: metrics.registry,
+        mode: config.mode,
+        configz: () => JSON.parse(JSON.stringify(config)) as unknown,
+        logger,
+        clock,
+        hardFail: config.bindAddressHardFail,
+        onFatal: fatal('metrics server'),
+      });
+      if (!s.ok) throw new Error(s.error);
+      void s.server.start();
+      this.closers.push(() => s.server.stop());
+    }
+
+    // The Node: wait for it (up to 5 minutes), then follow it for topology labels and eligibility.
+    let knownNode: Node | undefined;
+    const proxiers = this.proxiers;
+    const nodes = nodeReflector(config.nodeName, {
+      client,
+      clock,
+      logger: logger.child({ resource: 'node' }),
+      handlers: {
+        onAdd: (n) => this.onNode(n, knownNode, health, proxiers, (next) => (knownNode = next)),
+        onUpdate: (_o, n) => this.onNode(n, knownNode, health, proxiers, (next) => (knownNode = next)),
+        onDelete: () => this.stop(1, `node ${config.nodeName} was deleted; exiting`),
+      },
+    });
+    this.reflectors.push(nodes as Reflector<Node>);
+    nodes.start();
+    logger.info('waiting for the Node object', { nodeName: config.nodeName });
+    const waited = await waitForNode(config.nodeName, {
+      clock,
+      lookup: (name) => nodes.get(name),
+      requirePodCIDRs: config.detectLocalMode === 'NodeCIDR',
+    });
+    if (!waited.ok) throw new Error(`node ${config.nodeName}: ${waited.reason}`);
+    if (this.exitCode !== undefined) return;
+    knownNode = waited.node;
+    health.syncNode(waited.node);
+
+    const bind = parseIPSloppy(config.bindAddress);
+    const ips = [...waited.nodeIPs];
+    if (bind && bind.text !== '0.0.0.0' && bind.text !== '::') ips.unshift(bind.text);
+    const primary = parseIPSloppy(ips[0] ?? '')?.family ?? 'IPv4';
+    const families: IPFamily[] = [primary];
+    const other: IPFamily = primary === 'IPv4' ? 'IPv6' : 'IPv4';
+    if (ips.some((ip) => parseIPSloppy(ip)?.family === other)) families.push(other);
+    logger.info('node IPs', { nodeIPs: ips, families });
+
+    if (config.conntrack.maxPerCore > 0 || config.conntrack.tcpEstablishedTimeoutMs > 0) {
+      const sysctls = await applyConntrackSysctls(
+        {
+          maxPerCore: config.conntrack.maxPerCore,
+          min: config.conntrack.min,
+          tcpEstablishedTimeoutSeconds: config.conntrack.tcpEstablishedTimeoutMs / 1000,
+          tcpCloseWaitTimeoutSeconds: config.conntrack.tcpCloseWaitTimeoutMs / 1000,
+          tcpBeLiberal: config.conntrack.tcpBeLiberal,
+          udpTimeoutSeconds: config.conntrack.udpTimeoutMs / 1000,
+          udpStreamTimeoutSeconds: config.conntrack.udpStreamTimeoutMs / 1000,
+        },
+        { cpus: cpus().length, logger },
+      );
+      for (const p of sysctls.problems) logger.warn('conntrack sysctl', { problem: p });
+    }
+
+    const serviceHealth = new ServiceHealthServers({ proxyHealth: health, logger });
+    this.closers.push(() => serviceHealth.close());
+    const conntrack = new ConntrackReconciler({ runner: commands, clock, logger, metrics });
+    const podCIDRs =
+      waited.node.spec?.podCIDRs ?? (waited.node.spec?.podCIDR ? [waited.node.spec.podCIDR] : []);
+    const interfaces = hostInterfaces();
+    for (const family of families) {
+      const { config: node, problems } = nodeNetworkConfig({
+        family,
+        nodeName: config.nodeName,
+        nodeIPs: ips,
+        detectLocalMode: config.detectLocalMode,
+        clusterCIDRs: config.detectLocal.clusterCIDRs,
+        podCIDRs,
+        bridgeInterface: config.detectLocal.bridgeInterface,
+        interfaceNamePrefix: config.detectLocal.interfaceNamePrefix,
+        nodePortAddresses: config.nodePortAddresses,
+        masqueradeAll: config.masqueradeAll,
+        masqueradeBit: config.masqueradeBit,
+        hostInterfaces: interfaces,
+      });
+      for (const p of problems) logger.warn('ignored', { ipFamily: family, problem: p });
+      const flog = logger.child({ ipFamily: family });
+      let backend: ProxyBackend;
+      let canary: (() => Promise<boolean>) | undefined;
+      if (config.mode === 'nftables') {
+        backend = new NftablesBackend({
+          node,
+          commands,
+          clock,
+          metrics,
+          logger: flog,
+          featureGates: config.gates,
+        });
+      } else {
+        const ipt = new IptablesBackend({
+          node,
+          commands,
+          clock,
+          metrics,
+          logger: flog,
+          iptables: {
+            variant: 'auto',
+            localhostNodePorts: config.iptables.localhostNodePorts,
+            nfacctCounters: [],
+            randomFully: true,
+            conntrackTCPBeLiberal: this.tcpBeLiberal(),
+            syncPeriodMs: config.syncPeriodMs,
+          },
+        });
+        backend = ipt;
+        canary = () => ipt.checkCanary();
+      }
+      const proxier = new Proxier({
+        family,
+        nodeName: config.nodeName,
+        backend,
+        clock,
+        metrics,
+        logger: flog,
+        minSyncPeriod: config.minSyncPeriodMs,
+        syncPeriod: config.syncPeriodMs,
+        featureGates: config.gates,
+        health,
+        // Upstream's dual-stack metaproxier lets the primary family own the health-check servers.
+        ...(family === primary ? { serviceHealth } : {}),
+        conntrack,
+        ...(canary ? { canary } : {}),
+      });
+      proxier.onNode(waited.node);
+      proxiers.push(proxier);
+    }
+    for (const p of proxiers) p.start();
+
+    const timing = { resyncPeriodMs: config.configSyncPeriodMs };
+    const services = serviceReflector({
+      client,
+      clock,
+      timing,
+      logger: logger.child({ resource: 'services' }),
+      handlers: {
+        onAdd: (s) => proxiers.forEach((p) => p.onServiceAdd(s)),
+        onUpdate: (o, s) => proxiers.forEach((p) => p.onServiceUpdate(o, s)),
+        onDelete: (s) => proxiers.forEach((p) => p.onServiceDelete(s)),
+        onSynced: () => proxiers.forEach((p) => p.onServicesSynced()),
+      },
+    });
+    const slices = endpointSliceReflector({
+      client,
+      clock,
+      timing,
+      logger: logger.child({ resource: 'endpointslices' }),
+      handlers: {
+        onAdd: (s) => proxiers.forEach((p) => p.onEndpointSliceAdd(s)),
+        onUpdate: (o, s) => proxiers.forEach((p) => p.onEndpointSliceUpdate(o, s)),
+        onDelete: (s) => proxiers.forEach((p) => p.onEndpointSliceDelete(s)),
+        onSynced: () => proxiers.forEach((p) => p.onEndpointSlicesSynced()),
+      },
+    });
+    this.reflectors.push(services as Reflector<Service>, slices as Reflector<EndpointSlice>);
+    services.start();
+    slices.start();
+    for (const p of proxiers) {
+      p.onSync((e) => {
+        if (!e.ok) return;
+        logger.v(1, () => ({
+          msg: 'sync done',
+          fields: { ipFamily: p.family, full: e.full, ms: e.finishedAt - e.startedAt },
+        }));
+      });
+    }
+  }
+
+  /** Node updates: topology labels go to the proxiers; changed node IPs or pod CIDRs make the process exit. */
+  private onNode(
+    node: Node,
+    known: Node | undefined,
+    health: ProxyHealth,
+    proxiers: readonly Proxier[],
+    remember: (n: Node) => void,
+  ): void {
+    health.syncNode(node);
+    if (known !== undefined) {
+      const before = nodeIPsOf(known).join(',');
+      const after = nodeIPsOf(node).join(',');
+      if (before !== after) {
+        this.stop(1, `node IPs changed from [${before}] to [${after}]; exiting to be restarted`);
+        return;
+      }
+      if (this.config.detectLocalMode === 'NodeCIDR') {
+        const cidrs = (n: Node): string => (n.spec?.podCIDRs ?? [n.spec?.podCIDR ?? '']).join(',');
+        if (cidrs(known) !== cidrs(node)) {
+          this.stop(1, 'node pod CIDRs changed; exiting to be restarted');
+          return;
+        }
+      }
+    }
+    remember(node);
+    for (const p of proxiers) p.onNode(node);
+  }
+
+  private tcpBeLiberal(): boolean {
+    try {
+      return this.deps.readFile('/proc/sys/net/netfilter/nf_conntrack_tcp_be_liberal').trim() === '1';
+    } catch {
+      return false;
+    }
+  }
+}
