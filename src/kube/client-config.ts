@@ -195,7 +195,7 @@ function loadKubeconfigFile(file: string, master: string, rate: Rate): ClientCon
     [`users[name=${user?.name ?? ''}].user.client-key`, user?.keyFile],
   ];
   for (const [field, path] of files) {
-    if (path === undefined || path === '') continue;
+    if (typeof path !== 'string' || path === '') continue; // the library leaves absent fields null or undefined
     try {
       accessSync(path, constants.R_OK);
     } catch (err) {

@@ -94,6 +94,39 @@ describe('loadClientConfig: kubeconfig and --master', () => {
     assert.equal(server.requests.at(-1)?.headers.authorization, undefined);
   });
 
+  test('an exec credential plugin (run by the library) supplies the token', async () => {
+    const credential = JSON.stringify({
+      apiVersion: 'client.authentication.k8s.io/v1beta1',
+      kind: 'ExecCredential',
+      status: { token: 'secret-token' },
+    });
+    const file = kubeconfig(
+      { server: server.url },
+      {
+        exec: {
+          apiVersion: 'client.authentication.k8s.io/v1beta1',
+          command: 'sh',
+          args: ['-c', `printf '%s' '${credential}'`],
+          interactiveMode: 'Never',
+        },
+      },
+    );
+    assert.equal(await get(ok(loadClientConfig({ kubeconfig: file }))), 200);
+    assert.equal(server.requests.at(-1)?.headers.authorization, 'Bearer secret-token');
+  });
+
+  test('a user entry with no user map is anonymous, not an error', async () => {
+    const file = writeFile(
+      stringify({
+        'current-context': 'c',
+        contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
+        clusters: [{ name: 'k', cluster: { server: server.url } }],
+        users: [{ name: 'u' }],
+      }),
+    );
+    assert.equal(await get(ok(loadClientConfig({ kubeconfig: file }))), 401);
+  });
+
   test('qps and burst default to upstream clientConnection defaults (5, 10) and pass through', () => {
     const d = ok(loadClientConfig({ master: server.url }));
     assert.deepEqual([d.qps, d.burst], [5, 10]);
