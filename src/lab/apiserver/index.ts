@@ -27,7 +27,7 @@ import { ServiceAllocators, serviceStrategy } from './service.js';
 import { ObjectStore, type StoreSnapshot } from './store.js';
 import type { Strategy } from './strategy.js';
 import { realClock } from './system-clock.js';
-import { selfSignedCertificate } from './tls.js';
+import { selfSignedCertificate, type ServingCertificate } from './tls.js';
 import type { NodeSpec } from './types.js';
 
 export type { NodeSpec } from './types.js';
@@ -58,6 +58,8 @@ export interface ApiServerOptions {
   readonly maxWatchBufferedBytes?: number;
   /** Serve https with a self-signed certificate (default true; kubectl sends tokens only over TLS). */
   readonly tls?: boolean;
+  /** Serving certificate to reuse (a restarted server keeps its identity); default: a fresh self-signed one. */
+  readonly certificate?: ServingCertificate;
   /** State of an earlier server (its snapshot()), to restart with the same objects and resourceVersions. */
   readonly restore?: StoreSnapshot;
 }
@@ -78,6 +80,13 @@ export interface ApiServer {
   snapshot(): StoreSnapshot;
   /** Ends watches, stops controllers and closes the listener; safe to call twice. */
   stop(): Promise<void>;
+  /** Ends every open watch stream (clients re-watch from their last version), as an API server restart would. */
+  dropWatches(): void;
+  /**
+   * Restarts in place: same port, token, certificate and objects (resourceVersions continue). The new listener is
+   * up before old connections are cut, so clients that reconnect at once find it.
+   */
+  restart(overrides?: Partial<ApiServerOptions>): Promise<ApiServer>;
 }
 
 /** control-plane, worker, worker2, … as kind names them. */
@@ -194,7 +203,10 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
     maxEndpointsPerSlice: options.maxEndpointsPerSlice ?? 100,
   });
 
-  const cert = options.tls === false ? undefined : selfSignedCertificate('kpts-lab-apiserver', Date.now());
+  const cert =
+    options.tls === false
+      ? undefined
+      : (options.certificate ?? selfSignedCertificate('kpts-lab-apiserver', Date.now()));
   const srv: Server = cert
     ? createHttpsServer({ cert: cert.certPem, key: cert.keyPem, keepAliveTimeout: 30_000 }, handler.handle)
     : createServer({ keepAliveTimeout: 30_000 }, handler.handle);
@@ -217,7 +229,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
   logger.info('lab API server listening', { url });
 
   let stopping: Promise<void> | undefined;
-  return {
+  const self: ApiServer = {
     url,
     port: boundPort,
     token,
@@ -244,5 +256,37 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
       })();
       return stopping;
     },
+    dropWatches: () => handler.closeWatches(),
+    async restart(overrides = {}) {
+      const s = server;
+      controllers?.stop();
+      controllers = undefined;
+      server = undefined;
+      const closed = s ? new Promise<void>((resolve) => s.close(() => resolve())) : Promise.resolve();
+      const restartOptions: ApiServerOptions = {
+        ...options,
+        listen: boundPort,
+        token,
+        ...(cert ? { certificate: cert } : {}),
+        restore: store.snapshot(),
+        ...overrides,
+      };
+      // The old listener's port is released a moment after close(); retry briefly rather than fail.
+      let next: ApiServer | undefined;
+      for (let attempt = 0; !next; attempt++) {
+        try {
+          next = await startApiServer(restartOptions);
+        } catch (e) {
+          if (attempt >= 50 || !(e instanceof Error) || !('code' in e) || e.code !== 'EADDRINUSE') throw e;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      }
+      handler.closeWatches();
+      s?.closeAllConnections();
+      await closed;
+      stopping = Promise.resolve();
+      return next;
+    },
   };
+  return self;
 }
