@@ -215,6 +215,13 @@ for (const mode of PROXY_MODES) {
             'node-1 (no local endpoint) drops silently',
           );
 
+          // Pod traffic to a Local NodePort is short-circuited to the Cluster set (upstream-model.md §4), so a pod
+          // on node-1 is answered through node-1's NodePort although node-1 has no local endpoint.
+          const fromPod = c.pod('pod-1-0');
+          const shortCircuit = await c.http(fromPod.namespace, c.node('node-1').ip, 30081, { count: 3 });
+          assert.deepEqual(errorKinds(shortCircuit), {}, 'pod traffic to the NodePort is not dropped');
+          assert.deepEqual(podsThatAnswered(shortCircuit), ['pod-0-1']);
+
           // The ClusterIP is policy Cluster: from node-1's pods it still reaches the endpoint on node-0.
           const internal = await c.http(c.pod('pod-1-0').namespace, '198.19.0.14', 80, { count: 3 });
           assert.deepEqual(podsThatAnswered(internal), ['pod-0-1']);

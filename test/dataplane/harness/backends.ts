@@ -5,6 +5,9 @@ import type { CommandRunner } from '../../../src/netfilter/command.js';
 import type { NodeNetworkConfig, ProxyBackend, ProxyMode } from '../../../src/sync/backend.js';
 import type { Clock } from '../../../src/sync/clock.js';
 import { NftablesBackend } from '../../../src/backends/nftables/backend.js';
+import { IptablesBackend } from '../../../src/backends/iptables/backend.js';
+import { DEFAULT_IPTABLES_EXTRAS } from '../../../src/backends/iptables/render.js';
+import { join } from 'node:path';
 
 export interface BackendFactoryInput {
   readonly node: NodeNetworkConfig;
@@ -24,7 +27,17 @@ export interface ModeSupport {
 }
 
 export const MODE_SUPPORT: Record<ProxyMode, ModeSupport> = {
-  iptables: { create: null, dump: ['iptables-save'], nodePortAddresses: [] },
+  iptables: {
+    create: ({ node, commands, clock, stateDir }) =>
+      new IptablesBackend({
+        node,
+        commands,
+        clock,
+        iptables: { ...DEFAULT_IPTABLES_EXTRAS, variant: 'auto', lockFile: join(stateDir, 'xtables.lock') },
+      }),
+    dump: ['iptables-save'],
+    nodePortAddresses: [],
+  },
   nftables: {
     create: ({ node, commands, clock }) => new NftablesBackend({ node, commands, clock }),
     dump: ['nft', 'list', 'ruleset'],
