@@ -50,7 +50,8 @@ export function base32(bytes: Uint8Array): string {
 }
 
 function hash16(text: string): string {
-  return base32(createHash('sha256').update(text, 'utf8').digest()).slice(0, 16);
+  // 10 bytes are exactly 16 base32 characters: encode only what is kept.
+  return base32(createHash('sha256').update(text, 'utf8').digest().subarray(0, 10));
 }
 
 /** upstream portProtoHash: base32(SHA-256(svcPortName + lowercase protocol))[:16]. */

@@ -118,6 +118,16 @@ export function renderServicePort(
   const port = String(sp.port);
   const names = servicePortChainNames(name, sp.protocol);
   const cat = categorizeEndpoints(endpoints, sp, ctx.topology);
+  // Each endpoint's chain name is needed by the selection rules and by the endpoint chain: hash it once.
+  const epChainNames = new Map<string, string>();
+  const epChain = (ep: Endpoint): string => {
+    let c = epChainNames.get(ep.endpoint);
+    if (c === undefined) {
+      c = endpointChainName(name, sp.protocol, ep.endpoint);
+      epChainNames.set(ep.endpoint, c);
+    }
+    return c;
+  };
   const clusterEndpoints = cat.clusterEndpoints ?? [];
   const localEndpoints = cat.localEndpoints ?? [];
   const hasEndpoints = cat.hasAnyEndpoints;
@@ -443,22 +453,22 @@ export function renderServicePort(
 
   if (usesClusterPolicyChain) {
     chains.push(names.clusterPolicy);
-    writeEndpointSelection(chainRules, sp, names.clusterPolicy, clusterEndpoints, ctx);
+    writeEndpointSelection(chainRules, sp, names.clusterPolicy, clusterEndpoints, epChain, ctx);
   }
   if (usesLocalPolicyChain) {
     chains.push(names.localPolicy);
-    writeEndpointSelection(chainRules, sp, names.localPolicy, localEndpoints, ctx);
+    writeEndpointSelection(chainRules, sp, names.localPolicy, localEndpoints, epChain, ctx);
   }
 
   for (const ep of cat.allReachableEndpoints) {
-    const epChain = endpointChainName(name, sp.protocol, ep.endpoint);
-    chains.push(epChain);
+    const chain = epChain(ep);
+    chains.push(chain);
     const comment = ctx.largeClusterMode ? [] : commentMatch(name);
     // Hairpin: a pod reaching itself through the service must be masqueraded or it would answer itself directly.
-    chainRules.push({ chain: epChain, args: [...comment, '-s', ep.ip, '-j', KUBE_MARK_MASQ] });
-    const affinity = sp.sessionAffinityClientIP ? ['-m', 'recent', '--name', epChain, '--set'] : [];
+    chainRules.push({ chain, args: [...comment, '-s', ep.ip, '-j', KUBE_MARK_MASQ] });
+    const affinity = sp.sessionAffinityClientIP ? ['-m', 'recent', '--name', chain, '--set'] : [];
     chainRules.push({
-      chain: epChain,
+      chain,
       args: [...comment, ...affinity, ...protoMatch, '-j', 'DNAT', '--to-destination', ep.endpoint],
     });
   }
@@ -483,10 +493,11 @@ function writeEndpointSelection(
   sp: ServicePort,
   chain: string,
   endpoints: readonly Endpoint[],
+  epChain: (ep: Endpoint) => string,
   ctx: RenderContext,
 ): void {
   const name = sp.nameString;
-  const epChains = endpoints.map((ep) => endpointChainName(name, sp.protocol, ep.endpoint));
+  const epChains = endpoints.map(epChain);
   const comment = (ep: Endpoint): string[] =>
     ctx.largeClusterMode ? [] : commentMatch(`${name} -> ${ep.endpoint}`);
   // ClientIP affinity: a client seen recently goes back to the same endpoint before any random choice.

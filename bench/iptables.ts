@@ -1,0 +1,211 @@
+// iptables mode benchmark, in bench/types.ts's shape: a full sync and a one-endpoint-change sync for N Services × E
+// endpoints, each split into our own work (render, serialize) and the kernel tools' (iptables-restore, plus the
+// jump-rule commands on a full sync and iptables-save when stale chains are scanned), beside the floor: the
+// same iptables-restore input applied by iptables-restore alone. Run once per back end (legacy and nft, or
+// KPTS_BENCH_IPTABLES_VARIANTS), each with its own xtables lock file so no other process's lock is involved.
+import { rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { IptablesBackend } from '../src/backends/iptables/backend.js';
+import { cleanupIptables } from '../src/backends/iptables/cleanup.js';
+import type { EndpointSlice, Service } from '../src/kube/objects.js';
+import type { EndpointsMap } from '../src/model/endpoint-slice-cache.js';
+import { EndpointsChangeTracker } from '../src/model/endpoints-change-tracker.js';
+import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
+import type { ServicePortMap } from '../src/model/service-change-tracker.js';
+import { ServiceChangeTracker } from '../src/model/service-change-tracker.js';
+import type { CommandRunner } from '../src/netfilter/command.js';
+import type { IptablesVariant } from '../src/netfilter/iptables/variant.js';
+import { iptablesBinaries } from '../src/netfilter/iptables/variant.js';
+import type { BackendSyncResult, NodeNetworkConfig, ProxySnapshot } from '../src/sync/backend.js';
+import { masqueradeMarkFor } from '../src/sync/backend.js';
+import { systemClock } from '../src/sync/clock.js';
+import type { BenchContext, BenchModule, BenchRow } from './types.js';
+
+const NODE: NodeNetworkConfig = {
+  family: 'IPv4',
+  nodeName: 'bench-node',
+  nodeIPs: ['198.18.0.2'],
+  localDetector: { mode: 'ClusterCIDR', cidr: '198.19.0.0/16' },
+  masqueradeMark: masqueradeMarkFor(14),
+  masqueradeAll: false,
+  nodePortAddresses: nodePortAddressesFor('IPv4', null).value,
+  hostInterfaces: new Map([['eth0', ['198.18.0.2/24']]]),
+  serviceCIDRs: [],
+};
+
+const RESTORE_FLAGS = ['-w', '5', '-W', '100000', '--noflush', '--counters'];
+
+function ip(base: string, n: number): string {
+  return `${base}.${(n >> 8) & 255}.${n & 255}`;
+}
+
+function service(i: number): Service {
+  return {
+    metadata: { namespace: `ns${i % 50}`, name: `svc${i}` },
+    spec: {
+      type: 'ClusterIP',
+      clusterIP: ip('198.18', 32768 + i),
+      ports: [{ name: 'http', port: 80, protocol: 'TCP' }],
+    },
+  };
+}
+
+function slice(i: number, endpoints: number, variant: number): EndpointSlice {
+  return {
+    metadata: {
+      namespace: `ns${i % 50}`,
+      name: `svc${i}-1`,
+      labels: { 'kubernetes.io/service-name': `svc${i}` },
+    },
+    addressType: 'IPv4',
+    endpoints: Array.from({ length: endpoints }, (_, e) => ({
+      addresses: [
+        e === endpoints - 1 && variant > 0
+          ? ip('198.19', 60000 + variant)
+          : ip('198.19', (i * endpoints + e) % 60000),
+      ],
+      nodeName: e === 0 ? 'bench-node' : 'other-node',
+    })),
+    ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+  };
+}
+
+/** Remembers the stdin of the last restore so the floor can replay exactly the same text. */
+function recording(base: CommandRunner, restoreBin: string): { runner: CommandRunner; last: () => string } {
+  let last = '';
+  return {
+    runner: {
+      run: (cmd, args, options) => {
+        if (cmd === restoreBin && !args.includes('--test')) last = options?.stdin ?? '';
+        return base.run(cmd, args, options);
+      },
+    },
+    last: () => last,
+  };
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? 0;
+}
+
+const peakRssMiB = (): number => process.resourceUsage().maxRSS / 1024;
+
+async function runSize(ctx: BenchContext, variant: IptablesVariant, services: number): Promise<BenchRow[]> {
+  const lockFile = `/tmp/kpts${randomBytes(3).toString('hex')}-bench-xtables.lock`;
+  const bins = iptablesBinaries('IPv4', variant);
+  const env = { XTABLES_LOCKFILE: lockFile };
+  const floorRun = async (text: string): Promise<number> => {
+    const t0 = performance.now();
+    const r = await ctx.commands.run(bins.restore, RESTORE_FLAGS, { stdin: text, env });
+    const ms = performance.now() - t0;
+    if (r.code !== 0) throw new Error(`floor run failed: ${r.stderr.slice(0, 300)}`);
+    return ms;
+  };
+  const clean = () => cleanupIptables(ctx.commands, variant, { families: ['IPv4'], lockFile });
+  try {
+    await clean();
+    const rec = recording(ctx.commands, bins.restore);
+    const backend = new IptablesBackend({
+      node: NODE,
+      commands: rec.runner,
+      clock: systemClock,
+      iptables: {
+        variant,
+        lockFile,
+        localhostNodePorts: true,
+        nfacctCounters: [],
+        randomFully: true,
+        conntrackTCPBeLiberal: false,
+      },
+    });
+    const svcTracker = new ServiceChangeTracker({ family: 'IPv4' });
+    const epTracker = new EndpointsChangeTracker({ family: 'IPv4', nodeName: NODE.nodeName });
+    const serviceMap: ServicePortMap = new Map();
+    const endpointsMap: EndpointsMap = new Map();
+    const snapshot: ProxySnapshot = { serviceMap, endpointsMap, topology: { nodeName: NODE.nodeName } };
+    const sync = (full: boolean): Promise<BackendSyncResult> => {
+      const s = svcTracker.checkout(serviceMap);
+      const e = epTracker.checkout(endpointsMap);
+      return backend.sync(snapshot, {
+        full,
+        changedServices: new Set([...s.updatedServices, ...e.updatedServices]),
+      });
+    };
+
+    for (let i = 0; i < services; i++) {
+      svcTracker.update(undefined, service(i));
+      epTracker.endpointSliceUpdate(slice(i, ctx.endpointsPerService, 0), false);
+    }
+    const full = await sync(true);
+    const fullText = rec.last();
+
+    // One endpoint of the middle Service changes (and changes back), repeatedly.
+    const target = Math.floor(services / 2);
+    const own: number[] = [];
+    const kernel: number[] = [];
+    const floor: number[] = [];
+    let operations = 0;
+    for (let r = 0; r < ctx.repeats; r++) {
+      epTracker.endpointSliceUpdate(slice(target, ctx.endpointsPerService, r + 1), false);
+      const change = await sync(false);
+      const changeText = rec.last();
+      epTracker.endpointSliceUpdate(slice(target, ctx.endpointsPerService, 0), false);
+      await sync(false);
+      const revertText = rec.last();
+      own.push(change.timings.ownMs);
+      kernel.push(change.timings.kernelMs);
+      operations = change.operations;
+      floor.push(await floorRun(changeText));
+      await floorRun(revertText);
+    }
+
+    await clean();
+    const fullFloor = await floorRun(fullText);
+    const mode = `iptables (${variant})`;
+    const row = { mode, services, endpointsPerService: ctx.endpointsPerService, peakRssMiB: peakRssMiB() };
+    return [
+      {
+        ...row,
+        sync: 'full',
+        ownMs: full.timings.ownMs,
+        kernelMs: full.timings.kernelMs,
+        floorMs: fullFloor,
+        operations: full.operations,
+      },
+      {
+        ...row,
+        sync: 'one-endpoint',
+        ownMs: median(own),
+        kernelMs: median(kernel),
+        floorMs: median(floor),
+        operations,
+      },
+    ];
+  } finally {
+    await clean();
+    rmSync(lockFile, { force: true });
+  }
+}
+
+function variants(): IptablesVariant[] {
+  const raw = process.env.KPTS_BENCH_IPTABLES_VARIANTS ?? 'legacy,nft';
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s): s is IptablesVariant => s === 'legacy' || s === 'nft' || s === 'auto');
+}
+
+export const iptablesBench: BenchModule = {
+  mode: 'iptables',
+  async run(ctx) {
+    const rows: BenchRow[] = [];
+    for (const v of variants()) for (const n of ctx.sizes) rows.push(...(await runSize(ctx, v, n)));
+    return rows;
+  },
+};
+
+/** The brief's entry point, for running this mode alone. */
+export function benchIptables(ctx: BenchContext): Promise<BenchRow[]> {
+  return iptablesBench.run(ctx);
+}
