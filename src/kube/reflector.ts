@@ -114,6 +114,8 @@ export class Reflector<T extends KubeObject> {
   private lastWatchEventAt: number | undefined;
   private lastSuccessAt: number | undefined;
   private consecutiveFailures = 0;
+  /** 410s in a row with no watch event between them. */
+  private goneStreak = 0;
   private lastError: string | undefined;
   private readonly counters: Counters = {
     lists: 0,
@@ -196,15 +198,15 @@ export class Reflector<T extends KubeObject> {
 
   private async loop(): Promise<void> {
     let needList = true;
-    let goneStreak = 0;
     while (!this.stopped) {
+      let phase: 'list' | 'watch' = 'list';
       try {
         if (needList) {
           await this.listAll();
           needList = false;
         }
-        const delivered = await this.watchOnce();
-        if (delivered > 0) goneStreak = 0;
+        phase = 'watch';
+        await this.watchOnce();
       } catch (caught) {
         if (this.stopped) break;
         const err = this.classify(caught);
@@ -212,11 +214,11 @@ export class Reflector<T extends KubeObject> {
         if (err.kind === 'gone') {
           // The resourceVersion we hold is too old for the server: only a fresh list can restore the store.
           needList = true;
-          goneStreak += 1;
+          this.goneStreak += 1;
           this.counters.relistsAfterGone += 1;
           this.log.info('watch expired (410 Gone); relisting', { error: err.message });
-          // Relist at once the first time; a server that keeps answering 410 gets the backoff.
-          if (goneStreak === 1) continue;
+          // Relist at once the first time; a server that keeps answering 410 (no event in between) gets the backoff.
+          if (this.goneStreak === 1) continue;
         } else if (err.kind === 'watchdog') {
           this.counters.watchdogAborts += 1;
           this.log.warn('API server silent for too long; reconnecting', {
@@ -232,7 +234,7 @@ export class Reflector<T extends KubeObject> {
           needList = true;
         }
         const delayMs = Math.max(this.backoff.next(), err.retryAfterMs ?? 0);
-        this.log.warn(needList ? 'list failed; retrying' : 'watch failed; retrying', {
+        this.log.warn(phase === 'list' ? 'list failed; retrying' : 'watch failed; retrying', {
           error: err.message,
           consecutiveFailures: this.consecutiveFailures,
           retryInMs: Math.round(delayMs),
@@ -427,6 +429,7 @@ export class Reflector<T extends KubeObject> {
       throw new ApiError('stream-error', text, code);
     }
     this.lastWatchEventAt = this.options.clock.now();
+    this.goneStreak = 0;
     this.noteSuccess();
     if (event.type === 'BOOKMARK') {
       this.rv = event.resourceVersion;

@@ -138,6 +138,29 @@ describe('Reflector: list and watch', () => {
     });
   }
 
+  test('a server that answers every watch with 410 gets backed-off relists, not a hot loop', async (t) => {
+    const h = await harness<Service>(t, SERVICES, {
+      timing: { backoff: { initialMs: 20, maxMs: 1_000, factor: 2, jitter: 0, resetAfterMs: 60_000 } },
+      seed: (s) => void s.add(PATH, svc('a')),
+    });
+    h.server.watchAlwaysGone = true;
+    h.reflector.start();
+    await h.log.waitFor(
+      (r) => r.filter((x) => x.msg === 'watch failed; retrying').length >= 3,
+      'three backoffs',
+    );
+    const backoffs = h.log.matching('watch failed; retrying').map((r) => r.fields.retryInMs);
+    // The first 410 relists at once; the ones after it wait, longer each time.
+    assert.deepEqual(backoffs.slice(0, 3), [20, 40, 80]);
+    assert.equal(h.log.matching('watch expired (410 Gone); relisting').length, 4);
+    assert.equal(h.rec.events.filter((e) => e === 'synced').length, 1);
+    assert.deepEqual(
+      h.rec.events,
+      ['add default/a 101', 'synced'],
+      'relists of an unchanged store deliver nothing',
+    );
+  });
+
   test('a server that goes silent without closing is aborted by the watchdog, and the reflector recovers', async (t) => {
     const h = await harness<Service>(t, SERVICES, {
       timing: { watchdogMs: 300 },

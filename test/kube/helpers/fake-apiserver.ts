@@ -81,6 +81,8 @@ export class FakeApiServer {
   expireNextContinue = 0;
   /** Answer the next N requests (any kind) with this HTTP status. */
   failNext: { count: number; code: number } = { count: 0, code: 500 };
+  /** Refuse every watch as too old (a broken server), to check that relists back off. */
+  watchAlwaysGone = false;
   /** Raw items appended to the first page of every list of a path (malformed-object tests). */
   readonly extraListItems = new Map<string, unknown[]>();
 
@@ -373,7 +375,7 @@ export class FakeApiServer {
       );
       return;
     }
-    if (from < this.compactedRv) {
+    if (from < this.compactedRv || this.watchAlwaysGone) {
       const body = status(410, 'Expired', `too old resource version: ${from} (${this.compactedRv})`);
       if (this.goneMode === 'status') {
         res.writeHead(410, { 'content-type': 'application/json' });
