@@ -4,10 +4,11 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { netnsCommandRunner } from '../src/netfilter/command.js';
+import { iptablesBench } from './iptables.js';
 import { nftablesBench } from './nftables.js';
 import type { BenchModule, BenchRow } from './types.js';
 
-const MODULES: readonly BenchModule[] = [nftablesBench];
+const MODULES: readonly BenchModule[] = [nftablesBench, iptablesBench];
 
 function parseSizes(): number[] {
   const arg = process.env.KPTS_BENCH_SIZES ?? '1000,10000';
