@@ -1,0 +1,157 @@
+// The EndpointSlice controller, in process on a FakeClock, with Pods that linger while terminating: conditions
+// from Pod state, zone hints, the split at maxEndpointsPerSlice, named target ports, the trigger-time annotation,
+// and no writes for an unchanged Service.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { FakeClock } from '../../../src/sync/clock.js';
+import { startApiServer, type ApiServer } from '../../../src/lab/apiserver/index.js';
+import { resourceByKind } from '../../../src/lab/apiserver/resources.js';
+import { lingeringPodLifecycle } from '../../../src/lab/controllers/pod-lifecycle.js';
+import type { EndpointSlice } from '../../../src/kube/objects.js';
+
+const SVC = resourceByKind('Service');
+const DEPLOY = resourceByKind('Deployment');
+const POD = resourceByKind('Pod');
+const SLICE = resourceByKind('EndpointSlice');
+const START = Date.parse('2025-03-01T12:00:00Z');
+
+function deployment(replicas: number): object {
+  return {
+    metadata: { name: 'web' },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: 'web' } },
+      template: {
+        metadata: { labels: { app: 'web' } },
+        spec: { containers: [{ name: 'c', image: 'i', ports: [{ name: 'http', containerPort: 8080 }] }] },
+      },
+    },
+  };
+}
+
+const slices = (s: ApiServer): EndpointSlice[] =>
+  s.store.list(SLICE, 'default') as unknown as EndpointSlice[];
+const endpoints = (s: ApiServer) => slices(s).flatMap((x) => x.endpoints ?? []);
+
+async function withServer(
+  fn: (s: ApiServer, clock: FakeClock) => Promise<void>,
+  maxEndpointsPerSlice = 100,
+): Promise<void> {
+  const clock = new FakeClock(START);
+  const s = await startApiServer({
+    tls: false,
+    clock,
+    podLifecycle: lingeringPodLifecycle,
+    maxEndpointsPerSlice,
+    nodes: [
+      { name: 'n1', zone: 'zone-a' },
+      { name: 'n2', zone: 'zone-b' },
+    ],
+  });
+  try {
+    await fn(s, clock);
+  } finally {
+    await s.stop();
+  }
+}
+
+test('endpoints follow Pods: ready, then terminating but serving, then gone after the grace period', () =>
+  withServer(async (s, clock) => {
+    assert.ok(s.registry.create(DEPLOY, 'default', deployment(2)).ok);
+    assert.ok(
+      s.registry.create(SVC, 'default', {
+        metadata: { name: 'web' },
+        spec: {
+          selector: { app: 'web' },
+          ports: [{ name: 'http', port: 80, targetPort: 'http' }],
+          trafficDistribution: 'PreferClose',
+        },
+      }).ok,
+    );
+    await s.idle();
+    const all = slices(s);
+    assert.equal(all.length, 1);
+    const slice = all[0] as EndpointSlice;
+    assert.equal(slice.metadata.labels?.['kubernetes.io/service-name'], 'web');
+    assert.equal(
+      slice.metadata.labels?.['endpointslice.kubernetes.io/managed-by'],
+      'endpointslice-controller.k8s.io',
+    );
+    assert.deepEqual(slice.ports, [{ name: 'http', protocol: 'TCP', port: 8080 }]);
+    // Trigger time: the newest change that caused the write, on the fake clock (no time has passed).
+    assert.equal(
+      slice.metadata.annotations?.['endpoints.kubernetes.io/last-change-trigger-time'],
+      '2025-03-01T12:00:00Z',
+    );
+    const eps = endpoints(s);
+    assert.equal(eps.length, 2);
+    for (const e of eps) {
+      assert.deepEqual(e.conditions, { ready: true, serving: true, terminating: false });
+      assert.match(e.addresses?.[0] ?? '', /^198\.18\.1[01]\.\d+$/);
+      const zone = e.nodeName === 'n1' ? 'zone-a' : 'zone-b';
+      assert.equal(e.zone, zone);
+      assert.deepEqual(e.hints, { forZones: [{ name: zone }] });
+    }
+    assert.deepEqual(eps.map((e) => e.nodeName).sort(), ['n1', 'n2']);
+
+    // Delete one Pod with a 30 s grace period: it stays, terminating and still serving, not ready.
+    const victim = eps[0]?.targetRef?.name ?? '';
+    clock.advance(5000);
+    assert.ok(s.registry.delete(POD, 'default', victim, { gracePeriodSeconds: 30 }).ok);
+    await s.idle();
+    const term = endpoints(s).find((e) => e.targetRef?.name === victim);
+    assert.deepEqual(term?.conditions, { ready: false, serving: true, terminating: true });
+    assert.equal(
+      slices(s)[0]?.metadata.annotations?.['endpoints.kubernetes.io/last-change-trigger-time'],
+      '2025-03-01T12:00:05Z',
+    );
+    // The Deployment replaced it meanwhile.
+    assert.equal(endpoints(s).filter((e) => e.conditions?.ready).length, 2);
+    clock.advance(29_000);
+    await s.idle();
+    assert.ok(endpoints(s).some((e) => e.targetRef?.name === victim));
+    clock.advance(1000);
+    await s.idle();
+    assert.ok(!endpoints(s).some((e) => e.targetRef?.name === victim));
+    assert.equal(endpoints(s).length, 2);
+  }));
+
+test('an unchanged Service does not churn its slices; a large one splits at maxEndpointsPerSlice', () =>
+  withServer(async (s) => {
+    assert.ok(s.registry.create(DEPLOY, 'default', deployment(7)).ok);
+    assert.ok(
+      s.registry.create(SVC, 'default', {
+        metadata: { name: 'web' },
+        spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] },
+      }).ok,
+    );
+    await s.idle();
+    assert.deepEqual(
+      slices(s)
+        .map((x) => x.endpoints?.length)
+        .sort(),
+      [3, 3, 1].sort(),
+    );
+    const rv = s.store.resourceVersion;
+    // An update that changes nothing writes nothing: no new resourceVersion, no slice writes.
+    const svc = s.store.get(SVC, 'default', 'web') ?? {};
+    assert.ok(s.registry.update(SVC, 'default', 'web', svc).ok);
+    await s.idle();
+    assert.equal(s.store.resourceVersion, rv);
+    // Scaling down to 2 empties slices, which go away, and keeps the rest where they were.
+    const before = new Map(
+      endpoints(s).map((e) => [
+        e.addresses?.[0],
+        slices(s).find((x) => x.endpoints?.includes(e))?.metadata.name,
+      ]),
+    );
+    assert.ok(s.registry.patch(DEPLOY, 'default', 'web', 'merge', { spec: { replicas: 2 } }).ok);
+    await s.idle();
+    // Terminating Pods linger (lingering lifecycle): they are still endpoints, not ready.
+    const ready = endpoints(s).filter((e) => e.conditions?.ready);
+    assert.equal(ready.length, 2);
+    for (const e of endpoints(s)) {
+      const name = slices(s).find((x) => x.endpoints?.includes(e))?.metadata.name;
+      assert.equal(name, before.get(e.addresses?.[0]), 'endpoints stay in their slice');
+    }
+  }, 3));
