@@ -1,0 +1,327 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { FakeClock } from '../../src/sync/clock.js';
+import { BoundedFrequencyRunner } from '../../src/sync/runner.js';
+
+const HOUR = 3_600_000;
+
+/** Lets every pending promise continuation run (no time passes on the FakeClock). */
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+interface Deferred {
+  readonly promise: Promise<void>;
+  resolve(): void;
+  reject(e: unknown): void;
+}
+function deferred(): Deferred {
+  let resolve!: () => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** A runner whose fn records start times and, when `gate` is set, waits for the test to let it finish. */
+function harness(opts: { min?: number; retry?: number; max?: number } = {}) {
+  const clock = new FakeClock(0);
+  const starts: number[] = [];
+  let inFlight = 0;
+  let maxInFlight = 0;
+  let outcome: (() => Promise<void>) | undefined;
+  const runner = new BoundedFrequencyRunner({
+    name: 'sync-runner',
+    clock,
+    minInterval: opts.min ?? 1000,
+    retryInterval: opts.retry ?? 30_000,
+    maxInterval: opts.max ?? HOUR,
+    fn: async () => {
+      starts.push(clock.now());
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      try {
+        if (outcome) await outcome();
+      } finally {
+        inFlight--;
+      }
+    },
+  });
+  return {
+    clock,
+    runner,
+    starts,
+    get maxInFlight() {
+      return maxInFlight;
+    },
+    setOutcome(f: (() => Promise<void>) | undefined) {
+      outcome = f;
+    },
+  };
+}
+
+describe('§5 / §10.8 BoundedFrequencyRunner on a FakeClock', () => {
+  test('§10.8 run() before loop() is dropped; the first run then waits for a request or maxInterval', async () => {
+    const h = harness();
+    h.runner.run();
+    h.runner.loop();
+    await settle();
+    h.clock.advance(HOUR - 1);
+    await settle();
+    assert.deepEqual(h.starts, []);
+    await h.runner.stop();
+  });
+
+  test('a request after loop() runs immediately', async () => {
+    const h = harness();
+    h.runner.loop();
+    const done = h.runner.nextRun();
+    h.runner.run();
+    const e = await done;
+    assert.deepEqual(h.starts, [0]);
+    assert.deepEqual(e, { startedAt: 0, finishedAt: 0 });
+    await h.runner.stop();
+  });
+
+  test('§10.8 minInterval runs from the END of one run to the START of the next', async () => {
+    const h = harness({ min: 1000 });
+    const slow = deferred();
+    h.setOutcome(() => slow.promise);
+    h.runner.loop();
+    let done = h.runner.nextRun();
+    h.runner.run(); // starts at 0
+    await settle();
+    h.clock.advance(500); // the run takes 500 ms
+    slow.resolve();
+    assert.deepEqual(await done, { startedAt: 0, finishedAt: 500 });
+    h.setOutcome(undefined);
+    h.runner.run();
+    h.clock.advance(999); // t=1499: a start-to-start limit would have allowed a run at 1000
+    await settle();
+    assert.deepEqual(h.starts, [0]);
+    done = h.runner.nextRun();
+    h.clock.advance(1); // t=1500
+    assert.equal((await done).startedAt, 1500);
+    await h.runner.stop();
+  });
+
+  test('requests coalesce: many requests during the wait give one run, and no burst', async () => {
+    const h = harness({ min: 1000 });
+    h.runner.loop();
+    const first = h.runner.nextRun();
+    h.runner.run();
+    await first;
+    for (let i = 0; i < 10; i++) h.runner.run();
+    await settle();
+    const second = h.runner.nextRun();
+    h.clock.advance(1000);
+    assert.equal((await second).startedAt, 1000);
+    h.clock.advance(1000);
+    await settle();
+    h.clock.advance(10_000);
+    await settle();
+    assert.deepEqual(h.starts, [0, 1000]);
+    // No burst: two requests at once after a long idle still give one run now and one min interval later.
+    const third = h.runner.nextRun();
+    h.runner.run();
+    h.runner.run();
+    assert.equal((await third).startedAt, 12_000);
+    await settle();
+    assert.deepEqual(h.starts, [0, 1000, 12_000]);
+    await h.runner.stop();
+  });
+
+  test('requests made while a run is in flight cause exactly one more run, minInterval after it ends', async () => {
+    const h = harness({ min: 1000 });
+    const slow = deferred();
+    h.setOutcome(() => slow.promise);
+    h.runner.loop();
+    h.runner.run();
+    await settle();
+    h.runner.run();
+    h.runner.run();
+    h.clock.advance(200);
+    h.setOutcome(undefined);
+    const second = (async () => {
+      await h.runner.nextRun();
+      return h.runner.nextRun();
+    })();
+    slow.resolve();
+    await settle();
+    h.clock.advance(1000);
+    assert.equal((await second).startedAt, 1200);
+    h.clock.advance(5000);
+    await settle();
+    assert.deepEqual(h.starts, [0, 1200]);
+    await h.runner.stop();
+  });
+
+  test('§10.8 a failed run retries after retryInterval; a success stops retrying', async () => {
+    const h = harness({ min: 1000, retry: 30_000 });
+    h.setOutcome(() => Promise.reject(new Error('nft: transaction failed')));
+    h.runner.loop();
+    const failed = h.runner.nextRun();
+    h.runner.run();
+    const e = await failed;
+    assert.ok(e.error instanceof Error);
+    assert.equal((e.error as Error).message, 'nft: transaction failed');
+    h.setOutcome(undefined);
+    h.clock.advance(1000);
+    await settle();
+    h.clock.advance(28_999); // t=29_999
+    await settle();
+    assert.deepEqual(h.starts, [0]);
+    const retry = h.runner.nextRun();
+    h.clock.advance(1); // t=30_000
+    const r = await retry;
+    assert.equal(r.startedAt, 30_000);
+    assert.equal(r.error, undefined);
+    h.clock.advance(1000);
+    await settle();
+    h.clock.advance(HOUR - 1001);
+    await settle();
+    assert.deepEqual(h.starts, [0, 30_000]);
+    await h.runner.stop();
+  });
+
+  test('a retry shorter than minInterval still waits for minInterval', async () => {
+    const h = harness({ min: 1000, retry: 100 });
+    h.setOutcome(() => Promise.reject(new Error('x')));
+    h.runner.loop();
+    const first = h.runner.nextRun();
+    h.runner.run();
+    await first;
+    h.setOutcome(undefined);
+    h.clock.advance(100);
+    await settle();
+    h.clock.advance(899);
+    await settle();
+    assert.deepEqual(h.starts, [0]);
+    const retry = h.runner.nextRun();
+    h.clock.advance(1);
+    assert.equal((await retry).startedAt, 1000);
+    await h.runner.stop();
+  });
+
+  test('a fn that throws synchronously counts as a failure, not a crash', async () => {
+    const clock = new FakeClock();
+    const runner = new BoundedFrequencyRunner({
+      name: 't',
+      clock,
+      minInterval: 0,
+      retryInterval: 10,
+      maxInterval: HOUR,
+      fn: () => {
+        throw new Error('sync throw');
+      },
+    });
+    runner.loop();
+    const done = runner.nextRun();
+    runner.run();
+    assert.match(String((await done).error), /sync throw/);
+    await runner.stop();
+  });
+
+  test('§10.8 with no requests a run still happens every maxInterval (hourly)', async () => {
+    const h = harness({ min: 1000, max: HOUR });
+    h.runner.loop();
+    h.clock.advance(HOUR - 1);
+    await settle();
+    assert.deepEqual(h.starts, []);
+    let next = h.runner.nextRun();
+    h.clock.advance(1);
+    assert.equal((await next).startedAt, HOUR);
+    h.clock.advance(1000); // min wait passes
+    await settle();
+    h.clock.advance(HOUR - 1001);
+    await settle();
+    assert.deepEqual(h.starts, [HOUR]);
+    next = h.runner.nextRun();
+    h.clock.advance(1);
+    assert.equal((await next).startedAt, 2 * HOUR);
+    await h.runner.stop();
+  });
+
+  test('a requested run resets the max timer', async () => {
+    const h = harness({ min: 1000, max: HOUR });
+    h.runner.loop();
+    h.clock.advance(HOUR / 2);
+    const first = h.runner.nextRun();
+    h.runner.run();
+    await first;
+    h.clock.advance(1000);
+    await settle();
+    h.clock.advance(HOUR / 2); // the original hour has passed; the max timer was re-armed at the run
+    await settle();
+    assert.deepEqual(h.starts, [HOUR / 2]);
+    const idle = h.runner.nextRun();
+    h.clock.advance(HOUR / 2 - 1000);
+    assert.equal((await idle).startedAt, HOUR / 2 + HOUR);
+    await h.runner.stop();
+  });
+
+  test('single-flight: never two runs at once, even when fn awaits and requests keep coming', async () => {
+    const h = harness({ min: 0 });
+    const gates: Deferred[] = [];
+    h.setOutcome(() => {
+      const d = deferred();
+      gates.push(d);
+      return d.promise;
+    });
+    h.runner.loop();
+    for (let round = 0; round < 5; round++) {
+      h.runner.run();
+      h.runner.run();
+      await settle();
+      h.clock.advance(10);
+      h.runner.run();
+      await settle();
+    }
+    assert.equal(h.maxInFlight, 1);
+    assert.equal(h.starts.length, 1);
+    // Releasing runs one at a time: each release allows exactly one more run (requests coalesced).
+    gates[0]?.resolve();
+    await settle();
+    assert.equal(h.starts.length, 2);
+    h.setOutcome(undefined);
+    gates[1]?.resolve();
+    await settle();
+    assert.equal(h.starts.length, 2);
+    assert.equal(h.maxInFlight, 1);
+    await h.runner.stop();
+  });
+
+  test('stop() waits for the run in flight, then nothing runs and no timers are left', async () => {
+    const h = harness({ min: 1000 });
+    const slow = deferred();
+    h.setOutcome(() => slow.promise);
+    h.runner.loop();
+    h.runner.run();
+    await settle();
+    let stopped = false;
+    const stopping = h.runner.stop().then(() => (stopped = true));
+    await settle();
+    assert.equal(stopped, false);
+    slow.resolve();
+    await stopping;
+    assert.equal(stopped, true);
+    h.runner.run();
+    h.clock.advance(2 * HOUR);
+    await settle();
+    assert.deepEqual(h.starts, [0]);
+    assert.equal(h.clock.pendingTimers, 0);
+  });
+
+  test('stop() during the minInterval wait returns at once', async () => {
+    const h = harness({ min: 10_000 });
+    h.runner.loop();
+    const first = h.runner.nextRun();
+    h.runner.run();
+    await first;
+    h.runner.run();
+    await h.runner.stop();
+    h.clock.advance(20_000);
+    await settle();
+    assert.deepEqual(h.starts, [0]);
+  });
+});
