@@ -83,7 +83,10 @@ export async function startPodServerIn(
     async stop(graceMs = 2000) {
       if (exitedEarly) return;
       await runner.run('kill', ['-s', 'TERM', String(readyPid)]);
-      const ended = await Promise.race([proc.exited.then(() => true), delay(graceMs).then(() => false)]);
+      let timer: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), graceMs)));
+      const ended = await Promise.race([proc.exited.then(() => true), graceOver]);
+      clearTimeout(timer);
       if (!ended) {
         await runner.run('kill', ['-s', 'KILL', String(readyPid)]);
         await proc.exited;
