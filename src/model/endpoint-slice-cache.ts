@@ -72,7 +72,8 @@ interface ServiceSlices {
   appliedMap: EndpointsMap;
 }
 
-const NO_HINTS: ReadonlySet<string> = Object.freeze(new Set<string>());
+// Shared by every unhinted endpoint; typed ReadonlySet so nothing can add to it.
+const NO_HINTS: ReadonlySet<string> = new Set<string>();
 
 function hintNames(list: unknown): ReadonlySet<string> {
   if (!Array.isArray(list) || list.length === 0) return NO_HINTS;
@@ -198,7 +199,18 @@ export class EndpointSliceCache {
           const s = endpointString(base.ip, portNumber);
           // A later duplicate replaces an earlier one unless the later one is terminating (§3 dedup).
           if (set.has(s) && base.terminating) continue;
-          set.set(s, Object.freeze({ ...base, port: portNumber, endpoint: s }));
+          // An explicit literal (one hidden class, no spread) keeps the initial 100k-endpoint build cheap.
+          set.set(s, {
+            ip: base.ip,
+            port: portNumber,
+            endpoint: s,
+            isLocal: base.isLocal,
+            ready: base.ready,
+            serving: base.serving,
+            terminating: base.terminating,
+            zoneHints: base.zoneHints,
+            nodeHints: base.nodeHints,
+          });
         }
       });
     }
