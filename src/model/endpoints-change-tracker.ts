@@ -79,6 +79,9 @@ export class EndpointsChangeTracker {
         kind: 'EndpointSlice',
         name: sliceDescription(slice),
         reason: `addressType ${describeValue(addressType)} is not ${this.#family}`,
+        ...(addressType === 'IPv4' || addressType === 'IPv6' || addressType === 'FQDN'
+          ? { routine: true }
+          : {}),
       });
       return false;
     }

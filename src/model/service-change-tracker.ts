@@ -22,6 +22,11 @@ export interface SkippedObject {
   /** "ns/name" when known, else a best-effort description. */
   readonly name: string;
   readonly reason: string;
+  /**
+   * An ordinary object this proxier does not handle (headless or ExternalName Services, the other family's
+   * Services and slices, FQDN slices): log at debug verbosity. Unset for broken objects, which deserve a warning.
+   */
+  readonly routine?: boolean;
 }
 
 export interface ServiceChangeTrackerOptions {
@@ -100,7 +105,9 @@ export class ServiceChangeTracker {
     if (svc === undefined) return out;
     const r = servicePortsFromService(svc, this.#family);
     if (report) {
-      if (r.skipped !== undefined) this.#onSkip({ kind: 'Service', name, reason: r.skipped });
+      if (r.skipped !== undefined) {
+        this.#onSkip({ kind: 'Service', name, reason: r.skipped, ...(r.routine ? { routine: true } : {}) });
+      }
       for (const reason of r.problems) this.#onSkip({ kind: 'Service', name, reason });
     }
     for (const sp of r.ports) out.set(sp.key, sp);

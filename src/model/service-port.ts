@@ -57,6 +57,11 @@ export interface ServicePortsResult {
   readonly skipped?: string;
   /** Problems with parts of the Service that were dropped while the rest was used (a port without a number, …). */
   readonly problems: readonly string[];
+  /**
+   * True when the skip is an ordinary kind of Service, not a broken one (headless, ExternalName, another proxy's,
+   * no ClusterIP of this family): worth a debug line, not a warning.
+   */
+  readonly routine?: boolean;
 }
 
 /** The API server's default for sessionAffinityConfig.clientIP.timeoutSeconds (3 hours). */
@@ -64,6 +69,10 @@ export const DEFAULT_CLIENT_IP_TIMEOUT_SECONDS = 10800;
 
 function skip(reason: string): ServicePortsResult {
   return { ports: [], skipped: reason, problems: [] };
+}
+
+function skipRoutinely(reason: string): ServicePortsResult {
+  return { ports: [], skipped: reason, problems: [], routine: true };
 }
 
 /** The raw ClusterIP text for `family`, as upstream's GetClusterIPByFamily picks it; "" when there is none. */
@@ -114,7 +123,7 @@ function derive(svc: unknown, family: IPFamily): ServicePortsResult {
   if (nn === undefined) return skip('metadata.namespace or metadata.name is missing');
   const labels = field(field(svc, 'metadata'), 'labels');
   if (isRecord(labels) && labels[LABEL_SERVICE_PROXY_NAME] !== undefined) {
-    return skip(`label ${LABEL_SERVICE_PROXY_NAME} is set (handled by another proxy)`);
+    return skipRoutinely(`label ${LABEL_SERVICE_PROXY_NAME} is set (handled by another proxy)`);
   }
   const spec = field(svc, 'spec');
   if (!isRecord(spec)) return skip('spec is missing or not an object');
@@ -122,19 +131,19 @@ function derive(svc: unknown, family: IPFamily): ServicePortsResult {
   // pkg/proxy/util ShouldSkipService: headless / no ClusterIP, then ExternalName.
   const clusterIPField = spec['clusterIP'];
   if (clusterIPField === undefined || clusterIPField === null || clusterIPField === '') {
-    return skip('spec.clusterIP is empty');
+    return skipRoutinely('spec.clusterIP is empty');
   }
-  if (clusterIPField === 'None') return skip('headless Service (spec.clusterIP "None")');
+  if (clusterIPField === 'None') return skipRoutinely('headless Service (spec.clusterIP "None")');
   if (typeof clusterIPField !== 'string')
     return skip(`invalid spec.clusterIP ${describeValue(clusterIPField)}`);
   const type = typeof spec['type'] === 'string' && spec['type'] !== '' ? spec['type'] : 'ClusterIP';
-  if (type === 'ExternalName') return skip('type ExternalName');
+  if (type === 'ExternalName') return skipRoutinely('type ExternalName');
 
   const ipText = clusterIPTextFor(spec, family);
-  if (ipText.text === '') return skip(`no clusterIP of family ${family}`);
+  if (ipText.text === '') return skipRoutinely(`no clusterIP of family ${family}`);
   const clusterIP = parseIPSloppy(ipText.text);
   if (clusterIP === undefined) return skip(`invalid ${ipText.field} ${describeValue(ipText.text)}`);
-  if (clusterIP.family !== family) return skip(`no clusterIP of family ${family}`);
+  if (clusterIP.family !== family) return skipRoutinely(`no clusterIP of family ${family}`);
 
   const problems: string[] = [];
   const sessionAffinityClientIP = spec['sessionAffinity'] === 'ClientIP';

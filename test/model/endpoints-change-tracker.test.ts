@@ -45,6 +45,8 @@ describe('§2.2 EndpointsChangeTracker.endpointSliceUpdate', () => {
       assert.equal(skipped[0]?.kind, 'EndpointSlice');
       assert.equal(skipped[0]?.name, 'ns/s1');
       assert.match(skipped[0]?.reason ?? '', c.reason);
+      // The other family's and FQDN slices are ordinary; a slice with no addressType is broken.
+      assert.equal(skipped[0]?.routine, c.addressType === '' ? undefined : true);
     });
   }
 
@@ -56,6 +58,7 @@ describe('§2.2 EndpointsChangeTracker.endpointSliceUpdate', () => {
     );
     assert.equal(metrics.endpointChangesTotal, 0);
     assert.match(skipped[0]?.reason ?? '', /label kubernetes\.io\/service-name is missing/);
+    assert.equal(skipped[0]?.routine, undefined);
     assert.equal(tracker.endpointSliceUpdate(slice('good', { endpoints: [ep('198.18.1.2')] }), false), true);
     const live: EndpointsMap = new Map();
     tracker.checkout(live);

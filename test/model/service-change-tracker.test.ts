@@ -36,7 +36,7 @@ describe('§2.1 ServiceChangeTracker.update', () => {
     assert.equal(metrics.serviceChangesPending, 0);
     assert.equal(tracker.pending, 0);
     assert.deepEqual(skipped, [
-      { kind: 'Service', name: 'ns/h', reason: 'headless Service (spec.clusterIP "None")' },
+      { kind: 'Service', name: 'ns/h', reason: 'headless Service (spec.clusterIP "None")', routine: true },
     ]);
   });
 
@@ -114,6 +114,8 @@ describe('§2.1 ServiceChangeTracker.update', () => {
     assert.match(reasons, /ns\/weird: spec\.ports\[0\]\.port "x" is not a port number/);
     assert.match(reasons, /ns\/weird: spec\.ports\[1\]\.protocol "ICMP" is unknown/);
     assert.match(reasons, /metadata\.namespace or metadata\.name is missing/);
+    // Broken objects are warnings, not routine skips.
+    assert.equal(skipped.find((x) => x.name === 'ns/bad')?.routine, undefined);
     const live: ServicePortMap = new Map();
     tracker.checkout(live);
     assert.deepEqual([...live.keys()].sort(), [key('ns', 'a', 'http'), key('ns', 'weird', '')].sort());

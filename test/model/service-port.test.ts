@@ -375,6 +375,8 @@ describe('§1.2 skipped Services', () => {
       const r = servicePortsFromService(c.obj as Service, 'IPv4');
       assert.match(r.skipped ?? '', c.reason);
       assert.deepEqual(r.ports, []);
+      const routine = /clusterIP ""|no clusterIP|headless|ExternalName|service-proxy-name/.test(c.name);
+      assert.equal(r.routine, routine ? true : undefined);
     });
   }
 });
