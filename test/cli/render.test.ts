@@ -1,0 +1,169 @@
+// `kube-proxy-ts render`: what a node would program for a file of manifests, and the clear errors around it.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import { renderCommand } from '../../src/cli/render.js';
+import { kernelOptions, runPrefix } from '../helpers/kernel.js';
+
+const EXAMPLE = readFileSync(new URL('../../examples/cluster.yaml', import.meta.url), 'utf8');
+
+function run(argv: string[], files: Record<string, string> = { 'cluster.yaml': EXAMPLE }) {
+  let stdout = '';
+  let stderr = '';
+  const code = renderCommand(argv, {
+    stdout: (t) => void (stdout += t),
+    stderr: (t) => void (stderr += t),
+    readFile: (p) => {
+      const text = files[p];
+      if (text === undefined) throw new Error(`ENOENT: no such file ${p}`);
+      return text;
+    },
+    hostname: () => 'Host-Name',
+  });
+  return { code, stdout, stderr };
+}
+
+// upstream-backends.md §1.5, computed here independently: standard base32 of SHA-256, first 8 characters.
+function nftChainBase(name: string): string {
+  const digest = createHash('sha256').update(name).digest();
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  let bits = '';
+  for (const byte of digest) bits += byte.toString(2).padStart(8, '0');
+  let out = '';
+  for (let i = 0; i + 5 <= bits.length && out.length < 8; i += 5)
+    out += alphabet[parseInt(bits.slice(i, i + 5), 2)];
+  return `${out}-${name}`;
+}
+
+const BASE = ['-f', 'cluster.yaml', '--cluster-cidr', '198.18.8.0/21', '--service-cidrs', '198.19.0.0/16'];
+
+describe('render --proxy-mode nftables', () => {
+  test('programs the example as the node named by its only Node object', () => {
+    const { code, stdout, stderr } = run(BASE);
+    assert.equal(code, 0, stderr);
+    const web = nftChainBase('svc/web/tcp/http');
+    const lines = stdout.split('\n');
+    // The ClusterIP is one service-ips element pointing at the per-service chain ...
+    assert.ok(
+      lines.includes(
+        `add element ip kube-proxy service-ips { 198.19.0.10 . tcp . 80 : goto service-${web} }`,
+      ),
+      stdout,
+    );
+    // ... whose single rule dispatches with numgen over the three endpoints, in endpoint order.
+    assert.ok(
+      lines.includes(
+        `add rule ip kube-proxy service-${web} meta l4proto tcp dnat ip addr . port to numgen random mod 3 map ` +
+          '{ 0 : 198.18.10.2 . 8080 , 1 : 198.18.11.2 . 8080 , 2 : 198.18.11.3 . 8080 }',
+      ),
+    );
+    // A Service without endpoints is rejected, with its name as the element comment.
+    assert.ok(
+      lines.includes(
+        'add element ip kube-proxy no-endpoint-services { 198.19.0.30 . tcp . 80 comment "svc/empty" : goto reject-chain }',
+      ),
+    );
+    // eTP=Local on a node (worker) with no local endpoint: the NodePort drops; the ClusterIP still works.
+    assert.ok(
+      lines.includes(
+        'add element ip kube-proxy no-endpoint-nodeports { udp . 30053 comment "svc/dns:dns" : drop }',
+      ),
+    );
+    // "primary" NodePort addresses: the node's InternalIP from the Node object.
+    assert.ok(lines.includes('add element ip kube-proxy nodeport-ips { 198.18.0.3 }'));
+    // The production mark is Go's %#08x of 1<<14.
+    assert.match(stdout, /mark set mark or 0x00004000/);
+    assert.equal(stderr, '');
+  });
+
+  test('the hostname decides which endpoints are local', () => {
+    const asControlPlane = run([...BASE, '--hostname-override', 'Control-Plane', '--node-ip', '198.18.0.2']);
+    assert.equal(asControlPlane.code, 0, asControlPlane.stderr);
+    const dns = nftChainBase('svc/dns/udp/dns');
+    // control-plane has the dns endpoint, so its NodePort goes to the external chain and on to local endpoints.
+    assert.ok(
+      asControlPlane.stdout.includes(
+        `add element ip kube-proxy service-nodeports { udp . 30053 : goto external-${dns} }`,
+      ),
+    );
+    assert.ok(asControlPlane.stdout.includes('add element ip kube-proxy nodeport-ips { 198.18.0.2 }'));
+  });
+
+  test('IPv6 renders the ip6 table', () => {
+    const v6 = `
+apiVersion: v1
+kind: Service
+metadata: {name: s, namespace: n}
+spec: {clusterIP: "2001:db8::10", ipFamilies: [IPv6], ports: [{port: 80}]}
+`;
+    const r = run(['-f', 'v6.yaml', '--node-ip', '2001:db8::2', '--hostname-override', 'n1'], {
+      'v6.yaml': v6,
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^add table ip6 kube-proxy/m);
+    assert.ok(r.stdout.includes('add element ip6 kube-proxy cluster-ips { 2001:db8::10 }'));
+  });
+
+  test('bad documents are reported and the rest is still rendered', () => {
+    const text = `${EXAMPLE}\n---\n- just\n- a list\n---\nkind: Service\nmetadata: {name: broken, namespace: svc}\nspec: {clusterIP: "999.1.1.1", ports: [{port: 80}]}\n`;
+    const r = run(BASE, { 'cluster.yaml': text });
+    assert.equal(r.code, 0);
+    assert.match(r.stderr, /not an object/);
+    assert.match(r.stderr, /skipped Service svc\/broken: .*999\.1\.1\.1/);
+    assert.match(r.stdout, /198\.19\.0\.10 \. tcp \. 80/);
+  });
+
+  test('usage errors name the flag', () => {
+    assert.equal(run([]).code, 2);
+    const bad = run([...BASE, '--proxy-mode', 'ipvs']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--proxy-mode: unknown mode "ipvs"/);
+    const bit = run([...BASE, '--masquerade-bit', '40']);
+    assert.match(bit.stderr, /--masquerade-bit: must be an integer 0-31/);
+    const missing = run(['-f', 'nope.yaml']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /cannot read nope\.yaml/);
+  });
+});
+
+describe('render --proxy-mode iptables', () => {
+  test('prints iptables-restore input with upstream chain names', () => {
+    const r = run([...BASE, '--proxy-mode', 'iptables', '--random-fully=false']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^\*filter$/m);
+    assert.match(r.stdout, /^\*nat$/m);
+    assert.match(
+      r.stdout,
+      /-A KUBE-SERVICES -m comment --comment "svc\/web:http cluster IP" -m tcp -p tcp -d 198\.19\.0\.10 --dport 80 -j KUBE-SVC-/,
+    );
+    assert.match(r.stdout, /-m statistic --mode random --probability 0\.3333333333/);
+    assert.match(
+      r.stdout,
+      /"svc\/empty has no endpoints" -m tcp -p tcp -d 198\.19\.0\.30 --dport 80 -j REJECT/,
+    );
+    assert.doesNotMatch(r.stdout, /--random-fully/);
+  });
+});
+
+describe('render output is accepted by the real tools', () => {
+  test(
+    'nft -c and iptables-restore --test accept it, inside a private namespace',
+    kernelOptions(['ip', 'nft', 'iptables-restore']),
+    () => {
+      const ns = `${runPrefix()}-render`;
+      execFileSync('ip', ['netns', 'add', ns]);
+      try {
+        const nft = run(BASE);
+        execFileSync('ip', ['netns', 'exec', ns, 'nft', '-c', '-f', '-'], { input: nft.stdout });
+        const ipt = run([...BASE, '--proxy-mode', 'iptables']);
+        execFileSync('ip', ['netns', 'exec', ns, 'iptables-restore', '--test', '--noflush'], {
+          input: ipt.stdout,
+        });
+      } finally {
+        execFileSync('ip', ['netns', 'del', ns]);
+      }
+    },
+  );
+});
