@@ -221,10 +221,121 @@ for (const mode of PROXY_MODES) {
           const shortCircuit = await c.http(fromPod.namespace, c.node('node-1').ip, 30081, { count: 3 });
           assert.deepEqual(errorKinds(shortCircuit), {}, 'pod traffic to the NodePort is not dropped');
           assert.deepEqual(podsThatAnswered(shortCircuit), ['pod-0-1']);
+          // So is the node's own traffic (masqueraded, as it leaves with a node address anyway).
+          const node1 = c.node('node-1');
+          const fromNode = await c.http(node1.namespace, node1.ip, 30081, { count: 3 });
+          assert.deepEqual(
+            errorKinds(fromNode),
+            {},
+            'the node reaching its own Local NodePort is not dropped',
+          );
+          assert.deepEqual(podsThatAnswered(fromNode), ['pod-0-1']);
 
           // The ClusterIP is policy Cluster: from node-1's pods it still reaches the endpoint on node-0.
           const internal = await c.http(c.pod('pod-1-0').namespace, '198.19.0.14', 80, { count: 3 });
           assert.deepEqual(podsThatAnswered(internal), ['pod-0-1']);
+        } finally {
+          await c.remove({ services: [svc], slices: [slice] });
+        }
+      },
+    );
+
+    scenario('the node itself reaches a ClusterIP and its own NodePort (the output hook)', async (c) => {
+      const svc = service({
+        name: 'from-node',
+        clusterIP: '198.19.0.18',
+        ports: [httpPort({ nodePort: 30083 })],
+      });
+      const backends = ['pod-0-0', 'pod-1-0'];
+      const slice = endpointSlice(
+        svc,
+        backends.map((p) => c.endpoint(p)),
+      );
+      await c.apply({ services: [svc], slices: [slice] });
+      try {
+        const node = c.node('node-1');
+        for (const [what, ip, port] of [
+          ['ClusterIP', '198.19.0.18', 80],
+          ['own NodePort', node.ip, 30083],
+        ] as const) {
+          const outcomes = await c.http(node.namespace, ip, port, { count: 30 });
+          assert.deepEqual(errorKinds(outcomes), {}, `${what}: every request answered`);
+          assert.deepEqual(podsThatAnswered(outcomes), [...backends].sort(), `${what}: both backends`);
+          for (const source of sourcesSeen(outcomes)) {
+            assert.ok(
+              [node.ip, node.gatewayIP].includes(source),
+              `${what}: pod saw ${source}, a node-1 address`,
+            );
+          }
+        }
+      } finally {
+        await c.remove({ services: [svc], slices: [slice] });
+      }
+    });
+
+    scenario(
+      'internalTrafficPolicy Local: a node with a local endpoint uses only it, one without drops',
+      async (c) => {
+        const svc = service({
+          name: 'node-local',
+          clusterIP: '198.19.0.19',
+          ports: [httpPort()],
+          internalTrafficPolicy: 'Local',
+        });
+        const slice = endpointSlice(svc, [c.endpoint('pod-0-0'), c.endpoint('pod-1-0')]);
+        const onlyNode0 = endpointSlice(svc, [c.endpoint('pod-0-0')]);
+        await c.apply({ services: [svc], slices: [slice] });
+        try {
+          const fromNode0 = await c.http(c.pod('pod-0-2').namespace, '198.19.0.19', 80, { count: 20 });
+          assert.deepEqual(errorKinds(fromNode0), {});
+          assert.deepEqual(
+            podsThatAnswered(fromNode0),
+            ['pod-0-0'],
+            'node-0 pods reach only node-0 endpoints',
+          );
+          const fromNode1 = await c.http(c.pod('pod-1-1').namespace, '198.19.0.19', 80, { count: 20 });
+          assert.deepEqual(
+            podsThatAnswered(fromNode1),
+            ['pod-1-0'],
+            'node-1 pods reach only node-1 endpoints',
+          );
+
+          // pod-1-0 goes away: node-1 has no local endpoint left, while the Service still has one (on node-0).
+          await c.apply({ slices: [onlyNode0] });
+          const dropped = await c.http(c.pod('pod-1-1').namespace, '198.19.0.19', 80, {
+            count: 2,
+            timeoutMs: 1500,
+          });
+          assert.deepEqual(errorKinds(dropped), { TIMEOUT: 2 }, 'dropped (not rejected) on node-1');
+        } finally {
+          await c.remove({ services: [svc], slices: [slice] });
+        }
+      },
+    );
+
+    scenario(
+      'serving, terminating endpoints are used when no endpoint is ready; not-serving ones never',
+      async (c) => {
+        const svc = service({
+          name: 'draining',
+          clusterIP: '198.19.0.20',
+          ports: [httpPort({ nodePort: 30084 })],
+          externalTrafficPolicy: 'Local',
+        });
+        const slice = endpointSlice(svc, [
+          c.endpoint('pod-0-1', { ready: false, serving: true, terminating: true }),
+          c.endpoint('pod-0-0', { ready: false, serving: false, terminating: true }),
+        ]);
+        await c.apply({ services: [svc], slices: [slice] });
+        try {
+          // Cluster set (ClusterIP) and Local set (NodePort on node-0) both fall back to the serving one.
+          const internal = await c.http(c.pod('pod-1-0').namespace, '198.19.0.20', 80, { count: 20 });
+          assert.deepEqual(errorKinds(internal), {});
+          assert.deepEqual(podsThatAnswered(internal), ['pod-0-1']);
+          const external = await c.http(c.client.namespace, c.node('node-0').ip, 30084, { count: 20 });
+          assert.deepEqual(errorKinds(external), {});
+          assert.deepEqual(podsThatAnswered(external), ['pod-0-1']);
+          assert.deepEqual(sourcesSeen(external), [c.client.ip]);
         } finally {
           await c.remove({ services: [svc], slices: [slice] });
         }
