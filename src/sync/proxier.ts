@@ -227,7 +227,8 @@ export class Proxier {
     const endpoints = this.endpointsChanges.checkout(this.endpointsMap);
     if (endpoints.conntrackCleanupRequired) this.conntrackCleanupPending = true;
     const changedServices = new Set([...services.updatedServices, ...endpoints.updatedServices]);
-    const full = this.needFullSync || startedAt - this.lastFullSync > FULL_SYNC_PERIOD_MS;
+    // >=: the runner's max timer fires exactly one period after the last run, and that run must be full.
+    const full = this.needFullSync || startedAt - this.lastFullSync >= FULL_SYNC_PERIOD_MS;
 
     let result: BackendSyncResult;
     try {
@@ -318,6 +319,14 @@ export class Proxier {
 
   /** Bad objects are logged once per (object, reason), and skipped. */
   private logSkip(s: SkippedObject): void {
+    // Ordinary objects this proxier does not handle (headless, the other family's, FQDN slices) are not problems.
+    if (s.routine) {
+      this.opts.logger.v(4, () => ({
+        msg: `not proxying ${s.kind}`,
+        fields: { name: s.name, reason: s.reason },
+      }));
+      return;
+    }
     const key = `${s.kind}\u0000${s.name}\u0000${s.reason}`;
     if (this.skipped.has(key)) return;
     if (this.skipped.size > 10_000) this.skipped.clear();

@@ -1,0 +1,228 @@
+// The proxier's contract (upstream-model.md §5): first sync only after both caches synced; full at start, after a
+// failure, on a topology change and hourly, partial otherwise with exactly the changed Services; coalescing under
+// minSyncPeriod; and what is reported after a successful sync.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { EndpointSlice, Service } from '../../src/kube/objects.js';
+import type { IPFamily } from '../../src/model/ip.js';
+import type { BackendSyncResult, ProxyBackend, ProxySnapshot, SyncRequest } from '../../src/sync/backend.js';
+import { FakeClock } from '../../src/sync/clock.js';
+import { SILENT_LOGGER } from '../../src/sync/logger.js';
+import { NO_PROXY_METRICS } from '../../src/sync/metrics.js';
+import type { ProxyMetrics } from '../../src/sync/metrics.js';
+import { FULL_SYNC_PERIOD_MS, Proxier } from '../../src/sync/proxier.js';
+import type { ProxierOptions } from '../../src/sync/proxier.js';
+
+class RecordingBackend implements ProxyBackend {
+  readonly mode = 'nftables' as const;
+  readonly family: IPFamily = 'IPv4';
+  readonly calls: { full: boolean; changed: string[]; ports: number }[] = [];
+  failNext = false;
+  async sync(snapshot: ProxySnapshot, request: SyncRequest): Promise<BackendSyncResult> {
+    this.calls.push({
+      full: request.full,
+      changed: [...request.changedServices].sort(),
+      ports: snapshot.serviceMap.size,
+    });
+    if (this.failNext) {
+      this.failNext = false;
+      throw new Error('nft: boom');
+    }
+    return {
+      noLocalEndpointsInternal: 1,
+      noLocalEndpointsExternal: 2,
+      timings: { ownMs: 0, kernelMs: 0 },
+      operations: 1,
+    };
+  }
+}
+
+function service(name: string, ip: string, protocol = 'TCP'): Service {
+  return {
+    metadata: { name, namespace: 'ns' },
+    spec: { clusterIP: ip, ports: [{ name: 'p', port: 80, protocol }] },
+  };
+}
+
+function slice(svc: string, ips: string[], rv = '1', protocol = 'TCP'): EndpointSlice {
+  return {
+    metadata: {
+      name: `${svc}-1`,
+      namespace: 'ns',
+      resourceVersion: rv,
+      labels: { 'kubernetes.io/service-name': svc },
+      annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': new Date(1_000_500).toISOString() },
+    },
+    addressType: 'IPv4',
+    endpoints: ips.map((ip) => ({ addresses: [ip], nodeName: 'node-a' })),
+    ports: [{ name: 'p', port: 8080, protocol }],
+  };
+}
+
+interface Recorded {
+  readonly calls: string[];
+}
+
+function recordingMetrics(rec: Recorded): ProxyMetrics {
+  return {
+    ...NO_PROXY_METRICS,
+    syncDuration: (_f, _s, full) => void rec.calls.push(`syncDuration full=${full}`),
+    networkProgrammingDuration: (_f, s) => void rec.calls.push(`programming ${s}`),
+    noLocalEndpoints: (_f, p, n) => void rec.calls.push(`noLocal ${p}=${n}`),
+  };
+}
+
+function setup(extra: Partial<ProxierOptions> = {}) {
+  const clock = new FakeClock(1_000_000);
+  const backend = new RecordingBackend();
+  const rec: Recorded = { calls: [] };
+  const health: string[] = [];
+  const conntrack: string[] = [];
+  const proxier = new Proxier({
+    family: 'IPv4',
+    nodeName: 'node-a',
+    backend,
+    clock,
+    metrics: recordingMetrics(rec),
+    logger: SILENT_LOGGER,
+    minSyncPeriod: 1_000,
+    syncPeriod: 30_000,
+    health: {
+      queuedUpdate: (f) => void health.push(`queued ${f}`),
+      updated: (f) => void health.push(`updated ${f}`),
+    },
+    conntrack: { reconcile: async (f) => void conntrack.push(f) },
+    ...extra,
+  });
+  return { clock, backend, rec, health, conntrack, proxier };
+}
+
+/** Lets the runner's promise chain settle (it awaits the backend). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+}
+
+describe('Proxier', () => {
+  test('nothing syncs until both caches have synced; then one full sync with everything', async () => {
+    const { backend, proxier } = setup();
+    proxier.start();
+    proxier.onServiceAdd(service('a', '198.19.0.1'));
+    proxier.onEndpointSliceAdd(slice('a', ['198.18.10.2']));
+    proxier.onServicesSynced();
+    await settle();
+    assert.equal(backend.calls.length, 0, 'no sync before EndpointSlices are synced');
+    proxier.onEndpointSlicesSynced();
+    await settle();
+    assert.deepEqual(backend.calls, [{ full: true, changed: ['ns/a'], ports: 1 }]);
+  });
+
+  test('later changes are partial, name exactly the changed Services, and coalesce within minSyncPeriod', async () => {
+    const { clock, backend, proxier } = setup();
+    proxier.start();
+    proxier.onServiceAdd(service('a', '198.19.0.1'));
+    proxier.onServiceAdd(service('b', '198.19.0.2'));
+    proxier.onServicesSynced();
+    proxier.onEndpointSlicesSynced();
+    await settle();
+    assert.equal(backend.calls.length, 1);
+    // Three slice events for one Service and one for another, all inside minSyncPeriod: one partial sync.
+    proxier.onEndpointSliceAdd(slice('a', ['198.18.10.2'], '1'));
+    proxier.onEndpointSliceUpdate(
+      slice('a', ['198.18.10.2'], '1'),
+      slice('a', ['198.18.10.2', '198.18.10.3'], '2'),
+    );
+    proxier.onEndpointSliceAdd(slice('b', ['198.18.10.4'], '1'));
+    await settle();
+    assert.equal(backend.calls.length, 1, 'held by minSyncPeriod');
+    clock.advance(1_000);
+    await settle();
+    assert.deepEqual(backend.calls[1], { full: false, changed: ['ns/a', 'ns/b'], ports: 2 });
+    // Nothing changes: no further sync.
+    clock.advance(10_000);
+    await settle();
+    assert.equal(backend.calls.length, 2);
+  });
+
+  test('a failed sync is retried after syncPeriod as a full sync', async () => {
+    const { clock, backend, proxier } = setup();
+    proxier.start();
+    proxier.onServicesSynced();
+    proxier.onEndpointSlicesSynced();
+    await settle();
+    clock.advance(1_000);
+    backend.failNext = true;
+    proxier.onServiceAdd(service('a', '198.19.0.1'));
+    await settle();
+    assert.deepEqual(backend.calls[1], { full: false, changed: ['ns/a'], ports: 1 });
+    clock.advance(29_000);
+    await settle();
+    assert.equal(backend.calls.length, 2, 'no retry before syncPeriod');
+    clock.advance(1_000);
+    await settle();
+    assert.deepEqual(backend.calls[2], { full: true, changed: [], ports: 1 });
+  });
+
+  test('a topology change forces a full sync; an unchanged zone does not sync', async () => {
+    const { clock, backend, proxier } = setup();
+    proxier.start();
+    proxier.onServicesSynced();
+    proxier.onEndpointSlicesSynced();
+    await settle();
+    clock.advance(1_000);
+    const node = (zone?: string) => ({
+      metadata: { name: 'node-a', labels: zone ? { 'topology.kubernetes.io/zone': zone } : {} },
+    });
+    proxier.onNode(node('z1'));
+    await settle();
+    assert.equal(backend.calls.at(-1)?.full, true);
+    const count = backend.calls.length;
+    clock.advance(1_000);
+    proxier.onNode(node('z1'));
+    await settle();
+    assert.equal(backend.calls.length, count);
+  });
+
+  test('with no events a full sync still runs hourly', async () => {
+    const { clock, backend, proxier } = setup();
+    proxier.start();
+    proxier.onServicesSynced();
+    proxier.onEndpointSlicesSynced();
+    await settle();
+    clock.advance(FULL_SYNC_PERIOD_MS - 1);
+    await settle();
+    assert.equal(backend.calls.length, 1);
+    clock.advance(1);
+    await settle();
+    assert.deepEqual(
+      backend.calls.map((c) => c.full),
+      [true, true],
+    );
+  });
+
+  test('after success: metrics, healthz Updated, trigger-time latency; conntrack only for UDP endpoint changes', async () => {
+    const { clock, rec, health, conntrack, proxier } = setup();
+    proxier.start();
+    proxier.onServiceAdd(service('tcp', '198.19.0.1'));
+    proxier.onServiceAdd(service('udp', '198.19.0.2', 'UDP'));
+    proxier.onServicesSynced();
+    proxier.onEndpointSlicesSynced();
+    await settle();
+    assert.deepEqual(conntrack, [], 'no endpoint changes yet');
+    assert.ok(rec.calls.includes('syncDuration full=true'));
+    assert.ok(rec.calls.includes('noLocal internal=1') && rec.calls.includes('noLocal external=2'));
+    assert.deepEqual(health.slice(0, 2), ['updated IPv4', 'queued IPv4']);
+    assert.equal(health.at(-1), 'updated IPv4');
+
+    clock.advance(1_000);
+    proxier.onEndpointSliceAdd(slice('tcp', ['198.18.10.2']));
+    await settle();
+    assert.deepEqual(conntrack, [], 'TCP endpoint changes need no conntrack cleanup');
+    // The slice's trigger time is 1,000.5 s; the sync finished at 1,001 s (fake clock): 0.5 s of latency.
+    assert.ok(rec.calls.includes('programming 0.5'), rec.calls.join('\n'));
+
+    clock.advance(1_000);
+    proxier.onEndpointSliceAdd(slice('udp', ['198.18.10.3'], '1', 'UDP'));
+    await settle();
+    assert.deepEqual(conntrack, ['IPv4']);
+  });
+});
