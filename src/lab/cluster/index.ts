@@ -1,0 +1,10 @@
+// The lab's orchestration: `lab up` (startLab), `lab down` (labDown), `lab status`, `lab exec`, and the relay.
+export { startLab, LabAlreadyUpError, type Lab, type LabOptions, type NodeHandle } from './lab.js';
+export { labDown, type DownReport } from './down.js';
+export { labStatus, formatStatus, type LabStatus } from './status.js';
+export { resolveTarget } from './exec.js';
+export { startRelay, startSocketBridge, parseHostPort } from './relay.js';
+export { defaultStateDir, labLayout, labPaths, podNamespaceName, DEFAULT_PREFIX } from './layout.js';
+export { readLabState } from './state.js';
+export { fetchProxyMetrics, metricValue, parseSamples } from './metrics.js';
+export { isProxyModeName, PROXY_MODE_NAMES, type ProxyModeName } from './proxy-config.js';

@@ -1,0 +1,407 @@
+// `lab up`: the whole one-host cluster in one process. The order matters: the network first (pods need their
+// node's bridge), then the API server with the namespace-backed pod plug, the socket bridge and a relay per node
+// (the proxies' only way to the API server), the kube-proxy ConfigMap and one proxy per node, service names for
+// every namespace, and last the `svc/web` workload. stop() undoes it all; so does `lab down` from its records.
+import { mkdirSync, renameSync, writeFileSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { hostCommandRunner, type CommandRunner } from '../../netfilter/command.js';
+import { SILENT_LOGGER, type Logger } from '../../sync/logger.js';
+import { defaultNodes, startApiServer, type ApiServer } from '../apiserver/index.js';
+import { child, str } from '../apiserver/json.js';
+import { kubeconfigYaml } from '../apiserver/kubeconfig.js';
+import { resourceByKind } from '../apiserver/resources.js';
+import type { Pod } from '../apiserver/types.js';
+import { HostsFiles, serviceName, type HostsTarget } from './hosts.js';
+import { DEFAULT_PREFIX, NODE_APISERVER_ADDRESS, defaultStateDir, labLayout, labPaths } from './layout.js';
+import type { LabLayout, LabPaths } from './layout.js';
+import { fetchProxyMetrics, metricValue } from './metrics.js';
+import { buildLabNetwork } from './network.js';
+import { namespacePodLifecycle, type NamespacePodLifecycle } from './pod-lifecycle.js';
+import { cliArgv } from './processes.js';
+import {
+  CONFIGMAP_NAME,
+  CONFIGMAP_NAMESPACE,
+  configFromConfigMap,
+  kubeProxyConfigMap,
+  type ProxyModeName,
+} from './proxy-config.js';
+import { startSocketBridge, type Pipe } from './relay.js';
+import { acquireLabLock, readLabState, writeLabState, type LabState } from './state.js';
+import { Supervised } from './supervisor.js';
+import { removeLabLeftovers, removeStateDir } from './teardown.js';
+import {
+  WEB,
+  WEB_REPLICAS,
+  WORKLOAD_NAMESPACE,
+  webDeployment,
+  webService,
+  workloadNamespace,
+} from './workload.js';
+
+export interface LabOptions {
+  readonly nodes?: number;
+  readonly mode?: ProxyModeName;
+  readonly stateDir?: string;
+  /** Names every namespace and /etc/netns directory; default "kptslab". */
+  readonly prefix?: string;
+  readonly runner?: CommandRunner;
+  readonly logger?: Logger;
+  /** Human progress lines (`lab up` prints them). */
+  readonly progress?: (line: string) => void;
+  /** Create svc/web (default true). */
+  readonly workload?: boolean;
+  /** How long to wait for the proxies' first sync and the web pods (default 120 s). */
+  readonly readyTimeoutMs?: number;
+}
+
+export class LabAlreadyUpError extends Error {
+  constructor(
+    readonly holder: number,
+    readonly stateDir: string,
+  ) {
+    super(
+      `a lab is already up (process ${holder}, state in ${stateDir}); run \`kube-proxy-ts lab down\` first`,
+    );
+  }
+}
+
+export interface NodeHandle {
+  readonly name: string;
+  readonly namespace: string;
+  readonly proxy: Supervised;
+  readonly relay: Supervised;
+}
+
+export interface Lab {
+  readonly layout: LabLayout;
+  readonly paths: LabPaths;
+  readonly server: ApiServer;
+  readonly kubeconfigPath: string;
+  readonly nodes: readonly NodeHandle[];
+  readonly runner: CommandRunner;
+  /** Resolves when the lab stopped (stop() was called, or it failed); a crash is not noticed here, by design. */
+  readonly stopped: Promise<void>;
+  stop(): Promise<void>;
+}
+
+function writeAtomically(path: string, text: string, mode = 0o600): boolean {
+  let old: string | undefined;
+  try {
+    old = readFileSync(path, 'utf8');
+  } catch {
+    old = undefined;
+  }
+  if (old === text) return false;
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const tmp = `${path}.tmp`;
+  writeFileSync(tmp, text, { mode });
+  // A rename is what a ConfigMap volume's ..data swap looks like to the proxy's watcher; it also never shows a
+  // half-written file.
+  renameSync(tmp, path);
+  return true;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export async function startLab(options: LabOptions = {}): Promise<Lab> {
+  const runner = options.runner ?? hostCommandRunner;
+  const logger = options.logger ?? SILENT_LOGGER;
+  const progress = options.progress ?? ((): void => undefined);
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
+  const mode = options.mode ?? 'nftables';
+  const layout = labLayout(options.nodes ?? 2, prefix);
+  const paths = labPaths(options.stateDir ?? defaultStateDir());
+
+  const lock = acquireLabLock(paths.lockFile);
+  if (!lock.ok) throw new LabAlreadyUpError(lock.holder, paths.stateDir);
+  // A lab that died without `lab down` left namespaces behind: clean them before building anew.
+  const previous = readLabState(paths.stateFile);
+  const stalePrefixes = new Set([prefix, ...(previous.ok ? [previous.state.prefix] : [])]);
+  for (const p of stalePrefixes) {
+    const r = await removeLabLeftovers(runner, p);
+    if (r.namespaces.length > 0)
+      progress(`removed ${r.namespaces.length} namespaces a previous lab left behind`);
+  }
+
+  const baseState: LabState = {
+    version: 1,
+    pid: process.pid,
+    prefix,
+    nodes: layout.nodes.map((n) => n.name),
+    mode,
+    startedAt: new Date().toISOString(),
+    apiserverURL: '',
+    token: '',
+    caPem: '',
+  };
+  writeLabState(paths.stateFile, baseState);
+
+  const cleanups: (() => Promise<void> | void)[] = [];
+  let lifecycle: NamespacePodLifecycle | undefined;
+  let resolveStopped: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => (resolveStopped = resolve));
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      progress('stopping the lab');
+      lifecycle?.close();
+      for (const c of cleanups.reverse()) {
+        try {
+          await c();
+        } catch (e) {
+          logger.warn('cleanup step failed', { error: e instanceof Error ? e.message : String(e) });
+        }
+      }
+      const r = await removeLabLeftovers(runner, prefix);
+      for (const e of r.errors) logger.warn('teardown', { error: e });
+      removeStateDir(paths.stateDir);
+      lock.release();
+      progress(`removed ${r.namespaces.length} namespaces; nothing left behind`);
+      resolveStopped();
+    })());
+
+  try {
+    progress(
+      `building the network: ${layout.nodes.length} nodes (${layout.nodes.map((n) => n.name).join(', ')}), underlay, client`,
+    );
+    await buildLabNetwork(runner, layout);
+
+    const hosts = new HostsFiles();
+    const podTargets = new Map<string, HostsTarget>();
+    let refreshHosts: () => void = () => undefined;
+    lifecycle = namespacePodLifecycle({
+      runner,
+      layout,
+      podStateDir: paths.podDir(),
+      logger: logger.child({ component: 'pods' }),
+      events: {
+        added: (ns: string, pod: Pod) => {
+          podTargets.set(ns, {
+            netns: ns,
+            podNamespace: pod.metadata.namespace ?? 'default',
+            self: { name: pod.metadata.name ?? ns, ip: pod.status?.podIP ?? '127.0.0.1' },
+          });
+          refreshHosts();
+        },
+        removed: (ns: string) => {
+          podTargets.delete(ns);
+          hosts.remove(ns);
+        },
+      },
+    });
+    mkdirSync(paths.podDir(), { recursive: true, mode: 0o700 });
+
+    progress('starting the API server');
+    const server = await startApiServer({
+      nodes: defaultNodes(layout.nodes.length),
+      podLifecycle: lifecycle,
+      kubeconfigPath: paths.kubeconfig,
+      logger: logger.child({ component: 'apiserver' }),
+    });
+    cleanups.push(() => server.stop());
+    writeLabState(paths.stateFile, {
+      ...baseState,
+      apiserverURL: server.url,
+      token: server.token,
+      caPem: server.caPem ?? '',
+    });
+
+    // Service names: every namespace's hosts file follows the Services (debounced: a burst writes once).
+    const SERVICE = resourceByKind('Service');
+    let hostsTimer: NodeJS.Timeout | undefined;
+    const writeAllHosts = (): void => {
+      const services = server.store.list(SERVICE).flatMap((s) => serviceName(s) ?? []);
+      const targets: HostsTarget[] = [
+        { netns: layout.clientNamespace },
+        ...layout.nodes.map((n) => ({ netns: n.namespace })),
+        ...podTargets.values(),
+      ];
+      for (const t of targets) {
+        try {
+          hosts.write(t, services);
+        } catch (e) {
+          logger.warn('cannot write hosts file', { netns: t.netns, error: String(e) });
+        }
+      }
+    };
+    refreshHosts = () => {
+      if (hostsTimer) return;
+      hostsTimer = setTimeout(() => {
+        hostsTimer = undefined;
+        writeAllHosts();
+      }, 50);
+    };
+    const unsubscribeHosts = server.store.subscribe((ev) => {
+      if (ev.resource.kind === 'Service') refreshHosts();
+    });
+    cleanups.push(() => {
+      unsubscribeHosts();
+      if (hostsTimer) clearTimeout(hostsTimer);
+    });
+    writeAllHosts();
+
+    const bridge: Pipe = await startSocketBridge(paths.apiserverSocket, server.port);
+    cleanups.push(() => bridge.close());
+
+    // kube-system/kube-proxy, as kubeadm makes it; every node's config.conf is a copy of its config.conf key.
+    const CONFIGMAP = resourceByKind('ConfigMap');
+    const created = server.registry.create(CONFIGMAP, CONFIGMAP_NAMESPACE, kubeProxyConfigMap(mode));
+    if (!created.ok) throw new Error(`creating ConfigMap kube-system/kube-proxy: ${created.error.message}`);
+    let configText = configFromConfigMap(created.value) ?? '';
+    const nodeKubeconfig = kubeconfigYaml(`https://${NODE_APISERVER_ADDRESS}`, server.token, server.caPem);
+
+    const nodes: NodeHandle[] = layout.nodes.map((n) => {
+      mkdirSync(paths.nodeDir(n.name), { recursive: true, mode: 0o700 });
+      writeAtomically(paths.nodeKubeconfig(n.name), nodeKubeconfig);
+      writeAtomically(paths.nodeConfig(n.name), configText);
+      const nlog = logger.child({ node: n.name });
+      const relay = new Supervised(
+        runner,
+        {
+          name: `relay on ${n.name}`,
+          namespace: n.namespace,
+          argv: () =>
+            cliArgv(['lab', 'relay', '--listen', NODE_APISERVER_ADDRESS, '--socket', paths.apiserverSocket]),
+          pidFile: `${paths.nodeDir(n.name)}/relay.pid`,
+          log: paths.relayLog(n.name),
+        },
+        nlog,
+      );
+      const proxy = new Supervised(
+        runner,
+        {
+          name: `kube-proxy-ts on ${n.name}`,
+          namespace: n.namespace,
+          argv: () =>
+            cliArgv([
+              '--kubeconfig',
+              paths.nodeKubeconfig(n.name),
+              '--hostname-override',
+              n.name,
+              '--config',
+              paths.nodeConfig(n.name),
+            ]),
+          pidFile: paths.proxyPidFile(n.name),
+          log: paths.proxyLog(n.name),
+        },
+        nlog,
+      );
+      return { name: n.name, namespace: n.namespace, proxy, relay };
+    });
+    cleanups.push(async () => {
+      await Promise.all(nodes.map((n) => n.proxy.stop()));
+      await Promise.all(nodes.map((n) => n.relay.stop()));
+    });
+    progress('starting a relay and kube-proxy-ts on every node');
+    for (const n of nodes) n.relay.start();
+    for (const n of nodes) n.proxy.start();
+
+    // A ConfigMap change is a DaemonSet rollout: the new file makes each proxy exit (its config watcher), and
+    // its supervisor starts it again with the new configuration. A proxy that missed the change is restarted.
+    const unsubscribeConfig = server.store.subscribe((ev) => {
+      if (ev.resource.kind !== 'ConfigMap') return;
+      const meta = child(ev.object, 'metadata');
+      if (str(meta, 'namespace') !== CONFIGMAP_NAMESPACE || str(meta, 'name') !== CONFIGMAP_NAME) return;
+      if (ev.type === 'DELETED') return;
+      const text = configFromConfigMap(ev.object);
+      if (text === undefined || text === configText) return;
+      configText = text;
+      progress('kube-proxy ConfigMap changed: rolling out to every node');
+      for (const n of nodes) {
+        const startsBefore = n.proxy.starts;
+        writeAtomically(paths.nodeConfig(n.name), text);
+        setTimeout(() => {
+          if (n.proxy.starts === startsBefore && !stopping) void n.proxy.kick();
+        }, 15_000).unref();
+      }
+    });
+    cleanups.push(unsubscribeConfig);
+
+    if (options.workload !== false) {
+      progress(
+        `creating namespace ${WORKLOAD_NAMESPACE}, Deployment ${WEB} (${WEB_REPLICAS} replicas) and Service ${WEB}`,
+      );
+      for (const [kind, ns, obj] of [
+        ['Namespace', '', workloadNamespace()],
+        ['Deployment', WORKLOAD_NAMESPACE, webDeployment()],
+        ['Service', WORKLOAD_NAMESPACE, webService()],
+      ] as const) {
+        const r = server.registry.create(resourceByKind(kind), ns, obj);
+        if (!r.ok) throw new Error(`creating ${kind} ${WEB}: ${r.error.message}`);
+      }
+    }
+
+    await waitUntilReady(
+      runner,
+      server,
+      nodes,
+      options.workload !== false,
+      options.readyTimeoutMs ?? 120_000,
+      progress,
+    );
+    const lab: Lab = {
+      layout,
+      paths,
+      server,
+      kubeconfigPath: paths.kubeconfig,
+      nodes,
+      runner,
+      stopped,
+      stop,
+    };
+    return lab;
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}
+
+async function waitUntilReady(
+  runner: CommandRunner,
+  server: ApiServer,
+  nodes: readonly NodeHandle[],
+  workload: boolean,
+  timeoutMs: number,
+  progress: (line: string) => void,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const synced = new Set<string>();
+  let lastPods = -1;
+  const POD = resourceByKind('Pod');
+  for (;;) {
+    for (const n of nodes) {
+      if (synced.has(n.name)) continue;
+      const text = await fetchProxyMetrics(runner, n.namespace);
+      const last = text ? metricValue(text, 'kubeproxy_sync_proxy_rules_last_timestamp_seconds') : undefined;
+      if (last !== undefined && last > 0) {
+        synced.add(n.name);
+        progress(`kube-proxy-ts on ${n.name}: first sync done (pid ${n.proxy.pid() ?? '?'})`);
+      }
+    }
+    const ready = workload
+      ? server.store
+          .list(POD, WORKLOAD_NAMESPACE)
+          .filter(
+            (p) =>
+              str(child(p, 'status'), 'phase') === 'Running' &&
+              !str(child(p, 'metadata'), 'deletionTimestamp'),
+          ).length
+      : 0;
+    if (workload && ready !== lastPods) {
+      progress(`web pods running: ${ready}/${WEB_REPLICAS}`);
+      lastPods = ready;
+    }
+    if (synced.size === nodes.length && (!workload || ready >= WEB_REPLICAS)) return;
+    if (Date.now() > deadline) {
+      const waiting = nodes.filter((n) => !synced.has(n.name)).map((n) => n.name);
+      throw new Error(
+        `the lab did not become ready in ${Math.round(timeoutMs / 1000)} s: ` +
+          (waiting.length > 0 ? `no sync yet from the proxies on ${waiting.join(', ')}; ` : '') +
+          `${ready}/${WEB_REPLICAS} web pods running (proxy logs are under the state directory)`,
+      );
+    }
+    await delay(500);
+  }
+}

@@ -1,0 +1,55 @@
+// Long-running processes the lab starts inside namespaces (relays, proxies), through the CommandRunner seam:
+// `sh` writes its PID to a file and execs `ip netns exec NS …`, which execs the program, so the PID in the file is
+// the program's own, and its output goes straight to a log file instead of piling up in the lab's memory.
+import { readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { CommandResult, CommandRunner } from '../../netfilter/command.js';
+import { checkNamespaceName } from '../netns/index.js';
+
+// $KPTS_PIDFILE and $KPTS_LOG come from the environment, so no path is ever spliced into shell text.
+const LAUNCH = 'echo $$ > "$KPTS_PIDFILE"; exec "$@" >>"$KPTS_LOG" 2>&1 </dev/null';
+
+export interface LaunchedProcess {
+  /** Resolves (never rejects) when the process has ended. */
+  readonly exited: Promise<CommandResult>;
+  readonly pidFile: string;
+}
+
+export function launchInNamespace(
+  runner: CommandRunner,
+  namespace: string,
+  argv: readonly string[],
+  files: { readonly pidFile: string; readonly log: string },
+): LaunchedProcess {
+  const exited = runner.run(
+    'sh',
+    ['-c', LAUNCH, 'sh', 'ip', 'netns', 'exec', checkNamespaceName(namespace), ...argv],
+    { env: { KPTS_PIDFILE: files.pidFile, KPTS_LOG: files.log } },
+  );
+  return { exited, pidFile: files.pidFile };
+}
+
+export function readPidFile(path: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(path, 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * argv that runs kube-proxy-ts's CLI with `args`: the compiled dist/src/cli/main.js when the lab itself runs
+ * compiled (what `npm start` does), `node --import tsx src/cli/main.ts` when it runs from source (tests).
+ */
+export function cliArgv(args: readonly string[]): string[] {
+  const self = fileURLToPath(import.meta.url);
+  if (self.endsWith('.ts')) {
+    const main = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
+    return [process.execPath, '--import', import.meta.resolve('tsx'), main, ...args];
+  }
+  const main = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
+  if (!existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first`);
+  return [process.execPath, main, ...args];
+}

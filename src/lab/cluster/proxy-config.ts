@@ -1,0 +1,74 @@
+// The lab's kube-proxy ConfigMap, shaped as kubeadm makes it (kube-system/kube-proxy, key config.conf holding a
+// KubeProxyConfiguration), and the few facts the lab reads back from it. The lab writes config.conf verbatim to
+// each node's file, as the DaemonSet's ConfigMap volume would; the proxies read, default and validate it.
+import { parse, stringify } from 'yaml';
+import { isObject } from '../apiserver/json.js';
+import { CLUSTER_CIDR } from './layout.js';
+
+export const PROXY_MODE_NAMES = ['nftables', 'iptables'] as const;
+export type ProxyModeName = (typeof PROXY_MODE_NAMES)[number];
+
+export function isProxyModeName(v: unknown): v is ProxyModeName {
+  return v === 'nftables' || v === 'iptables';
+}
+
+export const CONFIGMAP_NAMESPACE = 'kube-system';
+export const CONFIGMAP_NAME = 'kube-proxy';
+export const CONFIGMAP_KEY = 'config.conf';
+
+/** The lab's starting configuration: upstream's defaults, except what a shared host needs. */
+export function labProxyConfiguration(mode: ProxyModeName): string {
+  return stringify({
+    apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
+    kind: 'KubeProxyConfiguration',
+    mode,
+    clusterCIDR: CLUSTER_CIDR,
+    // Inside each node's namespace: the lab reads both from there (`lab exec NODE -- curl …`).
+    metricsBindAddress: '127.0.0.1:10249',
+    healthzBindAddress: '0.0.0.0:10256',
+    // Conntrack limits and timeouts are host-wide sysctls (nf_conntrack_max is not per namespace): 0 leaves
+    // them alone, as kind does for the same reason.
+    conntrack: {
+      maxPerCore: 0,
+      tcpEstablishedTimeout: '0s',
+      tcpCloseWaitTimeout: '0s',
+      udpTimeout: '0s',
+      udpStreamTimeout: '0s',
+    },
+    iptables: { minSyncPeriod: '1s', syncPeriod: '30s', masqueradeAll: false },
+    nftables: { minSyncPeriod: '1s', syncPeriod: '30s', masqueradeAll: false },
+  });
+}
+
+export function kubeProxyConfigMap(mode: ProxyModeName): object {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name: CONFIGMAP_NAME,
+      namespace: CONFIGMAP_NAMESPACE,
+      labels: { app: 'kube-proxy' },
+    },
+    data: { [CONFIGMAP_KEY]: labProxyConfiguration(mode) },
+  };
+}
+
+/** config.conf of a ConfigMap object, or undefined when the object has none (the lab then keeps the old one). */
+export function configFromConfigMap(obj: unknown): string | undefined {
+  if (!isObject(obj) || !isObject(obj.data)) return undefined;
+  const text = obj.data[CONFIGMAP_KEY];
+  return typeof text === 'string' && text.trim() !== '' ? text : undefined;
+}
+
+/** The mode a config.conf asks for (upstream: "" means iptables on Linux); undefined when unreadable. */
+export function modeOfConfig(text: string): string | undefined {
+  try {
+    const doc: unknown = parse(text);
+    if (!isObject(doc)) return undefined;
+    const mode = doc.mode;
+    if (mode === undefined || mode === '') return 'iptables';
+    return typeof mode === 'string' ? mode : undefined;
+  } catch {
+    return undefined;
+  }
+}

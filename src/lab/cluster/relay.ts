@@ -1,0 +1,85 @@
+// Byte pipes that carry the API server's TLS stream into node namespaces without touching the root namespace:
+//
+//   proxy in node ns ── tcp 127.0.0.1:6443 ──▶ relay (in node ns) ── unix socket ──▶ socket bridge (lab process)
+//                                                                                   ── tcp 127.0.0.1:PORT ──▶ API server
+//
+// A loopback address is private to its namespace, but a filesystem path is not: the socket is the one door. TLS is
+// end to end (the relays see ciphertext), and the serving certificate names 127.0.0.1, which is where the proxy
+// connects in its own namespace too, so the lab's CA and token work unchanged.
+import { chmodSync, rmSync } from 'node:fs';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+
+function splice(a: Socket, b: Socket): void {
+  a.pipe(b);
+  b.pipe(a);
+  const end = (): void => {
+    a.destroy();
+    b.destroy();
+  };
+  a.on('error', end);
+  b.on('error', end);
+  a.on('close', end);
+  b.on('close', end);
+}
+
+export interface Pipe {
+  close(): Promise<void>;
+}
+
+function closer(server: Server, sockets: Set<Socket>, after?: () => void): () => Promise<void> {
+  return () =>
+    new Promise<void>((resolve) => {
+      server.close(() => {
+        after?.();
+        resolve();
+      });
+      for (const s of sockets) s.destroy();
+    });
+}
+
+function track(server: Server, sockets: Set<Socket>): void {
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+}
+
+/** In the lab process: accept on a Unix socket (root only), forward each connection to 127.0.0.1:port. */
+export async function startSocketBridge(socketPath: string, port: number): Promise<Pipe> {
+  rmSync(socketPath, { force: true });
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => splice(client, connect(port, '127.0.0.1')));
+  track(server, sockets);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socketPath, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  chmodSync(socketPath, 0o600);
+  return { close: closer(server, sockets, () => rmSync(socketPath, { force: true })) };
+}
+
+/** In a node namespace: accept on host:port, forward each connection to the Unix socket. */
+export async function startRelay(listen: { host: string; port: number }, socketPath: string): Promise<Pipe> {
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => splice(client, connect(socketPath)));
+  track(server, sockets);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(listen.port, listen.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return { close: closer(server, sockets) };
+}
+
+/** "127.0.0.1:6443" → parts; undefined when it is not HOST:PORT. */
+export function parseHostPort(text: string): { host: string; port: number } | undefined {
+  const m = /^(.+):(\d+)$/.exec(text);
+  if (!m || m[1] === undefined) return undefined;
+  const port = Number(m[2]);
+  return port >= 1 && port <= 65535 ? { host: m[1], port } : undefined;
+}

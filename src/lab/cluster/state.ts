@@ -1,0 +1,128 @@
+// What a running lab records about itself (state.json in the state directory), so that `lab down`, `lab status`
+// and `lab exec` work from another terminal, also after the lab process crashed. The file is read as untrusted
+// input: a field of the wrong type makes the whole record unreadable, with the field named.
+import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { isObject } from '../apiserver/json.js';
+import type { ProxyModeName } from './proxy-config.js';
+
+export interface LabState {
+  readonly version: 1;
+  /** The lab process; 0 once it has shut down cleanly. */
+  readonly pid: number;
+  readonly prefix: string;
+  readonly nodes: readonly string[];
+  readonly mode: ProxyModeName;
+  readonly startedAt: string;
+  readonly apiserverURL: string;
+  readonly token: string;
+  readonly caPem: string;
+}
+
+export type StateRead =
+  | { readonly ok: true; readonly state: LabState }
+  | { readonly ok: false; readonly missing: boolean; readonly reason: string };
+
+export function readLabState(path: string): StateRead {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    const missing = isObject(e) && e.code === 'ENOENT';
+    return { ok: false, missing, reason: `${path}: ${e instanceof Error ? e.message : String(e)}` };
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    return { ok: false, missing: false, reason: `${path}: not JSON (${String(e)})` };
+  }
+  if (!isObject(raw)) return { ok: false, missing: false, reason: `${path}: not an object` };
+  const isString = (v: unknown): v is string => typeof v === 'string';
+  const problems: string[] = [];
+  const want = (name: string, ok: boolean): void => {
+    if (!ok) problems.push(name);
+  };
+  want('version', raw.version === 1);
+  want('pid', typeof raw.pid === 'number' && Number.isInteger(raw.pid) && raw.pid >= 0);
+  // A short prefix could match other people's namespaces when `lab down` sweeps it.
+  want('prefix', isString(raw.prefix) && raw.prefix.length >= 6);
+  want('nodes', Array.isArray(raw.nodes) && raw.nodes.every(isString));
+  want('mode', raw.mode === 'nftables' || raw.mode === 'iptables');
+  for (const name of ['startedAt', 'apiserverURL', 'token', 'caPem']) want(name, isString(raw[name]));
+  if (problems.length > 0)
+    return {
+      ok: false,
+      missing: false,
+      reason: `${path}: fields missing or of the wrong type: ${problems.join(', ')}`,
+    };
+  return { ok: true, state: raw as unknown as LabState };
+}
+
+/** Writes atomically (temporary file + rename), readable by root only: it holds the lab's bearer token. */
+export function writeLabState(path: string, state: LabState): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
+  renameSync(tmp, path);
+}
+
+/** Whether a process with this PID exists (signal 0 checks without signalling). */
+export function processAlive(pid: number): boolean {
+  if (pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return isObject(e) && e.code === 'EPERM';
+  }
+}
+
+/** Whether `pid` is a lab process (its command line says `lab up`, or it is a test running startLab). */
+export function looksLikeLab(pid: number): boolean {
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    return cmdline.includes('node');
+  } catch {
+    return false;
+  }
+}
+
+export type LockResult =
+  { readonly ok: true; release(): void } | { readonly ok: false; readonly holder: number };
+
+/**
+ * One lab per state directory: a lock file created exclusively, holding the owner's PID. A lock whose owner is
+ * gone (a crashed lab) is taken over; the caller then cleans up what that lab left behind.
+ */
+export function acquireLabLock(lockFile: string): LockResult {
+  mkdirSync(dirname(lockFile), { recursive: true, mode: 0o700 });
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(lockFile, 'wx', 0o600);
+      writeFileSync(fd, String(process.pid));
+      closeSync(fd);
+      return {
+        ok: true,
+        release: () => {
+          if (readLockHolder(lockFile) === process.pid) rmSync(lockFile, { force: true });
+        },
+      };
+    } catch (e) {
+      if (!isObject(e) || e.code !== 'EEXIST') throw e;
+      const holder = readLockHolder(lockFile);
+      if (holder !== undefined && processAlive(holder) && looksLikeLab(holder)) return { ok: false, holder };
+      rmSync(lockFile, { force: true });
+    }
+  }
+  return { ok: false, holder: readLockHolder(lockFile) ?? 0 };
+}
+
+export function readLockHolder(lockFile: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(lockFile, 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
