@@ -3,7 +3,7 @@
 // minSyncPeriod; and what is reported after a successful sync.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { EndpointSlice, Service } from '../../src/kube/objects.js';
+import type { EndpointSlice, Node, Service } from '../../src/kube/objects.js';
 import type { IPFamily } from '../../src/model/ip.js';
 import type { BackendSyncResult, ProxyBackend, ProxySnapshot, SyncRequest } from '../../src/sync/backend.js';
 import { FakeClock } from '../../src/sync/clock.js';
@@ -169,8 +169,8 @@ describe('Proxier', () => {
     proxier.onEndpointSlicesSynced();
     await settle();
     clock.advance(1_000);
-    const node = (zone?: string) => ({
-      metadata: { name: 'node-a', labels: zone ? { 'topology.kubernetes.io/zone': zone } : {} },
+    const node = (zone: string): Node => ({
+      metadata: { name: 'node-a', labels: { 'topology.kubernetes.io/zone': zone } },
     });
     proxier.onNode(node('z1'));
     await settle();

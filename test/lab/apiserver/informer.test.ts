@@ -50,7 +50,9 @@ test('makeInformer survives a bookmark, a 410 and a restart', async () => {
     // A change to another kind moves the global resourceVersion; only a BOOKMARK can tell the informer.
     server.registry.create(resourceByKind('Namespace'), '', { metadata: { name: 'other' } });
     const target = String(server.store.resourceVersion);
-    await until('bookmark', () => informer.latestResourceVersion() === target);
+    // makeInformer returns a ListWatch, whose latestResourceVersion() the Informer type does not declare.
+    const listWatch = informer as unknown as { latestResourceVersion(): string };
+    await until('bookmark', () => listWatch.latestResourceVersion() === target);
     assert.equal(lists, 1);
 
     // 410: with the informer's watch cut, changes happen and the history is dropped; its re-watch gets an
