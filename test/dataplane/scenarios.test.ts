@@ -1,7 +1,7 @@
-// The real-kernel scenario suite: one set of scenarios, run for every proxy mode, each asserting with real packets
-// through real namespaces that the mode's rules behave as upstream's do (upstream-model.md §4, upstream-backends.md
-// §1.6–1.8). One topology per mode is shared by all its scenarios; each scenario has its own Service (own
-// ClusterIP and NodePort) and removes it at the end.
+// The real-kernel scenario suite: one set of scenarios, run for every proxy mode and each IP family, each asserting
+// with real packets through real namespaces that the mode's rules behave as upstream's do (upstream-model.md §4,
+// upstream-backends.md §1.6–1.8). One dual-stack topology per mode is shared by all its scenarios (each node runs
+// one backend per family); each scenario has its own Service (own ClusterIP and NodePort) and removes it at the end.
 //
 // Topology (see src/lab/netns/topology.ts): node-0 and node-1, three pods each (pod-<node>-<k>), an external client
 // on the underlay. Every pod serves HTTP on 8080 and UDP echo on 5353 and answers with its name and the source it saw.
@@ -9,12 +9,13 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { hostCommandRunner } from '../../src/netfilter/command.js';
 import { listNamespaces, sweepNamespaces } from '../../src/lab/netns/namespace.js';
+import { IP_FAMILIES } from '../../src/model/ip.js';
 import { PROXY_MODES } from '../../src/sync/backend.js';
 import type { ProxyMode } from '../../src/sync/backend.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import { MODE_SUPPORT } from './harness/backends.js';
 import type { TestCluster } from './harness/cluster.js';
-import { makeTestCluster } from './harness/cluster.js';
+import { addressOf, makeTestCluster, nodeAddresses } from './harness/cluster.js';
 import { dnsPort, endpointSlice, httpPort, service } from './harness/objects.js';
 import { answered, errorKinds, failed, podsThatAnswered, sourcesSeen } from './harness/outcomes.js';
 import { waitFor } from './harness/wait.js';
@@ -66,409 +67,442 @@ for (const mode of PROXY_MODES) {
       assert.deepEqual(left, [], 'no namespace of the run is left');
     });
 
-    scenario('a ClusterIP Service with three backends: 60 requests from a pod reach all three', async (c) => {
-      const svc = service({ name: 'web', clusterIP: '198.19.0.10', ports: [httpPort()] });
-      const backends = ['pod-0-0', 'pod-1-0', 'pod-1-1'];
-      const slice = endpointSlice(
-        svc,
-        backends.map((p) => c.endpoint(p)),
-      );
-      await c.apply({ services: [svc], slices: [slice] });
-      try {
-        // pod-0-2 shares node-0's bridge with pod-0-0 (bridged reply) and reaches node-1's pods across the underlay.
-        const client = c.pod('pod-0-2');
-        const outcomes = await c.http(client.namespace, '198.19.0.10', 80, { count: 60 });
-        assert.deepEqual(errorKinds(outcomes), {}, 'every request answered');
-        assert.equal(answered(outcomes).length, 60);
-        assert.deepEqual(podsThatAnswered(outcomes), [...backends].sort());
-        // Pod-to-ClusterIP traffic from inside the cluster CIDR is not masqueraded.
-        assert.deepEqual(sourcesSeen(outcomes), [client.ip]);
-      } finally {
-        await c.remove({ services: [svc], slices: [slice] });
-      }
-    });
+    for (const family of IP_FAMILIES) {
+      describe(family, () => {
+        // Each family has its own Services: ClusterIPs from its service CIDR, NodePorts 100 apart (NodePorts are
+        // allocated cluster-wide), names with a family suffix.
+        const suffix = family === 'IPv4' ? 'v4' : 'v6';
+        const vip = (n: number): string => (family === 'IPv4' ? `198.19.0.${n}` : `2001:db8:ff::${n}`);
+        const np = (port: number): number => (family === 'IPv4' ? port : port + 100);
+        const ip = (x: { readonly ip: string; readonly ip6: string }): string => addressOf(x, family);
 
-    scenario('a UDP Service answers, from both backends', async (c) => {
-      const svc = service({ name: 'dns', clusterIP: '198.19.0.11', ports: [dnsPort()] });
-      const backends = ['pod-0-1', 'pod-1-2'];
-      const slice = endpointSlice(
-        svc,
-        backends.map((p) => c.endpoint(p)),
-      );
-      await c.apply({ services: [svc], slices: [slice] });
-      try {
-        const client = c.pod('pod-1-0');
-        const outcomes = await c.udp(client.namespace, '198.19.0.11', 53, { count: 30 });
-        assert.deepEqual(errorKinds(outcomes), {}, 'every datagram answered');
-        // Each request is a new socket, so a new conntrack flow and a new choice: 30 picks miss one of two
-        // backends with probability 2^-29.
-        assert.deepEqual(podsThatAnswered(outcomes), [...backends].sort());
-        assert.deepEqual(sourcesSeen(outcomes), [client.ip]);
-      } finally {
-        await c.remove({ services: [svc], slices: [slice] });
-      }
-    });
-
-    scenario(
-      'a Service with no endpoints is rejected at once (ClusterIP and NodePort, TCP and UDP)',
-      async (c) => {
-        const svc = service({
-          name: 'empty',
-          clusterIP: '198.19.0.12',
-          ports: [httpPort({ nodePort: 30082 }), dnsPort()],
-        });
-        const slice = endpointSlice(svc, []);
-        await c.apply({ services: [svc], slices: [slice] });
-        try {
-          // A reject is an ICMP error, and the kernel rate-limits those per destination (a burst of 6, then
-          // one a second): two requests from each of three sources stay inside the burst. Generous timeouts: a
-          // reject answers within milliseconds; only a drop would run into them.
-          const tcp = await c.http(c.pod('pod-0-2').namespace, '198.19.0.12', 80, {
-            count: 2,
-            timeoutMs: 5000,
-          });
-          const udp = await c.udp(c.pod('pod-1-0').namespace, '198.19.0.12', 53, {
-            count: 2,
-            timeoutMs: 5000,
-          });
-          const nodePort = await c.http(c.client.namespace, c.node('node-1').ip, 30082, {
-            count: 2,
-            timeoutMs: 5000,
-          });
-          for (const [what, outcomes] of [
-            ['TCP to the ClusterIP', tcp],
-            ['UDP to the ClusterIP', udp],
-            ['TCP to the NodePort', nodePort],
-          ] as const) {
-            assert.equal(failed(outcomes).length, 2, `${what}: every request fails`);
-            for (const f of failed(outcomes)) {
-              assert.ok(
-                REJECT_ERRORS.has(f.error),
-                `${what}: rejected (ECONNREFUSED/EHOSTUNREACH), got ${f.error}`,
-              );
+        scenario(
+          'a ClusterIP Service with three backends: 60 requests from a pod reach all three',
+          async (c) => {
+            const svc = service({ name: `web-${suffix}`, clusterIP: vip(10), ports: [httpPort()] });
+            const backends = ['pod-0-0', 'pod-1-0', 'pod-1-1'];
+            const slice = endpointSlice(
+              svc,
+              backends.map((p) => c.endpoint(p, family)),
+            );
+            await c.apply({ services: [svc], slices: [slice] });
+            try {
+              // pod-0-2 shares node-0's bridge with pod-0-0 (bridged reply) and reaches node-1's pods across the underlay.
+              const client = c.pod('pod-0-2');
+              const outcomes = await c.http(client.namespace, vip(10), 80, { count: 60 });
+              assert.deepEqual(errorKinds(outcomes), {}, 'every request answered');
+              assert.equal(answered(outcomes).length, 60);
+              assert.deepEqual(podsThatAnswered(outcomes), [...backends].sort());
+              // Pod-to-ClusterIP traffic from inside the cluster CIDR is not masqueraded.
+              assert.deepEqual(sourcesSeen(outcomes), [ip(client)]);
+            } finally {
+              await c.remove({ services: [svc], slices: [slice] });
             }
-          }
-        } finally {
-          await c.remove({ services: [svc], slices: [slice] });
-        }
-      },
-    );
-
-    scenario('a NodePort answers a client outside the cluster, on every node, masqueraded', async (c) => {
-      const svc = service({
-        name: 'nodeport',
-        clusterIP: '198.19.0.13',
-        ports: [httpPort({ nodePort: 30080 })],
-      });
-      const backends = ['pod-0-0', 'pod-1-0'];
-      const slice = endpointSlice(
-        svc,
-        backends.map((p) => c.endpoint(p)),
-      );
-      await c.apply({ services: [svc], slices: [slice] });
-      try {
-        for (const node of c.nodes) {
-          const outcomes = await c.http(c.client.namespace, node.ip, 30080, { count: 30 });
-          assert.deepEqual(errorKinds(outcomes), {}, `${node.name}: every request answered`);
-          assert.deepEqual(
-            podsThatAnswered(outcomes),
-            [...backends].sort(),
-            `${node.name}: both backends, local and remote`,
-          );
-          // externalTrafficPolicy: Cluster SNATs to the ingress node, so the reply returns through it.
-          for (const source of sourcesSeen(outcomes)) {
-            assert.ok(
-              [node.ip, node.gatewayIP].includes(source),
-              `${node.name}: pod saw ${source}, one of the node's addresses`,
-            );
-          }
-        }
-      } finally {
-        await c.remove({ services: [svc], slices: [slice] });
-      }
-    });
-
-    scenario(
-      'externalTrafficPolicy Local keeps the client address; a node without a local endpoint drops',
-      async (c) => {
-        const svc = service({
-          name: 'local',
-          clusterIP: '198.19.0.14',
-          ports: [httpPort({ nodePort: 30081 })],
-          externalTrafficPolicy: 'Local',
-        });
-        const slice = endpointSlice(svc, [c.endpoint('pod-0-1')]);
-        await c.apply({ services: [svc], slices: [slice] });
-        try {
-          const withEndpoint = await c.http(c.client.namespace, c.node('node-0').ip, 30081, { count: 10 });
-          assert.deepEqual(errorKinds(withEndpoint), {}, 'node-0 (local endpoint) answers');
-          assert.deepEqual(podsThatAnswered(withEndpoint), ['pod-0-1']);
-          assert.deepEqual(sourcesSeen(withEndpoint), [c.client.ip], 'the pod sees the client, not the node');
-
-          const withoutEndpoint = await c.http(c.client.namespace, c.node('node-1').ip, 30081, {
-            count: 2,
-            timeoutMs: 1500,
-          });
-          assert.deepEqual(
-            errorKinds(withoutEndpoint),
-            { TIMEOUT: 2 },
-            'node-1 (no local endpoint) drops silently',
-          );
-
-          // Pod traffic to a Local NodePort is short-circuited to the Cluster set (upstream-model.md §4), so a pod
-          // on node-1 is answered through node-1's NodePort although node-1 has no local endpoint.
-          const fromPod = c.pod('pod-1-0');
-          const shortCircuit = await c.http(fromPod.namespace, c.node('node-1').ip, 30081, { count: 3 });
-          assert.deepEqual(errorKinds(shortCircuit), {}, 'pod traffic to the NodePort is not dropped');
-          assert.deepEqual(podsThatAnswered(shortCircuit), ['pod-0-1']);
-          // So is the node's own traffic (masqueraded, as it leaves with a node address anyway).
-          const node1 = c.node('node-1');
-          const fromNode = await c.http(node1.namespace, node1.ip, 30081, { count: 3 });
-          assert.deepEqual(
-            errorKinds(fromNode),
-            {},
-            'the node reaching its own Local NodePort is not dropped',
-          );
-          assert.deepEqual(podsThatAnswered(fromNode), ['pod-0-1']);
-
-          // The ClusterIP is policy Cluster: from node-1's pods it still reaches the endpoint on node-0.
-          const internal = await c.http(c.pod('pod-1-0').namespace, '198.19.0.14', 80, { count: 3 });
-          assert.deepEqual(podsThatAnswered(internal), ['pod-0-1']);
-        } finally {
-          await c.remove({ services: [svc], slices: [slice] });
-        }
-      },
-    );
-
-    scenario('the node itself reaches a ClusterIP and its own NodePort (the output hook)', async (c) => {
-      const svc = service({
-        name: 'from-node',
-        clusterIP: '198.19.0.18',
-        ports: [httpPort({ nodePort: 30083 })],
-      });
-      const backends = ['pod-0-0', 'pod-1-0'];
-      const slice = endpointSlice(
-        svc,
-        backends.map((p) => c.endpoint(p)),
-      );
-      await c.apply({ services: [svc], slices: [slice] });
-      try {
-        const node = c.node('node-1');
-        for (const [what, ip, port] of [
-          ['ClusterIP', '198.19.0.18', 80],
-          ['own NodePort', node.ip, 30083],
-        ] as const) {
-          const outcomes = await c.http(node.namespace, ip, port, { count: 30 });
-          assert.deepEqual(errorKinds(outcomes), {}, `${what}: every request answered`);
-          assert.deepEqual(podsThatAnswered(outcomes), [...backends].sort(), `${what}: both backends`);
-          for (const source of sourcesSeen(outcomes)) {
-            assert.ok(
-              [node.ip, node.gatewayIP].includes(source),
-              `${what}: pod saw ${source}, a node-1 address`,
-            );
-          }
-        }
-      } finally {
-        await c.remove({ services: [svc], slices: [slice] });
-      }
-    });
-
-    scenario(
-      'internalTrafficPolicy Local: a node with a local endpoint uses only it, one without drops',
-      async (c) => {
-        const svc = service({
-          name: 'node-local',
-          clusterIP: '198.19.0.19',
-          ports: [httpPort()],
-          internalTrafficPolicy: 'Local',
-        });
-        const slice = endpointSlice(svc, [c.endpoint('pod-0-0'), c.endpoint('pod-1-0')]);
-        const onlyNode0 = endpointSlice(svc, [c.endpoint('pod-0-0')]);
-        await c.apply({ services: [svc], slices: [slice] });
-        try {
-          const fromNode0 = await c.http(c.pod('pod-0-2').namespace, '198.19.0.19', 80, { count: 20 });
-          assert.deepEqual(errorKinds(fromNode0), {});
-          assert.deepEqual(
-            podsThatAnswered(fromNode0),
-            ['pod-0-0'],
-            'node-0 pods reach only node-0 endpoints',
-          );
-          const fromNode1 = await c.http(c.pod('pod-1-1').namespace, '198.19.0.19', 80, { count: 20 });
-          assert.deepEqual(
-            podsThatAnswered(fromNode1),
-            ['pod-1-0'],
-            'node-1 pods reach only node-1 endpoints',
-          );
-
-          // pod-1-0 goes away: node-1 has no local endpoint left, while the Service still has one (on node-0).
-          await c.apply({ slices: [onlyNode0] });
-          const dropped = await c.http(c.pod('pod-1-1').namespace, '198.19.0.19', 80, {
-            count: 2,
-            timeoutMs: 1500,
-          });
-          assert.deepEqual(errorKinds(dropped), { TIMEOUT: 2 }, 'dropped (not rejected) on node-1');
-        } finally {
-          await c.remove({ services: [svc], slices: [slice] });
-        }
-      },
-    );
-
-    scenario(
-      'serving, terminating endpoints are used when no endpoint is ready; not-serving ones never',
-      async (c) => {
-        const svc = service({
-          name: 'draining',
-          clusterIP: '198.19.0.20',
-          ports: [httpPort({ nodePort: 30084 })],
-          externalTrafficPolicy: 'Local',
-        });
-        const slice = endpointSlice(svc, [
-          c.endpoint('pod-0-1', { ready: false, serving: true, terminating: true }),
-          c.endpoint('pod-0-0', { ready: false, serving: false, terminating: true }),
-        ]);
-        await c.apply({ services: [svc], slices: [slice] });
-        try {
-          // Cluster set (ClusterIP) and Local set (NodePort on node-0) both fall back to the serving one.
-          const internal = await c.http(c.pod('pod-1-0').namespace, '198.19.0.20', 80, { count: 20 });
-          assert.deepEqual(errorKinds(internal), {});
-          assert.deepEqual(podsThatAnswered(internal), ['pod-0-1']);
-          const external = await c.http(c.client.namespace, c.node('node-0').ip, 30084, { count: 20 });
-          assert.deepEqual(errorKinds(external), {});
-          assert.deepEqual(podsThatAnswered(external), ['pod-0-1']);
-          assert.deepEqual(sourcesSeen(external), [c.client.ip]);
-        } finally {
-          await c.remove({ services: [svc], slices: [slice] });
-        }
-      },
-    );
-
-    scenario(
-      'a pod reaching itself through its ClusterIP (hairpin) is answered and masqueraded',
-      async (c) => {
-        const svc = service({ name: 'hairpin', clusterIP: '198.19.0.15', ports: [httpPort(), dnsPort()] });
-        const slice = endpointSlice(svc, [c.endpoint('pod-1-2')]);
-        await c.apply({ services: [svc], slices: [slice] });
-        try {
-          const pod = c.pod('pod-1-2');
-          const node = c.node(pod.nodeName);
-          const tcp = await c.http(pod.namespace, '198.19.0.15', 80, { count: 5 });
-          const udp = await c.udp(pod.namespace, '198.19.0.15', 53, { count: 5 });
-          for (const [what, outcomes] of [
-            ['TCP', tcp],
-            ['UDP', udp],
-          ] as const) {
-            assert.deepEqual(errorKinds(outcomes), {}, `${what}: every request answered`);
-            assert.deepEqual(podsThatAnswered(outcomes), ['pod-1-2']);
-            const sources = sourcesSeen(outcomes);
-            assert.ok(
-              !sources.includes(pod.ip),
-              `${what}: the pod must not see its own address (saw ${sources.join(', ')})`,
-            );
-            for (const s of sources) {
-              assert.ok(
-                [node.ip, node.gatewayIP].includes(s),
-                `${what}: masqueraded to a node address, saw ${s}`,
-              );
-            }
-          }
-        } finally {
-          await c.remove({ services: [svc], slices: [slice] });
-        }
-      },
-    );
-
-    scenario('ClientIP session affinity pins a client to one backend', async (c) => {
-      const svc = service({
-        name: 'sticky',
-        clusterIP: '198.19.0.16',
-        ports: [httpPort()],
-        sessionAffinity: 'ClientIP',
-        affinityTimeoutSeconds: 300,
-      });
-      const backends = ['pod-0-0', 'pod-0-1', 'pod-1-0'];
-      const slice = endpointSlice(
-        svc,
-        backends.map((p) => c.endpoint(p)),
-      );
-      await c.apply({ services: [svc], slices: [slice] });
-      try {
-        for (const client of [c.pod('pod-1-1'), c.pod('pod-0-2')]) {
-          const outcomes = await c.http(client.namespace, '198.19.0.16', 80, { count: 20 });
-          assert.deepEqual(errorKinds(outcomes), {}, `${client.name}: every request answered`);
-          const pods = podsThatAnswered(outcomes);
-          // Without affinity, 20 fresh connections over 3 backends all land on one with probability 3^-19.
-          assert.equal(
-            pods.length,
-            1,
-            `${client.name}: one backend for all 20 requests, got ${pods.join(', ')}`,
-          );
-          assert.ok(backends.includes(pods[0]!));
-        }
-      } finally {
-        await c.remove({ services: [svc], slices: [slice] });
-      }
-    });
-
-    scenario(
-      'a removed endpoint leaves the rotation after the next partial sync, with no failed request',
-      async (c) => {
-        const svc = service({ name: 'rolling', clusterIP: '198.19.0.17', ports: [httpPort()] });
-        const all = ['pod-0-0', 'pod-1-0', 'pod-1-1'];
-        const kept = ['pod-0-0', 'pod-1-0'];
-        const slice = endpointSlice(
-          svc,
-          all.map((p) => c.endpoint(p)),
+          },
         );
-        await c.apply({ services: [svc], slices: [slice] });
-        const client = c.pod('pod-0-2');
-        const traffic = c.traffic(client.namespace, {
-          proto: 'http',
-          ip: '198.19.0.17',
-          port: 80,
-          count: 3000, // a bound; the scenario stops it long before
-          intervalMs: 10,
-          timeoutMs: 3000,
-        });
-        let syncedAt = Number.POSITIVE_INFINITY;
-        let outcomes: Awaited<ReturnType<typeof traffic.stop>>;
-        try {
-          await waitFor('every backend answering the running traffic', () => {
-            const o = traffic.outcomes();
-            return o.length >= 30 && podsThatAnswered(o).length === all.length ? o : undefined;
-          });
-          // The same slice, updated: pod-1-1 is gone (as when it is deleted or stops being ready).
-          const shrunk = endpointSlice(
+
+        scenario('a UDP Service answers, from both backends', async (c) => {
+          const svc = service({ name: `dns-${suffix}`, clusterIP: vip(11), ports: [dnsPort()] });
+          const backends = ['pod-0-1', 'pod-1-2'];
+          const slice = endpointSlice(
             svc,
-            kept.map((p) => c.endpoint(p)),
+            backends.map((p) => c.endpoint(p, family)),
           );
-          const syncs = await c.apply({ slices: [shrunk] });
-          syncedAt = Date.now();
-          for (const s of syncs) {
-            assert.equal(s.full, false, `${s.node}: the change is a partial sync`);
-            assert.deepEqual(
-              s.changedServices,
-              ['dataplane/rolling'],
-              `${s.node}: only the rolling Service changed`,
-            );
+          await c.apply({ services: [svc], slices: [slice] });
+          try {
+            const client = c.pod('pod-1-0');
+            const outcomes = await c.udp(client.namespace, vip(11), 53, { count: 30 });
+            assert.deepEqual(errorKinds(outcomes), {}, 'every datagram answered');
+            // Each request is a new socket, so a new conntrack flow and a new choice: 30 picks miss one of two
+            // backends with probability 2^-29.
+            assert.deepEqual(podsThatAnswered(outcomes), [...backends].sort());
+            assert.deepEqual(sourcesSeen(outcomes), [ip(client)]);
+          } finally {
+            await c.remove({ services: [svc], slices: [slice] });
           }
-          await waitFor('40 requests started after the sync', () => {
-            const later = traffic.outcomes().filter((o) => o.startedAt > syncedAt);
-            return later.length >= 40 ? later : undefined;
-          });
-        } finally {
-          outcomes = await traffic.stop();
-          await c.remove({ services: [svc], slices: [slice] });
-        }
-        assert.deepEqual(errorKinds(outcomes), {}, 'no request failed while the endpoint was removed');
-        const beforeSync = outcomes.filter((o) => o.startedAt <= syncedAt);
-        const afterSync = outcomes.filter((o) => o.startedAt > syncedAt);
-        assert.deepEqual(podsThatAnswered(beforeSync), [...all].sort(), 'all three served before the change');
-        assert.deepEqual(
-          podsThatAnswered(afterSync),
-          [...kept].sort(),
-          'only the kept two serve after the sync',
+        });
+
+        scenario(
+          'a Service with no endpoints is rejected at once (ClusterIP and NodePort, TCP and UDP)',
+          async (c) => {
+            const svc = service({
+              name: `empty-${suffix}`,
+              clusterIP: vip(12),
+              ports: [httpPort({ nodePort: np(30082) }), dnsPort()],
+            });
+            const slice = endpointSlice(svc, []);
+            await c.apply({ services: [svc], slices: [slice] });
+            try {
+              // A reject is an ICMP error, and the kernel rate-limits those per destination (a burst of 6, then
+              // one a second): two requests from each of three sources stay inside the burst. Generous timeouts: a
+              // reject answers within milliseconds; only a drop would run into them.
+              const tcp = await c.http(c.pod('pod-0-2').namespace, vip(12), 80, {
+                count: 2,
+                timeoutMs: 5000,
+              });
+              const udp = await c.udp(c.pod('pod-1-0').namespace, vip(12), 53, {
+                count: 2,
+                timeoutMs: 5000,
+              });
+              const nodePort = await c.http(c.client.namespace, ip(c.node('node-1')), np(30082), {
+                count: 2,
+                timeoutMs: 5000,
+              });
+              for (const [what, outcomes] of [
+                ['TCP to the ClusterIP', tcp],
+                ['UDP to the ClusterIP', udp],
+                ['TCP to the NodePort', nodePort],
+              ] as const) {
+                assert.equal(failed(outcomes).length, 2, `${what}: every request fails`);
+                for (const f of failed(outcomes)) {
+                  assert.ok(
+                    REJECT_ERRORS.has(f.error),
+                    `${what}: rejected (ECONNREFUSED/EHOSTUNREACH), got ${f.error}`,
+                  );
+                }
+              }
+            } finally {
+              await c.remove({ services: [svc], slices: [slice] });
+            }
+          },
         );
-      },
-    );
+
+        scenario('a NodePort answers a client outside the cluster, on every node, masqueraded', async (c) => {
+          const svc = service({
+            name: `nodeport-${suffix}`,
+            clusterIP: vip(13),
+            ports: [httpPort({ nodePort: np(30080) })],
+          });
+          const backends = ['pod-0-0', 'pod-1-0'];
+          const slice = endpointSlice(
+            svc,
+            backends.map((p) => c.endpoint(p, family)),
+          );
+          await c.apply({ services: [svc], slices: [slice] });
+          try {
+            for (const node of c.nodes) {
+              const outcomes = await c.http(c.client.namespace, ip(node), np(30080), { count: 30 });
+              assert.deepEqual(errorKinds(outcomes), {}, `${node.name}: every request answered`);
+              assert.deepEqual(
+                podsThatAnswered(outcomes),
+                [...backends].sort(),
+                `${node.name}: both backends, local and remote`,
+              );
+              // externalTrafficPolicy: Cluster SNATs to the ingress node, so the reply returns through it.
+              for (const source of sourcesSeen(outcomes)) {
+                assert.ok(
+                  nodeAddresses(node, family).includes(source),
+                  `${node.name}: pod saw ${source}, one of the node's addresses`,
+                );
+              }
+            }
+          } finally {
+            await c.remove({ services: [svc], slices: [slice] });
+          }
+        });
+
+        scenario(
+          'externalTrafficPolicy Local keeps the client address; a node without a local endpoint drops',
+          async (c) => {
+            const svc = service({
+              name: `local-${suffix}`,
+              clusterIP: vip(14),
+              ports: [httpPort({ nodePort: np(30081) })],
+              externalTrafficPolicy: 'Local',
+            });
+            const slice = endpointSlice(svc, [c.endpoint('pod-0-1', family)]);
+            await c.apply({ services: [svc], slices: [slice] });
+            try {
+              const withEndpoint = await c.http(c.client.namespace, ip(c.node('node-0')), np(30081), {
+                count: 10,
+              });
+              assert.deepEqual(errorKinds(withEndpoint), {}, 'node-0 (local endpoint) answers');
+              assert.deepEqual(podsThatAnswered(withEndpoint), ['pod-0-1']);
+              assert.deepEqual(
+                sourcesSeen(withEndpoint),
+                [ip(c.client)],
+                'the pod sees the client, not the node',
+              );
+
+              const withoutEndpoint = await c.http(c.client.namespace, ip(c.node('node-1')), np(30081), {
+                count: 2,
+                timeoutMs: 1500,
+              });
+              assert.deepEqual(
+                errorKinds(withoutEndpoint),
+                { TIMEOUT: 2 },
+                'node-1 (no local endpoint) drops silently',
+              );
+
+              // Pod traffic to a Local NodePort is short-circuited to the Cluster set (upstream-model.md §4), so a pod
+              // on node-1 is answered through node-1's NodePort although node-1 has no local endpoint.
+              const fromPod = c.pod('pod-1-0');
+              const shortCircuit = await c.http(fromPod.namespace, ip(c.node('node-1')), np(30081), {
+                count: 3,
+              });
+              assert.deepEqual(errorKinds(shortCircuit), {}, 'pod traffic to the NodePort is not dropped');
+              assert.deepEqual(podsThatAnswered(shortCircuit), ['pod-0-1']);
+              // So is the node's own traffic (masqueraded, as it leaves with a node address anyway).
+              const node1 = c.node('node-1');
+              const fromNode = await c.http(node1.namespace, ip(node1), np(30081), { count: 3 });
+              assert.deepEqual(
+                errorKinds(fromNode),
+                {},
+                'the node reaching its own Local NodePort is not dropped',
+              );
+              assert.deepEqual(podsThatAnswered(fromNode), ['pod-0-1']);
+
+              // The ClusterIP is policy Cluster: from node-1's pods it still reaches the endpoint on node-0.
+              const internal = await c.http(c.pod('pod-1-0').namespace, vip(14), 80, { count: 3 });
+              assert.deepEqual(podsThatAnswered(internal), ['pod-0-1']);
+            } finally {
+              await c.remove({ services: [svc], slices: [slice] });
+            }
+          },
+        );
+
+        scenario('the node itself reaches a ClusterIP and its own NodePort (the output hook)', async (c) => {
+          const svc = service({
+            name: `from-node-${suffix}`,
+            clusterIP: vip(18),
+            ports: [httpPort({ nodePort: np(30083) })],
+          });
+          const backends = ['pod-0-0', 'pod-1-0'];
+          const slice = endpointSlice(
+            svc,
+            backends.map((p) => c.endpoint(p, family)),
+          );
+          await c.apply({ services: [svc], slices: [slice] });
+          try {
+            const node = c.node('node-1');
+            for (const [what, target, port] of [
+              ['ClusterIP', vip(18), 80],
+              ['own NodePort', ip(node), np(30083)],
+            ] as const) {
+              const outcomes = await c.http(node.namespace, target, port, { count: 30 });
+              assert.deepEqual(errorKinds(outcomes), {}, `${what}: every request answered`);
+              assert.deepEqual(podsThatAnswered(outcomes), [...backends].sort(), `${what}: both backends`);
+              for (const source of sourcesSeen(outcomes)) {
+                assert.ok(
+                  nodeAddresses(node, family).includes(source),
+                  `${what}: pod saw ${source}, a node-1 address`,
+                );
+              }
+            }
+          } finally {
+            await c.remove({ services: [svc], slices: [slice] });
+          }
+        });
+
+        scenario(
+          'internalTrafficPolicy Local: a node with a local endpoint uses only it, one without drops',
+          async (c) => {
+            const svc = service({
+              name: `node-local-${suffix}`,
+              clusterIP: vip(19),
+              ports: [httpPort()],
+              internalTrafficPolicy: 'Local',
+            });
+            const slice = endpointSlice(svc, [c.endpoint('pod-0-0', family), c.endpoint('pod-1-0', family)]);
+            const onlyNode0 = endpointSlice(svc, [c.endpoint('pod-0-0', family)]);
+            await c.apply({ services: [svc], slices: [slice] });
+            try {
+              const fromNode0 = await c.http(c.pod('pod-0-2').namespace, vip(19), 80, { count: 20 });
+              assert.deepEqual(errorKinds(fromNode0), {});
+              assert.deepEqual(
+                podsThatAnswered(fromNode0),
+                ['pod-0-0'],
+                'node-0 pods reach only node-0 endpoints',
+              );
+              const fromNode1 = await c.http(c.pod('pod-1-1').namespace, vip(19), 80, { count: 20 });
+              assert.deepEqual(
+                podsThatAnswered(fromNode1),
+                ['pod-1-0'],
+                'node-1 pods reach only node-1 endpoints',
+              );
+
+              // pod-1-0 goes away: node-1 has no local endpoint left, while the Service still has one (on node-0).
+              await c.apply({ slices: [onlyNode0] });
+              const dropped = await c.http(c.pod('pod-1-1').namespace, vip(19), 80, {
+                count: 2,
+                timeoutMs: 1500,
+              });
+              assert.deepEqual(errorKinds(dropped), { TIMEOUT: 2 }, 'dropped (not rejected) on node-1');
+            } finally {
+              await c.remove({ services: [svc], slices: [slice] });
+            }
+          },
+        );
+
+        scenario(
+          'serving, terminating endpoints are used when no endpoint is ready; not-serving ones never',
+          async (c) => {
+            const svc = service({
+              name: `draining-${suffix}`,
+              clusterIP: vip(20),
+              ports: [httpPort({ nodePort: np(30084) })],
+              externalTrafficPolicy: 'Local',
+            });
+            const slice = endpointSlice(svc, [
+              c.endpoint('pod-0-1', family, { ready: false, serving: true, terminating: true }),
+              c.endpoint('pod-0-0', family, { ready: false, serving: false, terminating: true }),
+            ]);
+            await c.apply({ services: [svc], slices: [slice] });
+            try {
+              // Cluster set (ClusterIP) and Local set (NodePort on node-0) both fall back to the serving one.
+              const internal = await c.http(c.pod('pod-1-0').namespace, vip(20), 80, { count: 20 });
+              assert.deepEqual(errorKinds(internal), {});
+              assert.deepEqual(podsThatAnswered(internal), ['pod-0-1']);
+              const external = await c.http(c.client.namespace, ip(c.node('node-0')), np(30084), {
+                count: 20,
+              });
+              assert.deepEqual(errorKinds(external), {});
+              assert.deepEqual(podsThatAnswered(external), ['pod-0-1']);
+              assert.deepEqual(sourcesSeen(external), [ip(c.client)]);
+            } finally {
+              await c.remove({ services: [svc], slices: [slice] });
+            }
+          },
+        );
+
+        scenario(
+          'a pod reaching itself through its ClusterIP (hairpin) is answered and masqueraded',
+          async (c) => {
+            const svc = service({
+              name: `hairpin-${suffix}`,
+              clusterIP: vip(15),
+              ports: [httpPort(), dnsPort()],
+            });
+            const slice = endpointSlice(svc, [c.endpoint('pod-1-2', family)]);
+            await c.apply({ services: [svc], slices: [slice] });
+            try {
+              const pod = c.pod('pod-1-2');
+              const node = c.node(pod.nodeName);
+              const tcp = await c.http(pod.namespace, vip(15), 80, { count: 5 });
+              const udp = await c.udp(pod.namespace, vip(15), 53, { count: 5 });
+              for (const [what, outcomes] of [
+                ['TCP', tcp],
+                ['UDP', udp],
+              ] as const) {
+                assert.deepEqual(errorKinds(outcomes), {}, `${what}: every request answered`);
+                assert.deepEqual(podsThatAnswered(outcomes), ['pod-1-2']);
+                const sources = sourcesSeen(outcomes);
+                assert.ok(
+                  !sources.includes(ip(pod)),
+                  `${what}: the pod must not see its own address (saw ${sources.join(', ')})`,
+                );
+                for (const s of sources) {
+                  assert.ok(
+                    nodeAddresses(node, family).includes(s),
+                    `${what}: masqueraded to a node address, saw ${s}`,
+                  );
+                }
+              }
+            } finally {
+              await c.remove({ services: [svc], slices: [slice] });
+            }
+          },
+        );
+
+        scenario('ClientIP session affinity pins a client to one backend', async (c) => {
+          const svc = service({
+            name: `sticky-${suffix}`,
+            clusterIP: vip(16),
+            ports: [httpPort()],
+            sessionAffinity: 'ClientIP',
+            affinityTimeoutSeconds: 300,
+          });
+          const backends = ['pod-0-0', 'pod-0-1', 'pod-1-0'];
+          const slice = endpointSlice(
+            svc,
+            backends.map((p) => c.endpoint(p, family)),
+          );
+          await c.apply({ services: [svc], slices: [slice] });
+          try {
+            for (const client of [c.pod('pod-1-1'), c.pod('pod-0-2')]) {
+              const outcomes = await c.http(client.namespace, vip(16), 80, { count: 20 });
+              assert.deepEqual(errorKinds(outcomes), {}, `${client.name}: every request answered`);
+              const pods = podsThatAnswered(outcomes);
+              // Without affinity, 20 fresh connections over 3 backends all land on one with probability 3^-19.
+              assert.equal(
+                pods.length,
+                1,
+                `${client.name}: one backend for all 20 requests, got ${pods.join(', ')}`,
+              );
+              assert.ok(backends.includes(pods[0]!));
+            }
+          } finally {
+            await c.remove({ services: [svc], slices: [slice] });
+          }
+        });
+
+        scenario(
+          'a removed endpoint leaves the rotation after the next partial sync, with no failed request',
+          async (c) => {
+            const svc = service({ name: `rolling-${suffix}`, clusterIP: vip(17), ports: [httpPort()] });
+            const all = ['pod-0-0', 'pod-1-0', 'pod-1-1'];
+            const kept = ['pod-0-0', 'pod-1-0'];
+            const slice = endpointSlice(
+              svc,
+              all.map((p) => c.endpoint(p, family)),
+            );
+            await c.apply({ services: [svc], slices: [slice] });
+            const client = c.pod('pod-0-2');
+            const traffic = c.traffic(client.namespace, {
+              proto: 'http',
+              ip: vip(17),
+              port: 80,
+              count: 3000, // a bound; the scenario stops it long before
+              intervalMs: 10,
+              timeoutMs: 3000,
+            });
+            let syncedAt = Number.POSITIVE_INFINITY;
+            let outcomes: Awaited<ReturnType<typeof traffic.stop>>;
+            try {
+              await waitFor('every backend answering the running traffic', () => {
+                const o = traffic.outcomes();
+                return o.length >= 30 && podsThatAnswered(o).length === all.length ? o : undefined;
+              });
+              // The same slice, updated: pod-1-1 is gone (as when it is deleted or stops being ready).
+              const shrunk = endpointSlice(
+                svc,
+                kept.map((p) => c.endpoint(p, family)),
+              );
+              const syncs = await c.apply({ slices: [shrunk] });
+              syncedAt = Date.now();
+              for (const s of syncs) {
+                assert.equal(s.full, false, `${s.node} ${s.family}: the change is a partial sync`);
+                // The other family's proxier ignores a slice of this family: nothing changed for it.
+                assert.deepEqual(
+                  s.changedServices,
+                  s.family === family ? [`dataplane/rolling-${suffix}`] : [],
+                  `${s.node} ${s.family}: only the rolling Service changed`,
+                );
+              }
+              await waitFor('40 requests started after the sync', () => {
+                const later = traffic.outcomes().filter((o) => o.startedAt > syncedAt);
+                return later.length >= 40 ? later : undefined;
+              });
+            } finally {
+              outcomes = await traffic.stop();
+              await c.remove({ services: [svc], slices: [slice] });
+            }
+            assert.deepEqual(errorKinds(outcomes), {}, 'no request failed while the endpoint was removed');
+            const beforeSync = outcomes.filter((o) => o.startedAt <= syncedAt);
+            const afterSync = outcomes.filter((o) => o.startedAt > syncedAt);
+            assert.deepEqual(
+              podsThatAnswered(beforeSync),
+              [...all].sort(),
+              'all three served before the change',
+            );
+            assert.deepEqual(
+              podsThatAnswered(afterSync),
+              [...kept].sort(),
+              'only the kept two serve after the sync',
+            );
+          },
+        );
+      });
+    }
   });
 }

@@ -72,20 +72,30 @@ describe('dataplane topology (no backend)', options, () => {
     }
   });
 
-  test('a pod reaches a pod on another node and is seen with its own address', async () => {
+  test('a pod reaches a pod on another node and is seen with its own address, over IPv4 and IPv6', async () => {
     const from = plan.nodes[0]!.pods[0]!;
     const to = plan.nodes[1]!.pods[0]!;
-    const tcp = await sendRequests(runner, from.namespace, {
-      proto: 'http',
-      ip: to.ip,
-      port: 8080,
-      count: 3,
-    });
-    const udp = await sendRequests(runner, from.namespace, { proto: 'udp', ip: to.ip, port: 5353, count: 3 });
-    for (const o of [...tcp, ...udp]) {
-      assert.ok(o.ok, `request answered: ${JSON.stringify(o)}`);
-      assert.equal(o.pod, to.name);
-      assert.equal(o.clientIP, from.ip);
+    for (const [fromIP, toIP] of [
+      [from.ip, to.ip],
+      [from.ip6, to.ip6],
+    ] as const) {
+      const tcp = await sendRequests(runner, from.namespace, {
+        proto: 'http',
+        ip: toIP,
+        port: 8080,
+        count: 3,
+      });
+      const udp = await sendRequests(runner, from.namespace, {
+        proto: 'udp',
+        ip: toIP,
+        port: 5353,
+        count: 3,
+      });
+      for (const o of [...tcp, ...udp]) {
+        assert.ok(o.ok, `request to ${toIP} answered: ${JSON.stringify(o)}`);
+        assert.equal(o.pod, to.name);
+        assert.equal(o.clientIP, fromIP);
+      }
     }
   });
 

@@ -64,7 +64,7 @@ function httpOnce(host: string, port: number, timeoutMs: number): Promise<Attemp
 
 function udpOnce(host: string, port: number, timeoutMs: number): Promise<Attempt> {
   return new Promise((resolve) => {
-    const socket = createSocket('udp4');
+    const socket = createSocket(host.includes(':') ? 'udp6' : 'udp4');
     let settled = false;
     const finish = (a: Attempt) => {
       if (settled) return;

@@ -13,7 +13,10 @@ function ipIn(namespace: string, ...args: string[]): string[] {
   return ['-n', checkNamespaceName(namespace), ...args];
 }
 
-/** Creates a veth pair with one end in each namespace, both brought up. */
+/**
+ * Creates a veth pair with one end in each namespace, both brought up. Names go after the `name` keyword: bare,
+ * `ip link add` would read a name such as "a" as an abbreviation of one of its own keywords.
+ */
 export async function addVethPair(runner: CommandRunner, a: LinkEnd, b: LinkEnd): Promise<void> {
   checkInterfaceName(a.name);
   checkInterfaceName(b.name);
@@ -22,7 +25,20 @@ export async function addVethPair(runner: CommandRunner, a: LinkEnd, b: LinkEnd)
     runner,
     `add veth ${a.namespace}/${a.name} <-> ${b.namespace}/${b.name}`,
     'ip',
-    ipIn(a.namespace, 'link', 'add', a.name, 'type', 'veth', 'peer', 'name', b.name, 'netns', b.namespace),
+    ipIn(
+      a.namespace,
+      'link',
+      'add',
+      'name',
+      a.name,
+      'type',
+      'veth',
+      'peer',
+      'name',
+      b.name,
+      'netns',
+      b.namespace,
+    ),
   );
   await setLinkUp(runner, a.namespace, a.name);
   await setLinkUp(runner, b.namespace, b.name);
@@ -35,7 +51,7 @@ export async function addBridge(runner: CommandRunner, namespace: string, name: 
     runner,
     `add bridge ${namespace}/${name}`,
     'ip',
-    ipIn(namespace, 'link', 'add', name, 'type', 'bridge'),
+    ipIn(namespace, 'link', 'add', 'name', name, 'type', 'bridge'),
   );
   await setLinkUp(runner, namespace, name);
 }

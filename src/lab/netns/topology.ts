@@ -10,7 +10,9 @@
 // bridge, so same-node replies are bridged, not routed: the node keeps net.bridge.bridge-nf-call-iptables=1 so
 // that such replies still pass conntrack and get un-DNATed, and pod ports are in hairpin mode so that a pod can
 // reach itself through its Service: exactly what a kube-proxy node needs from its CNI (the bridge plugin does both).
-// Every address lies in 198.18.0.0/15 (RFC 2544 benchmarking), the only range tests may use.
+// Every node, pod and client is dual-stack. Every address lies in 198.18.0.0/15 (RFC 2544 benchmarking) or
+// 2001:db8::/32 (documentation), the only ranges tests may use; IPv6 mirrors IPv4 (node n's pods in
+// 2001:db8:1n::/64, as 198.18.(10+n).0/24).
 import type { CommandRunner } from '../../netfilter/command.js';
 import { addAddress, addBridge, addRoute, addVethPair, setBridgePortHairpin, setLinkMaster } from './link.js';
 import { createNamespace, sweepNamespaces } from './namespace.js';
@@ -23,6 +25,13 @@ export const CLUSTER_CIDR = '198.18.8.0/21';
 export const SERVICE_CIDR = '198.19.0.0/16';
 /** The underlay's "router": an address on the underlay bridge that forwards nothing (see buildTopology). */
 export const UNDERLAY_GATEWAY = '198.18.0.1';
+export const UNDERLAY_CIDR6 = '2001:db8::/64';
+export const CLIENT_CIDR6 = '2001:db8:1::/64';
+/** Contains every node's IPv6 pod CIDR (2001:db8:10::/64 … 2001:db8:15::/64). */
+export const CLUSTER_CIDR6 = '2001:db8:10::/44';
+/** A /112, as upstream's largest allowed IPv6 service range is /108. */
+export const SERVICE_CIDR6 = '2001:db8:ff::/112';
+export const UNDERLAY_GATEWAY6 = '2001:db8::1';
 export const MAX_NODES = 6;
 export const MAX_PODS_PER_NODE = 200;
 
@@ -37,6 +46,7 @@ export interface PodPlan {
   readonly namespace: string;
   readonly nodeName: string;
   readonly ip: string;
+  readonly ip6: string;
   /** Interface on the node's bridge for this pod ("p<k>"). */
   readonly nodeSideLink: string;
 }
@@ -46,9 +56,12 @@ export interface NodePlan {
   readonly name: string;
   readonly namespace: string;
   readonly ip: string;
+  readonly ip6: string;
   readonly podCIDR: string;
+  readonly podCIDR6: string;
   /** The node's address on its pod bridge: every pod's default gateway. */
   readonly gatewayIP: string;
+  readonly gatewayIP6: string;
   /** Interface in the underlay namespace that leads to this node ("n<n>"). */
   readonly underlayLink: string;
   readonly pods: readonly PodPlan[];
@@ -57,6 +70,7 @@ export interface NodePlan {
 export interface ClientPlan {
   readonly namespace: string;
   readonly ip: string;
+  readonly ip6: string;
   readonly underlayLink: string;
 }
 
@@ -67,6 +81,8 @@ export interface TopologyPlan {
   readonly client: ClientPlan;
   readonly clusterCIDR: string;
   readonly serviceCIDR: string;
+  readonly clusterCIDR6: string;
+  readonly serviceCIDR6: string;
 }
 
 export interface TopologySpec {
@@ -90,6 +106,8 @@ export function planTopology(spec: TopologySpec): TopologyPlan {
     }
     const name = `node-${n}`;
     const subnet = `198.18.${10 + n}`;
+    // Hex digits that read like the IPv4 plan: node 1 → 2001:db8:11::/64, its pod 2 → 2001:db8:11::12.
+    const subnet6 = `2001:db8:1${n}:`;
     const pods: PodPlan[] = [];
     for (let k = 0; k < podCount; k++) {
       pods.push({
@@ -97,6 +115,7 @@ export function planTopology(spec: TopologySpec): TopologyPlan {
         namespace: `${spec.prefix}-n${n}p${k}`,
         nodeName: name,
         ip: `${subnet}.${10 + k}`,
+        ip6: `${subnet6}:${10 + k}`,
         nodeSideLink: `p${k}`,
       });
     }
@@ -104,8 +123,11 @@ export function planTopology(spec: TopologySpec): TopologyPlan {
       name,
       namespace: `${spec.prefix}-n${n}`,
       ip: `198.18.0.${10 + n}`,
+      ip6: `2001:db8::1${n}`,
       podCIDR: `${subnet}.0/24`,
+      podCIDR6: `${subnet6}:/64`,
       gatewayIP: `${subnet}.1`,
+      gatewayIP6: `${subnet6}:1`,
       underlayLink: `n${n}`,
       pods,
     });
@@ -114,9 +136,11 @@ export function planTopology(spec: TopologySpec): TopologyPlan {
     prefix: spec.prefix,
     underlayNamespace: `${spec.prefix}-ul`,
     nodes,
-    client: { namespace: `${spec.prefix}-cl`, ip: '198.18.1.10', underlayLink: 'cl' },
+    client: { namespace: `${spec.prefix}-cl`, ip: '198.18.1.10', ip6: '2001:db8:1::10', underlayLink: 'cl' },
     clusterCIDR: CLUSTER_CIDR,
     serviceCIDR: SERVICE_CIDR,
+    clusterCIDR6: CLUSTER_CIDR6,
+    serviceCIDR6: SERVICE_CIDR6,
   };
 }
 
@@ -142,23 +166,32 @@ async function buildNode(runner: CommandRunner, plan: TopologyPlan, node: NodePl
   );
   await setLinkMaster(runner, plan.underlayNamespace, node.underlayLink, UNDERLAY_BRIDGE);
   await addAddress(runner, node.namespace, UPLINK, node.ip + prefixLength(UNDERLAY_CIDR));
+  await addAddress(runner, node.namespace, UPLINK, node.ip6 + prefixLength(UNDERLAY_CIDR6));
   // The external client lives in its own subnet on the same wire: reach it on-link, no router needed.
   await addRoute(runner, node.namespace, { to: CLIENT_CIDR, dev: UPLINK });
+  await addRoute(runner, node.namespace, { to: CLIENT_CIDR6, dev: UPLINK });
   // A real node has a default route, so a packet to a ClusterIP that was *not* DNATed (no endpoints, unknown
   // port) is routed and meets the proxy's filter-forward rules; without any route the kernel would answer
   // "network unreachable" before netfilter's forward hook ever saw it. The gateway forwards nothing.
   await addRoute(runner, node.namespace, { to: 'default', via: UNDERLAY_GATEWAY });
+  await addRoute(runner, node.namespace, { to: 'default', via: UNDERLAY_GATEWAY6 });
   for (const peer of plan.nodes) {
-    if (peer !== node) await addRoute(runner, node.namespace, { to: peer.podCIDR, via: peer.ip });
+    if (peer === node) continue;
+    await addRoute(runner, node.namespace, { to: peer.podCIDR, via: peer.ip });
+    await addRoute(runner, node.namespace, { to: peer.podCIDR6, via: peer.ip6 });
   }
   await setSysctl(runner, node.namespace, 'net.ipv4.ip_forward', 1);
+  await setSysctl(runner, node.namespace, 'net.ipv6.conf.all.forwarding', 1);
   await addBridge(runner, node.namespace, NODE_BRIDGE);
   await addAddress(runner, node.namespace, NODE_BRIDGE, node.gatewayIP + prefixLength(node.podCIDR));
+  await addAddress(runner, node.namespace, NODE_BRIDGE, node.gatewayIP6 + prefixLength(node.podCIDR6));
   // Same-node pod replies are bridged; without this they would skip conntrack and reach the client un-DNATed.
-  await setSysctl(runner, node.namespace, 'net.bridge.bridge-nf-call-iptables', 1);
-  const seen = await getSysctl(runner, node.namespace, 'net.bridge.bridge-nf-call-iptables');
-  if (seen !== '1')
-    throw new Error(`${node.namespace}: net.bridge.bridge-nf-call-iptables is ${seen}, need 1`);
+  for (const key of ['net.bridge.bridge-nf-call-iptables', 'net.bridge.bridge-nf-call-ip6tables']) {
+    await setSysctl(runner, node.namespace, key, 1);
+    const seen = await getSysctl(runner, node.namespace, key);
+    if (seen !== '1')
+      throw new Error(`${node.namespace}: ${key} is ${seen}, need 1 (is br_netfilter loaded?)`);
+  }
   for (const pod of node.pods) {
     await createNamespace(runner, pod.namespace);
     await addVethPair(
@@ -169,7 +202,9 @@ async function buildNode(runner: CommandRunner, plan: TopologyPlan, node: NodePl
     await setLinkMaster(runner, node.namespace, pod.nodeSideLink, NODE_BRIDGE);
     await setBridgePortHairpin(runner, node.namespace, pod.nodeSideLink, true);
     await addAddress(runner, pod.namespace, UPLINK, pod.ip + prefixLength(node.podCIDR));
+    await addAddress(runner, pod.namespace, UPLINK, pod.ip6 + prefixLength(node.podCIDR6));
     await addRoute(runner, pod.namespace, { to: 'default', via: node.gatewayIP });
+    await addRoute(runner, pod.namespace, { to: 'default', via: node.gatewayIP6 });
   }
 }
 
@@ -186,10 +221,18 @@ export async function buildTopology(runner: CommandRunner, plan: TopologyPlan): 
     UNDERLAY_BRIDGE,
     UNDERLAY_GATEWAY + prefixLength(UNDERLAY_CIDR),
   );
+  await addAddress(
+    runner,
+    plan.underlayNamespace,
+    UNDERLAY_BRIDGE,
+    UNDERLAY_GATEWAY6 + prefixLength(UNDERLAY_CIDR6),
+  );
   // Packets sent to the gateway end here: the underlay namespace has no other way out and does not forward.
   await setSysctl(runner, plan.underlayNamespace, 'net.ipv4.ip_forward', 0);
+  await setSysctl(runner, plan.underlayNamespace, 'net.ipv6.conf.all.forwarding', 0);
   // The underlay is a plain wire: keep its bridged frames out of netfilter.
   await setSysctl(runner, plan.underlayNamespace, 'net.bridge.bridge-nf-call-iptables', 0);
+  await setSysctl(runner, plan.underlayNamespace, 'net.bridge.bridge-nf-call-ip6tables', 0);
 
   const client = plan.client;
   await createNamespace(runner, client.namespace);
@@ -200,7 +243,9 @@ export async function buildTopology(runner: CommandRunner, plan: TopologyPlan): 
   );
   await setLinkMaster(runner, plan.underlayNamespace, client.underlayLink, UNDERLAY_BRIDGE);
   await addAddress(runner, client.namespace, UPLINK, client.ip + prefixLength(CLIENT_CIDR));
+  await addAddress(runner, client.namespace, UPLINK, client.ip6 + prefixLength(CLIENT_CIDR6));
   await addRoute(runner, client.namespace, { to: UNDERLAY_CIDR, dev: UPLINK });
+  await addRoute(runner, client.namespace, { to: UNDERLAY_CIDR6, dev: UPLINK });
 
   // Nodes in parallel: each touches only its own namespaces (plus its own port on the underlay bridge).
   await Promise.all(plan.nodes.map((node) => buildNode(runner, plan, node)));

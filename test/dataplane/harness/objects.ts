@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { EndpointSlice, Service, ServicePortSpec } from '../../../src/kube/objects.js';
 import { LABEL_SERVICE_NAME } from '../../../src/kube/objects.js';
+import type { IPFamily } from '../../../src/model/ip.js';
 
 export const NAMESPACE = 'dataplane';
 
@@ -43,6 +44,12 @@ function uid(kind: string, name: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
+/** The family of an address as the scenarios write them (IPv6 has a colon). */
+export function familyOf(ip: string): IPFamily {
+  return ip.includes(':') ? 'IPv6' : 'IPv4';
+}
+
+/** A single-stack Service of its ClusterIP's family. */
 export function service(input: ServiceSpecInput): Service {
   const type = input.type ?? (input.ports.some((p) => p.nodePort !== undefined) ? 'NodePort' : 'ClusterIP');
   const ports: ServicePortSpec[] = input.ports.map((p) => ({
@@ -61,7 +68,7 @@ export function service(input: ServiceSpecInput): Service {
       selector: { app: input.name },
       clusterIP: input.clusterIP,
       clusterIPs: [input.clusterIP],
-      ipFamilies: ['IPv4'],
+      ipFamilies: [familyOf(input.clusterIP)],
       ipFamilyPolicy: 'SingleStack',
       ports,
       sessionAffinity: input.sessionAffinity ?? 'None',
@@ -83,7 +90,10 @@ export interface SliceEndpoint {
   readonly terminating?: boolean;
 }
 
-/** One IPv4 slice for `svc` (named `<svc>-<suffix>`), with a port per service port, as the controller writes it. */
+/**
+ * One slice for `svc` in the family of its ClusterIP (named `<svc>-<suffix>`), with a port per service port, as
+ * the EndpointSlice controller writes it. Endpoint addresses must be of that family.
+ */
 export function endpointSlice(
   svc: Service,
   endpoints: readonly SliceEndpoint[],
@@ -102,7 +112,7 @@ export function endpointSlice(
         'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
       },
     },
-    addressType: 'IPv4',
+    addressType: familyOf(svc.spec?.clusterIP ?? ''),
     endpoints: endpoints.map((ep) => ({
       addresses: [ep.ip],
       conditions: {

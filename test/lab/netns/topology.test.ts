@@ -71,6 +71,33 @@ describe('planTopology', () => {
     assert.equal(new Set(ips).size, ips.length, 'no address used twice');
   });
 
+  test('IPv6 mirrors IPv4 inside 2001:db8::/32', () => {
+    const ips = [
+      plan.client.ip6,
+      ...plan.nodes.flatMap((n) => [n.ip6, n.gatewayIP6, ...n.pods.map((p) => p.ip6)]),
+    ];
+    for (const ip of ips) {
+      assert.ok(cidrContains('2001:db8::/32', ip), ip);
+      assert.ok(!cidrContains(plan.serviceCIDR6, ip), `${ip} outside the service CIDR`);
+    }
+    for (const node of plan.nodes) {
+      assert.ok(!cidrContains(plan.clusterCIDR6, node.ip6));
+      assert.ok(cidrContains(plan.clusterCIDR6, node.gatewayIP6));
+      for (const pod of node.pods) {
+        assert.ok(cidrContains(node.podCIDR6, pod.ip6), `${pod.ip6} in ${node.podCIDR6}`);
+        assert.ok(cidrContains(plan.clusterCIDR6, pod.ip6));
+      }
+    }
+    assert.equal(new Set(ips).size, ips.length, 'no address used twice');
+    // Canonical text (what the kernel reports as a peer address), so tests can compare strings.
+    assert.deepEqual(
+      plan.nodes[2]!.pods.map((p) => p.ip6),
+      ['2001:db8:12::10'],
+    );
+    assert.equal(plan.nodes[0]!.pods[1]!.ip6, '2001:db8:10::11');
+    assert.equal(plan.nodes[2]!.podCIDR6, '2001:db8:12::/64');
+  });
+
   test('names: unique, prefixed, interface names within IFNAMSIZ', () => {
     const names = planNamespaces(plan);
     assert.equal(new Set(names).size, names.length);
