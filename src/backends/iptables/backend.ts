@@ -8,7 +8,6 @@ import type { ServicePort } from '../../model/service-port.js';
 import type { CommandRunner } from '../../netfilter/command.js';
 import { IptablesClient, IptablesError } from '../../netfilter/iptables/client.js';
 import { chainsInSave } from '../../netfilter/iptables/parse.js';
-import { serializeRestore } from '../../netfilter/iptables/serialize.js';
 import type { IptablesTableName } from '../../netfilter/iptables/types.js';
 import type { IptablesVariant } from '../../netfilter/iptables/variant.js';
 import type {
@@ -26,16 +25,16 @@ import { NO_PROXY_METRICS } from '../../sync/metrics.js';
 import { JUMP_RULES, jumpArgs, KUBELET_JUMP_RULES } from './jumps.js';
 import type { JumpRule } from './jumps.js';
 import { isServiceChainName, KUBE_FORWARD, KUBE_PROXY_CANARY } from './naming.js';
-import type { IptablesExtras, RenderContext, ServicePortRules } from './render.js';
+import type { IptablesExtras, RenderContext } from './render.js';
 import {
-  assembleRestore,
   LARGE_CLUSTER_ENDPOINTS_THRESHOLD,
   localhostNodePortsActive,
-  orderedServicePorts,
   renderServicePort,
   renderTopLevel,
   totalEndpoints,
 } from './render.js';
+import type { JoinedTopRules, ServicePortText, TopLevelText } from './restore-text.js';
+import { assembleRestoreText, joinTopRules, servicePortText, topLevelText } from './restore-text.js';
 
 export interface IptablesModeOptions extends IptablesExtras {
   /** Which binaries to run: the host's default names, or pinned legacy / nft. */
@@ -81,11 +80,46 @@ export interface IptablesSyncStats {
   readonly lines: number;
 }
 
+/**
+ * One service port's cached rendering. Mutated in place when the port is rendered again, so `order` (the ports in
+ * sync order) keeps pointing at the live entries without being rebuilt.
+ */
 interface CacheEntry {
-  readonly servicePort: ServicePort;
-  readonly endpoints: readonly Endpoint[];
-  readonly largeClusterMode: boolean;
-  readonly rules: ServicePortRules;
+  readonly key: string;
+  readonly name: string;
+  servicePort: ServicePort;
+  endpoints: readonly Endpoint[];
+  largeClusterMode: boolean;
+  text: ServicePortText;
+}
+
+function compareEntries(a: CacheEntry, b: CacheEntry): number {
+  if (a.name !== b.name) return a.name < b.name ? -1 : 1;
+  return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+}
+
+/** Inserts `e` into the sorted `order` at its place (binary search). */
+function insertSorted(order: CacheEntry[], e: CacheEntry): void {
+  let lo = 0;
+  let hi = order.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareEntries(order[mid] as CacheEntry, e) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  order.splice(lo, 0, e);
+}
+
+/** Time spent in each kernel tool during the last sync, ms (for benchmarks and logs). */
+export interface IptablesKernelPhases {
+  /** `flock` waits before the jump-rule commands and the restore (legacy only). */
+  readonly lockMs: number;
+  /** The chain and jump-rule commands (`-N`, `-C`, `-I`) of a full sync. */
+  readonly jumpsMs: number;
+  /** `iptables-save -t nat` for stale chains (reading its output into chain names is our own work). */
+  readonly saveMs: number;
+  /** `iptables-restore` itself. */
+  readonly restoreMs: number;
 }
 
 export class IptablesBackend implements ProxyBackend {
@@ -99,6 +133,13 @@ export class IptablesBackend implements ProxyBackend {
   private readonly logger: Logger;
   private readonly syncPeriodMs: number;
   private readonly cache = new Map<string, CacheEntry>();
+  /** The cached entries in sync order. */
+  private order: CacheEntry[] = [];
+  /** Every port's top-level lines joined in `order`; undefined when one changed and it must be joined again. */
+  private joined: JoinedTopRules | undefined;
+  /** The node's fixed top-level rules (they depend only on the node and the options). */
+  private topText: TopLevelText | undefined;
+  private phases: IptablesKernelPhases | undefined;
   private cacheTopology = '';
   private needFullSync = true;
   private lastStaleScan = Number.NEGATIVE_INFINITY;
@@ -133,6 +174,11 @@ export class IptablesBackend implements ProxyBackend {
     return this.stats;
   }
 
+  /** Time spent in each kernel tool by the last sync attempt, ms. */
+  get lastKernelPhases(): IptablesKernelPhases | undefined {
+    return this.phases;
+  }
+
   /** The jump rules this node needs (kubelet's KUBE-FIREWALL ones only with IPv4 localhost NodePorts). */
   jumpRules(): readonly JumpRule[] {
     return localhostNodePortsActive(this.node, this.extras)
@@ -144,8 +190,9 @@ export class IptablesBackend implements ProxyBackend {
     const full = request.full || this.needFullSync;
     // Stays true unless this sync succeeds: any failure makes the next one full (upstream's deferred reset).
     this.needFullSync = true;
-    let kernelMs = 0;
     const started = performance.now();
+    const phases = { lockMs: 0, jumpsMs: 0, saveMs: 0, restoreMs: 0 };
+    this.phases = phases;
 
     // Lock waits before the jump-rule commands (full syncs) and before the restore add up to this sync's wait.
     let lockWaitMs = 0;
@@ -158,14 +205,115 @@ export class IptablesBackend implements ProxyBackend {
       } catch (error) {
         throw this.failed(error, full, lockWaitMs, undefined);
       } finally {
-        kernelMs += performance.now() - t;
+        phases.jumpsMs = performance.now() - t;
       }
     }
 
+    const { written, rendered, noLocalInternal, noLocalExternal, natChainRuleTotal } = this.refreshCache(
+      snapshot,
+      request,
+      full,
+    );
+
+    // Stale chains: every sync, or at most once per syncPeriod in large clusters (iptables-save is slow there).
+    let staleChains: string[] = [];
+    const now = this.clock.now();
+    const scan = !this.large || now - this.lastStaleScan >= this.syncPeriodMs;
+    if (scan) {
+      const t = performance.now();
+      let saved: string | undefined;
+      try {
+        saved = await this.client.save('nat');
+      } catch (error) {
+        this.logger.error('iptables-save failed; stale chains are kept until a later sync', {
+          error: String(error),
+        });
+      }
+      phases.saveMs = performance.now() - t;
+      if (saved !== undefined) staleChains = this.staleChainsIn(chainsInSave(saved, 'nat'));
+    }
+
+    this.topText ??= topLevelText(renderTopLevel(this.node, this.extras));
+    if (this.joined === undefined) this.joined = joinTopRules(this.orderedTexts());
+    const restore = assembleRestoreText({
+      top: this.topText,
+      joined: this.joined,
+      written: full ? this.orderedTexts() : written,
+      staleChains,
+    });
+    const text = restore.text;
+    this.stats = {
+      full,
+      rendered,
+      written: full ? this.order.length : written.length,
+      staleChains,
+      scanned: scan,
+      lines: restore.lines,
+    };
+
+    const restoreStart = performance.now();
+    try {
+      const outcome = await this.client.restore(text);
+      lockWaitMs += outcome.lockWaitMs;
+      phases.restoreMs = outcome.restoreMs;
+      this.metrics.iptablesLockWait(this.family, lockWaitMs / 1000);
+      this.metrics.iptablesRestoreDuration(this.family, outcome.restoreMs / 1000);
+    } catch (error) {
+      phases.restoreMs = performance.now() - restoreStart;
+      throw this.failed(error, full, lockWaitMs, text);
+    } finally {
+      // The restore call's time beyond iptables-restore itself is the flock measurement (legacy).
+      phases.lockMs = Math.max(0, performance.now() - restoreStart - phases.restoreMs);
+    }
+    if (scan) this.lastStaleScan = now;
+    this.needFullSync = false;
+
+    const filterTotal = this.joined.filterRuleCount + this.topText.filterRuleCount;
+    const natTotal = this.joined.natTopRuleCount + this.topText.natRuleCount + natChainRuleTotal;
+    this.metrics.iptablesRules(this.family, 'filter', filterTotal, restore.filterRules);
+    this.metrics.iptablesRules(this.family, 'nat', natTotal, restore.natRules);
+    this.logger.v(2, () => ({
+      msg: 'iptables sync done',
+      fields: {
+        full,
+        servicePorts: this.order.length,
+        written: this.stats?.written,
+        staleChains: staleChains.length,
+        lines: restore.lines,
+      },
+    }));
+    const totalMs = performance.now() - started;
+    const kernelMs = phases.jumpsMs + phases.saveMs + phases.restoreMs + phases.lockMs;
+    return {
+      noLocalEndpointsInternal: noLocalInternal,
+      noLocalEndpointsExternal: noLocalExternal,
+      timings: { ownMs: Math.max(0, totalMs - kernelMs), kernelMs },
+      operations: restore.lines,
+    };
+  }
+
+  /**
+   * Brings the cache up to date with the snapshot: renders (and serializes) only the service ports that changed,
+   * drops removed ones, and keeps the sync order and the joined top-level lines valid. Allocates per changed port,
+   * not per port: an unchanged port costs two map lookups.
+   */
+  private refreshCache(
+    snapshot: ProxySnapshot,
+    request: SyncRequest,
+    full: boolean,
+  ): {
+    written: ServicePortText[];
+    rendered: number;
+    noLocalInternal: number;
+    noLocalExternal: number;
+    natChainRuleTotal: number;
+  } {
     // Rendering depends on the node's topology; a change there (upstream forces a full sync) voids the cache.
     const topologyKey = JSON.stringify([snapshot.topology.nodeName, snapshot.topology.zone ?? null]);
     if (topologyKey !== this.cacheTopology) {
       this.cache.clear();
+      this.order = [];
+      this.joined = undefined;
       this.cacheTopology = topologyKey;
     }
     this.large = totalEndpoints(snapshot) > LARGE_CLUSTER_ENDPOINTS_THRESHOLD;
@@ -176,103 +324,88 @@ export class IptablesBackend implements ProxyBackend {
       largeClusterMode: this.large,
     };
 
-    const all: ServicePortRules[] = [];
-    const written: ServicePortRules[] = [];
-    const active = new Set<string>();
+    const renderedEntries: CacheEntry[] = [];
+    const addedEntries: CacheEntry[] = [];
     let noLocalInternal = 0;
     let noLocalExternal = 0;
-    let rendered = 0;
-    for (const sp of orderedServicePorts(snapshot)) {
+    let natChainRuleTotal = 0;
+    for (const sp of snapshot.serviceMap.values()) {
       const endpoints = snapshot.endpointsMap.get(sp.key) ?? NO_ENDPOINTS;
       let entry = this.cache.get(sp.key);
-      const changed = request.changedServices.has(sp.serviceName);
-      const stale =
+      if (
         entry === undefined ||
-        changed ||
+        request.changedServices.has(sp.serviceName) ||
         entry.servicePort !== sp ||
         entry.endpoints !== endpoints ||
-        (full && entry.largeClusterMode !== this.large);
-      if (stale) {
-        entry = {
-          servicePort: sp,
-          endpoints,
-          largeClusterMode: this.large,
-          rules: renderServicePort(sp, endpoints, ctx),
-        };
-        this.cache.set(sp.key, entry);
-        rendered++;
+        (full && entry.largeClusterMode !== this.large)
+      ) {
+        const text = servicePortText(renderServicePort(sp, endpoints, ctx));
+        if (entry === undefined || entry.name !== sp.nameString) {
+          if (entry !== undefined) this.order = this.order.filter((e) => e !== entry);
+          entry = {
+            key: sp.key,
+            name: sp.nameString,
+            servicePort: sp,
+            endpoints,
+            largeClusterMode: this.large,
+            text,
+          };
+          this.cache.set(sp.key, entry);
+          addedEntries.push(entry);
+        } else {
+          if (entry.text.filterRules !== text.filterRules || entry.text.natTopRules !== text.natTopRules) {
+            this.joined = undefined;
+          }
+          entry.servicePort = sp;
+          entry.endpoints = endpoints;
+          entry.largeClusterMode = this.large;
+          entry.text = text;
+        }
+        renderedEntries.push(entry);
       }
-      const rules = (entry as CacheEntry).rules;
-      all.push(rules);
-      if (full || stale) written.push(rules);
-      for (const c of rules.chains) active.add(c);
-      if (rules.noLocalEndpointsInternal) noLocalInternal++;
-      if (rules.noLocalEndpointsExternal) noLocalExternal++;
+      if (entry.text.noLocalEndpointsInternal) noLocalInternal++;
+      if (entry.text.noLocalEndpointsExternal) noLocalExternal++;
+      natChainRuleTotal += entry.text.chainRuleCount;
     }
-    for (const key of this.cache.keys()) if (!snapshot.serviceMap.has(key)) this.cache.delete(key);
 
-    // Stale chains: every sync, or at most once per syncPeriod in large clusters (iptables-save is slow there).
-    let staleChains: string[] = [];
-    const now = this.clock.now();
-    const scan = !this.large || now - this.lastStaleScan >= this.syncPeriodMs;
-    if (scan) {
-      const t = performance.now();
-      try {
-        const existing = chainsInSave(await this.client.save('nat'), 'nat');
-        staleChains = [...existing].filter((c) => isServiceChainName(c) && !active.has(c)).sort();
-      } catch (error) {
-        this.logger.error('iptables-save failed; stale chains are kept until a later sync', {
-          error: String(error),
-        });
+    // Every port of the snapshot is cached now, so a larger cache holds ports that are gone.
+    if (this.cache.size > snapshot.serviceMap.size) {
+      for (const key of this.cache.keys()) if (!snapshot.serviceMap.has(key)) this.cache.delete(key);
+      this.order = this.order.filter((e) => this.cache.get(e.key) === e);
+      this.joined = undefined;
+    }
+    if (addedEntries.length > 0) {
+      // A few new ports are inserted in place; many (a first sync) are cheaper to sort once.
+      if (addedEntries.length > 64) {
+        this.order.push(...addedEntries);
+        this.order.sort(compareEntries);
+      } else {
+        for (const e of addedEntries) insertSorted(this.order, e);
       }
-      kernelMs += performance.now() - t;
+      this.joined = undefined;
     }
 
-    const top = renderTopLevel(this.node, this.extras);
-    const input = assembleRestore({ top, all, written, staleChains });
-    const text = serializeRestore(input);
-    let lines = 0;
-    for (const t of input.tables) lines += 2 + t.chains.length + t.rules.length + t.deleteChains.length;
-    this.stats = { full, rendered, written: written.length, staleChains, scanned: scan, lines };
-
-    const restoreStart = performance.now();
-    try {
-      const outcome = await this.client.restore(text);
-      lockWaitMs += outcome.lockWaitMs;
-      this.metrics.iptablesLockWait(this.family, lockWaitMs / 1000);
-      this.metrics.iptablesRestoreDuration(this.family, outcome.restoreMs / 1000);
-    } catch (error) {
-      kernelMs += performance.now() - restoreStart;
-      throw this.failed(error, full, lockWaitMs, text);
-    }
-    kernelMs += performance.now() - restoreStart;
-    if (scan) this.lastStaleScan = now;
-    this.needFullSync = false;
-
-    const filter = input.tables[0];
-    const nat = input.tables[1];
-    const filterCount = filter?.rules.length ?? 0;
-    let natTotal = (nat?.rules.length ?? 0) - written.reduce((n, s) => n + s.chainRules.length, 0);
-    for (const s of all) natTotal += s.chainRules.length;
-    this.metrics.iptablesRules(this.family, 'filter', filterCount, filterCount);
-    this.metrics.iptablesRules(this.family, 'nat', natTotal, nat?.rules.length ?? 0);
-    this.logger.v(2, () => ({
-      msg: 'iptables sync done',
-      fields: {
-        full,
-        servicePorts: all.length,
-        written: written.length,
-        staleChains: staleChains.length,
-        lines,
-      },
-    }));
-    const totalMs = performance.now() - started;
+    // Written in sync order, as a full sync would write them.
+    renderedEntries.sort(compareEntries);
     return {
-      noLocalEndpointsInternal: noLocalInternal,
-      noLocalEndpointsExternal: noLocalExternal,
-      timings: { ownMs: Math.max(0, totalMs - kernelMs), kernelMs },
-      operations: lines,
+      written: renderedEntries.map((e) => e.text),
+      rendered: renderedEntries.length,
+      noLocalInternal,
+      noLocalExternal,
+      natChainRuleTotal,
     };
+  }
+
+  /** The cached texts in sync order (service-port name, then key). */
+  private *orderedTexts(): Iterable<ServicePortText> {
+    for (const e of this.order) yield e.text;
+  }
+
+  /** Per-service chains in `existing` that no cached service port uses. */
+  private staleChainsIn(existing: ReadonlySet<string>): string[] {
+    const active = new Set<string>();
+    for (const e of this.order) for (const c of e.text.chains) active.add(c);
+    return [...existing].filter((c) => isServiceChainName(c) && !active.has(c)).sort();
   }
 
   /**

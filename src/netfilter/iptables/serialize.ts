@@ -33,6 +33,40 @@ export function savedChainLine(chain: string, policy: string): string {
   return ':' + quoteArg(chain) + ' ' + quoteArg(policy) + ' [0:0]';
 }
 
+/**
+ * `-A` lines for `rules`, each ending in a newline: a piece of restore text that can be kept and joined into later
+ * inputs unchanged (the backend caches one per service port).
+ */
+export function rulesText(rules: readonly IptablesRule[]): string {
+  // join, not +=: it returns one flat string, where += leaves a rope of small pieces that a long-lived cache would
+  // keep alive (several times the text's size).
+  const lines: string[] = [];
+  for (const r of rules) lines.push(ruleLine(r), '\n');
+  return lines.join('');
+}
+
+/** `:CHAIN - [0:0]` lines for `chains`, each ending in a newline. */
+export function chainsText(chains: readonly string[]): string {
+  const lines: string[] = [];
+  for (const c of chains) lines.push(chainLine(c), '\n');
+  return lines.join('');
+}
+
+/** `-X CHAIN` lines for `chains`, each ending in a newline. */
+export function deleteChainsText(chains: readonly string[]): string {
+  let text = '';
+  for (const c of chains) text += '-X ' + quoteArg(c) + '\n';
+  return text;
+}
+
+/** A table block's first line (`*nat`), newline included. */
+export function tableHeader(table: RestoreTable['table']): string {
+  return '*' + table + '\n';
+}
+
+/** A table block's last line, newline included. */
+export const COMMIT_LINE = 'COMMIT\n';
+
 /** Appends one table block's lines to `out`. */
 export function writeTable(out: string[], t: RestoreTable): void {
   out.push('*' + t.table);
