@@ -454,7 +454,7 @@ for (const mode of PROXY_MODES) {
               port: 80,
               count: 3000, // a bound; the scenario stops it long before
               intervalMs: 10,
-              timeoutMs: 3000,
+              timeoutMs: 5000,
             });
             let syncedAt = Number.POSITIVE_INFINITY;
             let outcomes: Awaited<ReturnType<typeof traffic.stop>>;

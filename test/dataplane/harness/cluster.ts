@@ -34,6 +34,11 @@ import { sendRequests, startTraffic } from './traffic.js';
 const MASQUERADE_BIT = 14;
 /** Moved on the fake clock before every sync, so stale chains (kept > 1 s upstream) are really cleaned up. */
 const CLOCK_STEP_MS = 2_000;
+/**
+ * How long a request may take before it counts as unanswered, unless a scenario says otherwise. Generous, so a
+ * busy machine never turns an answer into a failure; scenarios that expect a drop pass a short timeout instead.
+ */
+const ANSWER_TIMEOUT_MS = 5_000;
 
 export interface NodeSync {
   readonly node: string;
@@ -121,6 +126,8 @@ export interface MakeTestClusterOptions {
   /** The families each node proxies (one backend per family); default both. */
   readonly families?: readonly IPFamily[];
   readonly runner?: CommandRunner;
+  /** Replaces MODE_SUPPORT[mode] (the harness's own tests use a backend that fails on purpose). */
+  readonly support?: ModeSupport;
 }
 
 const key = (o: { metadata: { namespace?: string; name?: string } }): string =>
@@ -144,7 +151,7 @@ export class TestCluster {
   ) {}
 
   static async create(options: MakeTestClusterOptions): Promise<TestCluster> {
-    const support = MODE_SUPPORT[options.mode];
+    const support = options.support ?? MODE_SUPPORT[options.mode];
     const create = support.create;
     if (create === null) throw new Error(`no ${options.mode} backend to test`);
     const runner = options.runner ?? hostCommandRunner;
@@ -202,6 +209,8 @@ export class TestCluster {
               udpPorts: [POD_UDP_PORT],
               stateDir: cluster.stateDir,
               maxLifetimeSeconds: 600,
+              // Six Node processes start at once on a shared 2-core machine: be patient.
+              readyTimeoutMs: 60_000,
             }),
           ),
       );
@@ -231,6 +240,11 @@ export class TestCluster {
         ip6: p.ip6,
       })),
     );
+  }
+
+  /** PIDs of the running pod servers (for tests of the harness's own cleanup). */
+  get podServerPids(): readonly number[] {
+    return this.servers.map((s) => s.pid);
   }
 
   get client(): { readonly namespace: string; readonly ip: string; readonly ip6: string } {
@@ -328,7 +342,14 @@ export class TestCluster {
     port: number,
     options: Partial<TrafficSpec> = {},
   ): Promise<RequestOutcome[]> {
-    return sendRequests(this.runner, fromNamespace, { proto: 'http', ip, port, count: 1, ...options });
+    return sendRequests(this.runner, fromNamespace, {
+      proto: 'http',
+      ip,
+      port,
+      count: 1,
+      timeoutMs: ANSWER_TIMEOUT_MS,
+      ...options,
+    });
   }
 
   /** `count` UDP requests from a namespace, one socket each. */
@@ -338,7 +359,14 @@ export class TestCluster {
     port: number,
     options: Partial<TrafficSpec> = {},
   ): Promise<RequestOutcome[]> {
-    return sendRequests(this.runner, fromNamespace, { proto: 'udp', ip, port, count: 1, ...options });
+    return sendRequests(this.runner, fromNamespace, {
+      proto: 'udp',
+      ip,
+      port,
+      count: 1,
+      timeoutMs: ANSWER_TIMEOUT_MS,
+      ...options,
+    });
   }
 
   /** Requests that keep going in the background until stop() (bounded by spec.count). */
