@@ -65,7 +65,13 @@ async function upCommand(argv: string[]): Promise<number> {
   try {
     ({ values } = parseArgs({
       args: argv,
-      options: { nodes: { type: 'string' }, mode: { type: 'string' }, 'state-dir': { type: 'string' } },
+      options: {
+        nodes: { type: 'string' },
+        mode: { type: 'string' },
+        'state-dir': { type: 'string' },
+        // Undocumented: tests run a lab beside a user's own under another prefix.
+        prefix: { type: 'string' },
+      },
       strict: true,
     }));
   } catch (e) {
@@ -84,7 +90,14 @@ async function upCommand(argv: string[]): Promise<number> {
     void process.stdout.write(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${line}\n`);
   let lab;
   try {
-    lab = await startLab({ nodes, mode, stateDir, progress, logger: stderrLogger({ component: 'lab' }) });
+    lab = await startLab({
+      nodes,
+      mode,
+      stateDir,
+      ...(values.prefix !== undefined ? { prefix: values.prefix } : {}),
+      progress,
+      logger: stderrLogger({ component: 'lab' }),
+    });
   } catch (e) {
     if (e instanceof LabAlreadyUpError) return fail(e.message, 1);
     return fail(`up failed: ${e instanceof Error ? e.message : String(e)}`, 1);

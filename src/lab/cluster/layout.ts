@@ -48,6 +48,9 @@ export function labLayout(nodeCount: number, prefix = DEFAULT_PREFIX): LabLayout
     throw new Error(
       `--nodes: ${nodeCount} is outside 1…${MAX_LAB_NODES} (pod CIDRs must fit in ${CLUSTER_CIDR})`,
     );
+  // `lab down` sweeps every namespace that starts with the prefix: it must be long and plain enough to be ours.
+  if (!/^[a-z][a-z0-9]{5,19}$/.test(prefix))
+    throw new Error(`prefix ${JSON.stringify(prefix)}: expected 6…20 lower-case letters and digits`);
   return {
     prefix,
     underlayNamespace: `${prefix}-ul`,

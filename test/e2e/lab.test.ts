@@ -1,0 +1,527 @@
+// The lab, end to end: `lab up`'s own code path (startLab) with two nodes, real kubectl as the client, real
+// kube-proxy-ts processes in node namespaces, real packets between pod namespaces. One file, so that the tests
+// run one after another against one lab (one lab per machine), in the walkthrough's order:
+//   comes up → topology → backend switch → churn → down (and: crash, then `lab down`).
+// Expected values come from upstream's rules (docs/lab-walkthrough.md explains each), never from our output.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
+import { startLab, type Lab } from '../../src/lab/cluster/index.js';
+import { labDown } from '../../src/lab/cluster/down.js';
+import { podNamespaceName } from '../../src/lab/cluster/layout.js';
+import { fetchProxyMetrics, metricValue } from '../../src/lab/cluster/metrics.js';
+import { FULL_SYNC_PERIOD_MS } from '../../src/sync/proxier.js';
+import { kernelOptions, runPrefix } from '../helpers/kernel.js';
+import { delay, httpTally, inNetns, kubectlFor, mustRun, run, sorted, waitFor } from './helpers.js';
+
+const gate = kernelOptions(['ip', 'nft', 'iptables', 'iptables-save', 'curl', 'kubectl']);
+
+interface PodView {
+  readonly name: string;
+  readonly node: string;
+  readonly ip: string;
+  readonly ready: boolean;
+  readonly terminating: boolean;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+function field(v: unknown, ...path: string[]): unknown {
+  let cur = v;
+  for (const p of path) cur = isRecord(cur) ? cur[p] : undefined;
+  return cur;
+}
+function items(list: unknown): unknown[] {
+  const xs = field(list, 'items');
+  return Array.isArray(xs) ? xs : [];
+}
+function podViews(list: unknown): PodView[] {
+  return items(list).map((p) => {
+    const conditions = field(p, 'status', 'conditions');
+    return {
+      name: String(field(p, 'metadata', 'name')),
+      node: String(field(p, 'spec', 'nodeName') ?? ''),
+      ip: String(field(p, 'status', 'podIP') ?? ''),
+      ready:
+        Array.isArray(conditions) &&
+        conditions.some((c) => field(c, 'type') === 'Ready' && field(c, 'status') === 'True'),
+      terminating: field(p, 'metadata', 'deletionTimestamp') !== undefined,
+    };
+  });
+}
+
+/** Root-namespace facts the lab must never change: link names and nftables tables. */
+async function rootNetworkFacts(): Promise<{ links: string[]; tables: string }> {
+  const links = (await mustRun('ip', ['-o', 'link', 'show']))
+    .split('\n')
+    .map((l) => /^\d+:\s+([^:@]+)/.exec(l)?.[1] ?? '')
+    .filter((n) => n !== '')
+    .sort();
+  const tables = (await mustRun('nft', ['list', 'tables'])).split('\n').sort().join('\n');
+  return { links, tables };
+}
+
+async function processesMentioning(text: string): Promise<string[]> {
+  const out = await mustRun('ps', ['-eo', 'pid=,args=']);
+  return out
+    .split('\n')
+    .filter((l) => l.includes(text) && !l.includes('ps -eo'))
+    .map((l) => l.trim());
+}
+
+async function assertNothingLeft(
+  prefix: string,
+  stateDir: string,
+  root: { links: string[]; tables: string },
+): Promise<void> {
+  const namespaces = (await mustRun('ip', ['netns', 'list']))
+    .split('\n')
+    .filter((l) => l.startsWith(`${prefix}-`));
+  assert.deepEqual(namespaces, [], 'no lab namespace is left');
+  assert.deepEqual(await processesMentioning(stateDir), [], 'no process started by the lab is left');
+  assert.equal(existsSync(stateDir), false, 'the state directory is gone');
+  const etc = existsSync('/etc/netns')
+    ? readdirSync('/etc/netns').filter((n) => n.startsWith(`${prefix}-`))
+    : [];
+  assert.deepEqual(etc, [], 'no /etc/netns directory is left');
+  assert.deepEqual(
+    await rootNetworkFacts(),
+    root,
+    'the root namespace has the same links and nftables tables',
+  );
+}
+
+describe('lab: a cluster on one host', { skip: gate.skip, timeout: 480_000 }, () => {
+  const prefix = runPrefix();
+  const stateDir = join(mkdtempSync(join(tmpdir(), `${prefix}-`)), 'state');
+  let lab: Lab | undefined;
+  let rootBefore: { links: string[]; tables: string };
+  let upSeconds = 0;
+  const k = (): ReturnType<typeof kubectlFor> => kubectlFor(lab?.kubeconfigPath ?? '');
+  const nsOfNode = (node: string): string => `${prefix}-${node}`;
+  const podNs = (pod: string, namespace = 'svc'): string => podNamespaceName(prefix, namespace, pod);
+  const webPods = async (): Promise<PodView[]> =>
+    podViews(await k().json(['-n', 'svc', 'get', 'pods', '-l', 'app=web']));
+  const clientPodOn = async (node: string): Promise<string> => {
+    const p = (await webPods()).find((x) => x.node === node && x.ready && !x.terminating);
+    assert.ok(p, `a ready web pod on ${node}`);
+    return podNs(p.name);
+  };
+  const metricsOf = async (node: string): Promise<string> =>
+    waitFor(`metrics of ${node}`, 30_000, () => fetchProxyMetrics(mustRunner, nsOfNode(node)));
+  const mustRunner = {
+    run: (cmd: string, args: readonly string[]) => run(cmd, args),
+  };
+
+  before(async () => {
+    rootBefore = await rootNetworkFacts();
+    const t0 = Date.now();
+    lab = await startLab({ nodes: 2, mode: 'nftables', stateDir, prefix });
+    upSeconds = (Date.now() - t0) / 1000;
+  });
+
+  after(async () => {
+    await lab?.stop();
+    await removeAll(prefix, stateDir);
+  });
+
+  test('comes up, and within 60 s a pod reaches all three web pods through http://web.svc/', async () => {
+    assert.ok(lab);
+    const pods = await webPods();
+    assert.equal(pods.filter((p) => p.ready).length, 3);
+    assert.deepEqual(
+      sorted(new Set(pods.map((p) => p.node))),
+      ['control-plane', 'worker'],
+      'spread over both nodes',
+    );
+    const from = await clientPodOn('worker');
+    const tally = await waitFor(
+      '30 answers from all three web pods',
+      Math.max(1000, 60_000 - upSeconds * 1000),
+      async () => {
+        const t = await httpTally(from, 'http://web.svc/', 30);
+        return t.failures === 0 && t.pods.size === 3 ? t : undefined;
+      },
+    );
+    assert.deepEqual(sorted(tally.pods.keys()), sorted(pods.map((p) => p.name)));
+    console.log(
+      `# lab up in ${upSeconds.toFixed(1)} s; answers per pod: ${JSON.stringify(Object.fromEntries(tally.pods))}`,
+    );
+  });
+
+  describe('topology: 6 endpoints, 4 on control-plane and 2 on worker', () => {
+    const onCP = ['topo-cp-0', 'topo-cp-1', 'topo-cp-2', 'topo-cp-3'];
+    const onWorker = ['topo-w-0', 'topo-w-1'];
+    const all = [...onCP, ...onWorker];
+
+    before(async () => {
+      const pod = (name: string, node: string): object => ({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: 'svc', labels: { app: 'topo' } },
+        spec: {
+          nodeName: node,
+          containers: [
+            { name: 'pod-server', image: 'kube-proxy-ts/pod-server', ports: [{ containerPort: 8080 }] },
+          ],
+        },
+      });
+      const svc = (name: string, spec: object): object => ({
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name, namespace: 'svc' },
+        spec: { selector: { app: 'topo' }, ports: [{ port: 80, targetPort: 8080 }], ...spec },
+      });
+      const objects = [
+        ...onCP.map((n) => pod(n, 'control-plane')),
+        ...onWorker.map((n) => pod(n, 'worker')),
+        svc('topo-itp', { internalTrafficPolicy: 'Local' }),
+        svc('topo-etp', { type: 'NodePort', externalTrafficPolicy: 'Local' }),
+        svc('topo-pc', { trafficDistribution: 'PreferClose' }),
+      ];
+      await k().run(['create', '-f', '-'], objects.map((o) => stringify(o)).join('---\n'));
+      await waitFor('six ready topo pods', 60_000, async () => {
+        const pods = podViews(await k().json(['-n', 'svc', 'get', 'pods', '-l', 'app=topo']));
+        return pods.filter((p) => p.ready).length === 6 ? true : undefined;
+      });
+    });
+
+    /** Requests until only `expected` pods answer and each of them did (rules take a sync to follow). */
+    const expectAnswers = async (
+      ns: string,
+      url: string,
+      expected: readonly string[],
+      count: number,
+    ): Promise<void> => {
+      const want = sorted(expected);
+      let last = '';
+      await waitFor(`answers from exactly ${want.join(', ')} for ${url} in ${ns}`, 45_000, async () => {
+        const t = await httpTally(ns, url, count);
+        last = JSON.stringify(Object.fromEntries(t.pods));
+        return t.failures === 0 && JSON.stringify(sorted(t.pods.keys())) === JSON.stringify(want)
+          ? true
+          : undefined;
+      }).catch((e: unknown) => {
+        throw new Error(`${String(e)}; last answers ${last}`);
+      });
+      // And once more, fresh: the rules hold, not just converged once.
+      const t = await httpTally(ns, url, count);
+      assert.equal(t.failures, 0);
+      assert.deepEqual(sorted(t.pods.keys()), want);
+    };
+
+    test('internalTrafficPolicy: Local — a pod reaches only the endpoints on its own node', async () => {
+      await expectAnswers(await clientPodOn('worker'), 'http://topo-itp.svc/', onWorker, 30);
+      await expectAnswers(await clientPodOn('control-plane'), 'http://topo-itp.svc/', onCP, 40);
+    });
+
+    test('externalTrafficPolicy: Local — each NodePort reaches only its node’s endpoints, client IP preserved', async () => {
+      const nodePort = Number(
+        await k().run(['-n', 'svc', 'get', 'svc', 'topo-etp', '-o', 'jsonpath={.spec.ports[0].nodePort}']),
+      );
+      assert.ok(nodePort >= 30000 && nodePort <= 32767, `nodePort ${nodePort}`);
+      const client = `${prefix}-client`;
+      await expectAnswers(client, `http://198.18.0.10:${nodePort}/`, onCP, 40);
+      await expectAnswers(client, `http://198.18.0.11:${nodePort}/`, onWorker, 30);
+      const t = await httpTally(client, `http://198.18.0.11:${nodePort}/`, 5);
+      assert.deepEqual([...t.clients], ['198.18.1.10'], 'the pods saw the client’s own address (no SNAT)');
+    });
+
+    test('trafficDistribution: PreferClose without zones — hints are not set, every endpoint is used', async () => {
+      await expectAnswers(await clientPodOn('worker'), 'http://topo-pc.svc/', all, 60);
+    });
+
+    test('trafficDistribution: PreferClose with zones — each node uses its own zone’s endpoints', async () => {
+      await k().run(['label', 'node', 'control-plane', 'topology.kubernetes.io/zone=zone-a']);
+      await k().run(['label', 'node', 'worker', 'topology.kubernetes.io/zone=zone-b']);
+      await waitFor('zone hints on every topo-pc endpoint', 30_000, async () => {
+        const slices = await k().json([
+          '-n',
+          'svc',
+          'get',
+          'endpointslices',
+          '-l',
+          'kubernetes.io/service-name=topo-pc',
+        ]);
+        const eps = items(slices).flatMap((s) => {
+          const e = field(s, 'endpoints');
+          return Array.isArray(e) ? e : [];
+        });
+        return eps.length === 6 && eps.every((e) => Array.isArray(field(e, 'hints', 'forZones')))
+          ? true
+          : undefined;
+      });
+      await expectAnswers(await clientPodOn('worker'), 'http://topo-pc.svc/', onWorker, 30);
+      await expectAnswers(await clientPodOn('control-plane'), 'http://topo-pc.svc/', onCP, 40);
+    });
+
+    after(async () => {
+      await k()
+        .run(['-n', 'svc', 'delete', 'pods,services', '-l', 'app=topo', '--wait=false'])
+        .catch(() => '');
+      await k()
+        .run(['-n', 'svc', 'delete', 'services', 'topo-itp', 'topo-etp', 'topo-pc', '--wait=false'])
+        .catch(() => '');
+    });
+  });
+
+  test('backend switch: ConfigMap mode iptables → nftables restarts the proxies and replaces the rules', async () => {
+    assert.ok(lab);
+    const node = lab.nodes.find((n) => n.name === 'worker');
+    assert.ok(node);
+    const rollout = async (sedExpr: string, wantMode: string): Promise<void> => {
+      const starts = lab?.nodes.map((n) => n.proxy.starts) ?? [];
+      await k().sh(
+        `kubectl -n kube-system get configmap kube-proxy -o yaml | sed '${sedExpr}' | kubectl replace -f -`,
+      );
+      await waitFor(`every proxy restarted in ${wantMode} mode and synced`, 60_000, async () => {
+        for (const [i, n] of (lab?.nodes ?? []).entries()) {
+          if (n.proxy.starts <= (starts[i] ?? 0) || !n.proxy.running) return undefined;
+          const text = await fetchProxyMetrics(mustRunner, n.namespace);
+          if (!text || !((metricValue(text, 'kubeproxy_sync_proxy_rules_last_timestamp_seconds') ?? 0) > 0))
+            return undefined;
+        }
+        return true;
+      });
+    };
+    const ns = nsOfNode('worker');
+    const clusterIP = (
+      await k().run(['-n', 'svc', 'get', 'svc', 'web', '-o', 'jsonpath={.spec.clusterIP}'])
+    ).trim();
+
+    await rollout('s/mode: nftables/mode: iptables/', 'iptables');
+    const saved = await inNetns(ns, [
+      'sh',
+      '-c',
+      'iptables-nft-save 2>/dev/null; iptables-legacy-save 2>/dev/null',
+    ]);
+    assert.match(saved, /:KUBE-SERVICES /, 'iptables mode programs KUBE-SERVICES');
+    assert.match(
+      saved,
+      new RegExp(`-d ${clusterIP.replace(/\./g, '\\.')}/32 .*-j KUBE-SVC-`),
+      'the ClusterIP jumps to a KUBE-SVC chain',
+    );
+    const nftIn = await run('ip', ['netns', 'exec', ns, 'nft', 'list', 'table', 'ip', 'kube-proxy']);
+    assert.notEqual(nftIn.code, 0, 'iptables mode removed the nftables table');
+    const from = await clientPodOn('worker');
+    assert.equal(
+      (await httpTally(from, 'http://web.svc/', 30)).pods.size,
+      3,
+      'iptables mode balances over 3 pods',
+    );
+
+    await rollout('s/mode: iptables/mode: nftables/', 'nftables');
+    const after = await inNetns(ns, [
+      'sh',
+      '-c',
+      'iptables-nft-save 2>/dev/null; iptables-legacy-save 2>/dev/null',
+    ]);
+    assert.doesNotMatch(after, /KUBE-/, 'no KUBE-* chain is left in either iptables');
+    const table = await inNetns(ns, ['nft', 'list', 'table', 'ip', 'kube-proxy']);
+    const elementRe = new RegExp(
+      `${clusterIP.replace(/\./g, '\\.')} \\. tcp \\. 80 : goto (service-[A-Z0-9]{8}-svc/web/tcp/http)`,
+      'g',
+    );
+    const elements = [...table.matchAll(elementRe)];
+    assert.equal(elements.length, 1, 'the ClusterIP:80/TCP is one element of the service-ips map');
+    const chainName = elements[0]?.[1] ?? '';
+    const chain =
+      new RegExp(`chain ${chainName.replace(/\//g, '\\/')} \\{([^}]*(?:\\{[^}]*\\}[^}]*)*)\\}`).exec(
+        table,
+      )?.[1] ?? '';
+    assert.ok(chain !== '', `chain ${chainName} exists`);
+    const dispatch = chain.match(/numgen random mod (\d+)/g) ?? [];
+    assert.deepEqual(
+      dispatch,
+      ['numgen random mod 3'],
+      'one numgen random mod 3 dispatch over the 3 web pods',
+    );
+    assert.equal(
+      (await httpTally(from, 'http://web.svc/', 30)).pods.size,
+      3,
+      'nftables mode balances over 3 pods',
+    );
+  });
+
+  test('churn: pending endpoint changes pile up between syncs (minSyncPeriod 15s) and clear in one sync', async () => {
+    assert.ok(lab);
+    const starts = lab.nodes.map((n) => n.proxy.starts);
+    await k().sh(
+      `kubectl -n kube-system get configmap kube-proxy -o yaml | sed 's/minSyncPeriod: 1s/minSyncPeriod: 15s/' | kubectl replace -f -`,
+    );
+    const conf = parse(readFileSync(lab.paths.nodeConfig('worker'), 'utf8')) as unknown;
+    assert.equal(
+      field(conf, 'nftables', 'minSyncPeriod'),
+      '15s',
+      'the node’s config file follows the ConfigMap',
+    );
+    const node = 'worker';
+    await waitFor('proxies restarted with minSyncPeriod 15s and settled', 90_000, async () => {
+      if (!lab?.nodes.every((n, i) => n.proxy.starts > (starts[i] ?? 0) && n.proxy.running)) return undefined;
+      const text = await fetchProxyMetrics(mustRunner, nsOfNode(node));
+      if (!text) return undefined;
+      const synced = (metricValue(text, 'kubeproxy_sync_proxy_rules_last_timestamp_seconds') ?? 0) > 0;
+      return synced && metricValue(text, 'kubeproxy_sync_proxy_rules_endpoint_changes_pending') === 0
+        ? true
+        : undefined;
+    });
+    const read = async (): Promise<{ pending: number; total: number; syncs: number; services: number }> => {
+      const text = await metricsOf(node);
+      return {
+        pending: metricValue(text, 'kubeproxy_sync_proxy_rules_endpoint_changes_pending') ?? NaN,
+        total: metricValue(text, 'kubeproxy_sync_proxy_rules_endpoint_changes_total') ?? NaN,
+        syncs: metricValue(text, 'kubeproxy_sync_proxy_rules_duration_seconds_count') ?? NaN,
+        services: metricValue(text, 'kubeproxy_sync_proxy_rules_service_changes_total') ?? NaN,
+      };
+    };
+    const before = await read();
+    type Point = Awaited<ReturnType<typeof read>>;
+    const series: Point[] = [before];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        series.push(await read());
+        await delay(250);
+      }
+    })();
+    try {
+      await k().run(['-n', 'svc', 'scale', 'deployment', 'web', '--replicas=12']);
+      await waitFor('12 ready web pods', 90_000, async () =>
+        (await webPods()).filter((p) => p.ready && !p.terminating).length >= 12 ? true : undefined,
+      );
+      await k().run(['-n', 'svc', 'scale', 'deployment', 'web', '--replicas=3']);
+      await k().run(['-n', 'svc', 'delete', 'pod', '-l', 'app=web', '--wait=false']);
+      await waitFor('3 ready web pods and nothing terminating', 120_000, async () => {
+        const pods = await webPods();
+        return pods.length === 3 && pods.every((p) => p.ready) ? true : undefined;
+      });
+      // The last change waits up to minSyncPeriod before a sync takes it.
+      await waitFor('no pending endpoint changes', 40_000, async () =>
+        (await read()).pending === 0 ? true : undefined,
+      );
+    } finally {
+      sampling = false;
+      await sampler;
+    }
+    const end = await read();
+    const pending = series.map((p) => p.pending);
+    const peak = Math.max(...pending);
+    console.log(
+      `# churn on ${node}: pending series ${pending.join(',')}; endpoint changes +${end.total - before.total}, syncs +${end.syncs - before.syncs}, service changes +${end.services - before.services}`,
+    );
+    assert.ok(peak >= 10, `pending climbs into double figures (peak ${peak})`);
+    // Between syncs the gauge only grows. A sync checks out everything pending at once: a drop happens only across
+    // a sync, and what is left after it can only be changes that arrived since the previous sample.
+    let clearedBacklog = false;
+    for (let i = 1; i < series.length; i++) {
+      const [a, b] = [series[i - 1], series[i]];
+      if (!a || !b || b.pending >= a.pending) continue;
+      assert.ok(b.syncs > a.syncs, `pending fell from ${a.pending} to ${b.pending} without a sync`);
+      assert.ok(
+        b.pending <= b.total - a.total,
+        `pending fell from ${a.pending} to ${b.pending} but only ${b.total - a.total} changes arrived since: not all was cleared`,
+      );
+      if (a.pending >= 10) clearedBacklog = true;
+    }
+    assert.ok(clearedBacklog, 'a double-figure backlog was cleared by one sync');
+    assert.equal(end.pending, 0);
+    const changes = end.total - before.total;
+    const syncs = end.syncs - before.syncs;
+    assert.ok(syncs >= 1, 'at least one sync ran');
+    assert.ok(changes >= 5 * syncs, `endpoint changes (${changes}) far outnumber syncs (${syncs})`);
+    assert.equal(end.services - before.services, 0, 'no Service changed');
+
+    // Idle: upstream's only periodic sync without changes is the hourly full sync (FullSyncPeriod); over a quiet
+    // window longer than minSyncPeriod nothing syncs, and the proxy stays healthy.
+    assert.equal(FULL_SYNC_PERIOD_MS, 3_600_000);
+    const quietStart = await read();
+    await delay(20_000);
+    const quietEnd = await read();
+    assert.equal(
+      quietEnd.syncs - quietStart.syncs,
+      0,
+      'no sync without a change (the idle resync is hourly)',
+    );
+    const healthz = await inNetns(nsOfNode(node), [
+      'curl',
+      '-s',
+      '-o',
+      '/dev/null',
+      '-w',
+      '%{http_code}',
+      'http://127.0.0.1:10256/healthz',
+    ]);
+    assert.equal(healthz, '200', 'an idle proxy is healthy');
+  });
+
+  test('stop (what Ctrl-C runs) leaves no namespace, process, /etc/netns entry, state or root change behind', async () => {
+    assert.ok(lab);
+    await lab.stop();
+    await assertNothingLeft(prefix, stateDir, rootBefore);
+  });
+
+  test('a crashed lab (SIGKILL) leaves things behind, and `lab down` removes them all', async () => {
+    const crashPrefix = runPrefix();
+    const crashState = join(mkdtempSync(join(tmpdir(), `${crashPrefix}-`)), 'state');
+    const root = await rootNetworkFacts();
+    const main = new URL('../../src/cli/main.ts', import.meta.url).pathname;
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        main,
+        'lab',
+        'up',
+        '--nodes',
+        '1',
+        '--state-dir',
+        crashState,
+        '--prefix',
+        crashPrefix,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    try {
+      let out = '';
+      child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+      await waitFor('the child lab is up', 120_000, () =>
+        Promise.resolve(out.includes('The lab is up') ? true : undefined),
+      );
+      const before = (await mustRun('ip', ['netns', 'list']))
+        .split('\n')
+        .filter((l) => l.startsWith(`${crashPrefix}-`));
+      assert.ok(before.length >= 5, `the lab made namespaces (${before.length})`);
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child.once('exit', resolve));
+      assert.ok(
+        (await processesMentioning(crashState)).length > 0,
+        'its proxies and pod servers outlive the crash',
+      );
+      const down = await mustRun(process.execPath, [
+        '--import',
+        'tsx',
+        main,
+        'lab',
+        'down',
+        '--state-dir',
+        crashState,
+      ]);
+      assert.match(down, /nothing is left behind/);
+      await assertNothingLeft(crashPrefix, crashState, root);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await removeAll(crashPrefix, crashState);
+    }
+  });
+});
+
+/** Last-resort cleanup after a failed test: the same sweep `lab down` does. */
+async function removeAll(prefix: string, stateDir: string): Promise<void> {
+  await labDown(stateDir, { prefix }).catch(() => undefined);
+}
