@@ -1,9 +1,11 @@
 // The canary on a real kernel, for both iptables back ends: an external `iptables -t nat -F` and `-t filter -F`
 // inside the test namespace is detected by checkCanary(), and the next sync (requested as partial) is a full one
-// that puts every rule back, with no restart.
+// that puts every rule back, with no restart. And a full sync reads the real iptables-save output well enough to
+// find every jump it made before: nothing is created twice and no per-rule command runs.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { IptablesBackend } from '../../src/backends/iptables/backend.js';
+import type { CommandRunner } from '../../src/netfilter/command.js';
 import { iptablesBinaries } from '../../src/netfilter/iptables/variant.js';
 import { kernelOptions } from '../helpers/kernel.js';
 import { ModelDriver } from '../backends/iptables/helpers.js';
@@ -80,6 +82,55 @@ for (const variant of ['legacy', 'nft'] as const) {
           assert.deepEqual(shape(await save('nat')), shape(nat));
           assert.deepEqual(shape(await save('filter')), shape(filter));
           assert.equal(await backend.checkCanary(), true);
+        });
+      },
+    );
+
+    test(
+      'a second full sync finds every jump in iptables-save: one restore, no -C, nothing duplicated',
+      kernelOptions(['ip', bins.iptables, bins.restore, bins.save]),
+      async () => {
+        await withSandbox(async ({ commands, lockFile }) => {
+          const calls: string[][] = [];
+          const recorded: CommandRunner = {
+            run: (cmd, args, options) => {
+              calls.push([cmd, ...args]);
+              return commands.run(cmd, args, options);
+            },
+          };
+          const backend = new IptablesBackend({
+            node: testNode(),
+            commands: recorded,
+            clock: wallClock,
+            // Localhost NodePorts add kubelet's comment-less KUBE-FIREWALL jumps to the ones checked.
+            iptables: { ...modeOptions(variant, lockFile), localhostNodePorts: true },
+          });
+          const model = new ModelDriver('IPv4', 'node-a');
+          model.upsertService({
+            metadata: { namespace: 'ns', name: 'web' },
+            spec: { clusterIP: '198.18.100.10', ports: [{ name: 'http', port: 80, protocol: 'TCP' }] },
+          });
+          const sync = (full: boolean) => {
+            const { snapshot, changedServices } = model.checkout();
+            return backend.sync(snapshot, { full, changedServices });
+          };
+          const env = { XTABLES_LOCKFILE: lockFile };
+          const saveAll = async () => {
+            const r = await commands.run(bins.save, [], { env });
+            assert.equal(r.code, 0, r.stderr);
+            return r.stdout.replace(/^#.*\n/gm, '').replace(/\[\d+:\d+\]/g, '');
+          };
+
+          await sync(true);
+          assert.equal(await backend.checkCanary(), true);
+          const before = await saveAll();
+          assert.match(before, /-A INPUT -j KUBE-FIREWALL/);
+          calls.length = 0;
+          await sync(true);
+          const restores = calls.filter((c) => c[0] === bins.restore);
+          assert.equal(restores.length, 1, 'only the rules restore; no base-chain restore');
+          assert.ok(!calls.some((c) => c.includes('-C') || c.includes('-N') || c.includes('-I')));
+          assert.equal(await saveAll(), before);
         });
       },
     );

@@ -7,8 +7,11 @@ import type { IPFamily } from '../../model/ip.js';
 import type { ServicePort } from '../../model/service-port.js';
 import type { CommandRunner } from '../../netfilter/command.js';
 import { IptablesClient, IptablesError } from '../../netfilter/iptables/client.js';
-import { chainsInSave } from '../../netfilter/iptables/parse.js';
-import type { IptablesTableName } from '../../netfilter/iptables/types.js';
+import { chainsInSave, readSave } from '../../netfilter/iptables/parse.js';
+import type { SavedTable } from '../../netfilter/iptables/parse.js';
+import { serializeRestore } from '../../netfilter/iptables/serialize.js';
+import type { IptablesRule, IptablesTableName, RestoreTable } from '../../netfilter/iptables/types.js';
+import { BUILTIN_CHAINS, IPTABLES_TABLES } from '../../netfilter/iptables/types.js';
 import type { IptablesVariant } from '../../netfilter/iptables/variant.js';
 import type {
   BackendSyncResult,
@@ -93,6 +96,10 @@ interface CacheEntry {
   text: ServicePortText;
 }
 
+function sameArgs(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
 function compareEntries(a: CacheEntry, b: CacheEntry): number {
   if (a.name !== b.name) return a.name < b.name ? -1 : 1;
   return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
@@ -114,9 +121,9 @@ function insertSorted(order: CacheEntry[], e: CacheEntry): void {
 export interface IptablesKernelPhases {
   /** `flock` waits before the jump-rule commands and the restore (legacy only). */
   readonly lockMs: number;
-  /** The chain and jump-rule commands (`-N`, `-C`, `-I`) of a full sync. */
+  /** Creating missing base chains, jumps and canaries on a full sync (one restore; `-C` where the dump is unclear). */
   readonly jumpsMs: number;
-  /** `iptables-save -t nat` for stale chains (reading its output into chain names is our own work). */
+  /** iptables-save: every table on a full sync, nat for stale chains otherwise (parsing it is our own work). */
   readonly saveMs: number;
   /** `iptables-restore` itself. */
   readonly restoreMs: number;
@@ -194,18 +201,38 @@ export class IptablesBackend implements ProxyBackend {
     const phases = { lockMs: 0, jumpsMs: 0, saveMs: 0, restoreMs: 0 };
     this.phases = phases;
 
-    // Lock waits before the jump-rule commands (full syncs) and before the restore add up to this sync's wait.
+    // Lock waits before the base-chain restore (full syncs) and before the main restore add up to this sync's wait.
     let lockWaitMs = 0;
+    // A full sync reads every table once: what it says settles which base chains and jumps are missing, and its
+    // nat part doubles as the stale-chain scan.
+    let natChains: ReadonlySet<string> | undefined;
     if (full) {
       const t = performance.now();
+      let saved: Map<IptablesTableName, SavedTable> | undefined;
       try {
-        // The -N/-C/-I commands would each block on a held lock; take it once first so the wait is measured.
-        lockWaitMs += await this.client.waitForLock();
-        await this.ensureBaseChains();
+        const dump = await this.client.save();
+        phases.saveMs = performance.now() - t;
+        saved = readSave(dump, (table, chain) => BUILTIN_CHAINS[table].includes(chain));
+        natChains = saved.get('nat')?.chains ?? new Set();
+      } catch (error) {
+        phases.saveMs = performance.now() - t;
+        this.logger.error('iptables-save failed; ensuring base chains one command at a time', {
+          error: String(error),
+        });
+      }
+      const tj = performance.now();
+      try {
+        if (saved === undefined) {
+          // The -N/-C/-I commands would each block on a held lock; take it once first so the wait is measured.
+          lockWaitMs += await this.client.waitForLock();
+          await this.ensureBaseChainsOneByOne();
+        } else {
+          lockWaitMs += await this.ensureBaseChains(saved);
+        }
       } catch (error) {
         throw this.failed(error, full, lockWaitMs, undefined);
       } finally {
-        phases.jumpsMs = performance.now() - t;
+        phases.jumpsMs = performance.now() - tj;
       }
     }
 
@@ -218,8 +245,10 @@ export class IptablesBackend implements ProxyBackend {
     // Stale chains: every sync, or at most once per syncPeriod in large clusters (iptables-save is slow there).
     let staleChains: string[] = [];
     const now = this.clock.now();
-    const scan = !this.large || now - this.lastStaleScan >= this.syncPeriodMs;
-    if (scan) {
+    const scan = natChains !== undefined || !this.large || now - this.lastStaleScan >= this.syncPeriodMs;
+    if (natChains !== undefined) {
+      staleChains = this.staleChainsIn(natChains);
+    } else if (scan) {
       const t = performance.now();
       let saved: string | undefined;
       try {
@@ -429,8 +458,48 @@ export class IptablesBackend implements ProxyBackend {
     });
   }
 
-  /** Our chains, the jumps into them and the canaries (full syncs only, as upstream). */
-  private async ensureBaseChains(): Promise<void> {
+  /**
+   * Our chains, the jumps into them and the canaries (full syncs only, as upstream), given a dump of every table:
+   * whatever is missing is created in one `--noflush` restore (`:CHAIN` lines for missing chains only, so nothing
+   * existing is flushed; `-I` lines in upstream's order, so the jumps end up where upstream's `-C`/`-I` sequence
+   * puts them). A jump the dump does not show although its chain exists is checked with `-C` first, in case
+   * iptables-save printed it differently. Resolves the lock wait of that restore, ms.
+   */
+  private async ensureBaseChains(saved: ReadonlyMap<IptablesTableName, SavedTable>): Promise<number> {
+    const chains = new Map<IptablesTableName, string[]>();
+    const inserts = new Map<IptablesTableName, IptablesRule[]>();
+    const addChain = (table: IptablesTableName, chain: string): void => {
+      const list = chains.get(table) ?? [];
+      if (!list.includes(chain)) list.push(chain);
+      chains.set(table, list);
+    };
+    for (const j of this.jumpRules()) {
+      const t = saved.get(j.table);
+      const args = jumpArgs(j);
+      const chainExists = t?.chains.has(j.to) ?? false;
+      if (!chainExists) addChain(j.table, j.to);
+      const listed = (t?.rules.get(j.from) ?? []).some((r) => sameArgs(r, args));
+      if (listed || (chainExists && (await this.client.ruleExists(j.table, j.from, args)))) continue;
+      const list = inserts.get(j.table) ?? [];
+      list.push({ chain: j.from, args });
+      inserts.set(j.table, list);
+    }
+    for (const table of CANARY_TABLES) {
+      if (!(saved.get(table)?.chains.has(KUBE_PROXY_CANARY) ?? false)) addChain(table, KUBE_PROXY_CANARY);
+    }
+    const tables: RestoreTable[] = [];
+    for (const table of IPTABLES_TABLES) {
+      const c = chains.get(table) ?? [];
+      const i = inserts.get(table) ?? [];
+      if (c.length > 0 || i.length > 0)
+        tables.push({ table, chains: c, inserts: i, rules: [], deleteChains: [] });
+    }
+    if (tables.length === 0) return 0;
+    return (await this.client.restore(serializeRestore({ tables }))).lockWaitMs;
+  }
+
+  /** The same, one command at a time (`-N`; `-C` then `-I`), when the tables could not be read. */
+  private async ensureBaseChainsOneByOne(): Promise<void> {
     for (const j of this.jumpRules()) {
       await this.client.ensureChain(j.table, j.to);
       await this.client.ensureRule('prepend', j.table, j.from, jumpArgs(j));

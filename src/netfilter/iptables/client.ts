@@ -180,9 +180,9 @@ export class IptablesClient {
     return true;
   }
 
-  /** `iptables-save -t TABLE`. */
-  async save(table: IptablesTableName): Promise<string> {
-    const args = ['-t', table];
+  /** `iptables-save -t TABLE`, or every table without one. */
+  async save(table?: IptablesTableName): Promise<string> {
+    const args = table === undefined ? [] : ['-t', table];
     const r = await this.exec(this.binaries.save, args);
     if (r.code !== 0) throw new IptablesError('command', this.binaries.save, args, r.code, r.stderr);
     return r.stdout;

@@ -148,3 +148,56 @@ export function chainsInSave(text: string, table: IptablesTableName): Set<string
   }
   return chains;
 }
+
+/** What a dump says about one table: its chains, and the rules of the chains asked for. */
+export interface SavedTable {
+  readonly chains: ReadonlySet<string>;
+  /** Rule arguments (after `-A CHAIN`) of the chains `rulesOf` selected, in order. */
+  readonly rules: ReadonlyMap<string, readonly (readonly string[])[]>;
+}
+
+/**
+ * Reads an iptables-save dump of any tables: every table's chain names, and the rules of the chains `rulesOf`
+ * selects (only those lines are tokenized, so a dump with hundreds of thousands of per-service rules stays cheap).
+ */
+export function readSave(
+  text: string,
+  rulesOf: (table: IptablesTableName, chain: string) => boolean,
+): Map<IptablesTableName, SavedTable> {
+  const out = new Map<IptablesTableName, { chains: Set<string>; rules: Map<string, string[][]> }>();
+  let current: { chains: Set<string>; rules: Map<string, string[][]> } | undefined;
+  let table: IptablesTableName | undefined;
+  let start = 0;
+  while (start < text.length) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    const first = text[start];
+    if (first === '*') {
+      const name = text.slice(start + 1, end).trim();
+      table = isIptablesTable(name) ? name : undefined;
+      current = undefined;
+      if (table !== undefined) {
+        current = out.get(table) ?? { chains: new Set(), rules: new Map() };
+        out.set(table, current);
+      }
+    } else if (current !== undefined && table !== undefined) {
+      if (first === ':') {
+        const name = tokenizeLine(text.slice(start + 1, end))[0];
+        if (name) current.chains.add(name);
+      } else if (first === '-' && text.startsWith('-A ', start)) {
+        const chainEnd = text.indexOf(' ', start + 3);
+        const chain = text.slice(start + 3, chainEnd < 0 || chainEnd > end ? end : chainEnd);
+        if (rulesOf(table, chain)) {
+          const list = current.rules.get(chain) ?? [];
+          list.push(tokenizeLine(text.slice(start, end)).slice(2));
+          current.rules.set(chain, list);
+        }
+      } else if (first === 'C' && text.startsWith('COMMIT', start)) {
+        current = undefined;
+        table = undefined;
+      }
+    }
+    start = end + 1;
+  }
+  return out;
+}

@@ -23,6 +23,11 @@ export function ruleLine(rule: IptablesRule): string {
   return line;
 }
 
+/** `-I CHAIN args…`: inserts at the top of the chain (what `iptables -I` does without a position). */
+export function insertLine(rule: IptablesRule): string {
+  return '-I' + ruleLine(rule).slice(2);
+}
+
 /** `:CHAIN - [0:0]`: declares (creates or flushes) a user chain in a restore. */
 export function chainLine(chain: string): string {
   return ':' + quoteArg(chain) + ' - [0:0]';
@@ -71,6 +76,7 @@ export const COMMIT_LINE = 'COMMIT\n';
 export function writeTable(out: string[], t: RestoreTable): void {
   out.push('*' + t.table);
   for (const c of t.chains) out.push(chainLine(c));
+  for (const r of t.inserts ?? []) out.push(insertLine(r));
   for (const r of t.rules) out.push(ruleLine(r));
   for (const c of t.deleteChains) out.push('-X ' + quoteArg(c));
   out.push('COMMIT');

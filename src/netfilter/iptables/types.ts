@@ -28,6 +28,8 @@ export interface RestoreTable {
   readonly table: IptablesTableName;
   /** Written as `:CHAIN - [0:0]`: the chain is created if missing, else flushed. */
   readonly chains: readonly string[];
+  /** Written as `-I CHAIN args…` (insert at the top), in order, after the chain lines and before `rules`. */
+  readonly inserts?: readonly IptablesRule[];
   /** Appended in order, after all chain lines. */
   readonly rules: readonly IptablesRule[];
   /** `-X CHAIN` lines after the rules; each should also be in `chains` so that it is flushed first. */
