@@ -1,11 +1,14 @@
 // iptables mode benchmark, in bench/types.ts's shape: a full sync and a one-endpoint-change sync for N Services × E
-// endpoints, each split into our own work (render, serialize) and the kernel tools' (iptables-restore, plus the
-// jump-rule commands on a full sync and iptables-save when stale chains are scanned), beside the floor: the
-// same iptables-restore input applied by iptables-restore alone. Run once per back end (legacy and nft, or
-// KPTS_BENCH_IPTABLES_VARIANTS), each with its own xtables lock file so no other process's lock is involved.
+// endpoints, each split into our own work (render, serialize, reading iptables-save's output) and the kernel tools'
+// (iptables-restore, plus the jump-rule commands on a full sync and iptables-save when stale chains are scanned),
+// beside the floor: the very same iptables-restore call (binary, flags, lock file, stdin) replayed alone from the
+// same starting state. Run once per back end (legacy and nft, or KPTS_BENCH_IPTABLES_VARIANTS), each with its own
+// xtables lock file so no other process's lock is involved. A line per size on stderr splits kernel time by phase.
 import { rmSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import { IptablesBackend } from '../src/backends/iptables/backend.js';
+import type { IptablesKernelPhases } from '../src/backends/iptables/backend.js';
 import { cleanupIptables } from '../src/backends/iptables/cleanup.js';
 import type { EndpointSlice, Service } from '../src/kube/objects.js';
 import type { EndpointsMap } from '../src/model/endpoint-slice-cache.js';
@@ -13,7 +16,7 @@ import { EndpointsChangeTracker } from '../src/model/endpoints-change-tracker.js
 import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
 import type { ServicePortMap } from '../src/model/service-change-tracker.js';
 import { ServiceChangeTracker } from '../src/model/service-change-tracker.js';
-import type { CommandRunner } from '../src/netfilter/command.js';
+import type { CommandOptions, CommandRunner } from '../src/netfilter/command.js';
 import type { IptablesVariant } from '../src/netfilter/iptables/variant.js';
 import { iptablesBinaries } from '../src/netfilter/iptables/variant.js';
 import type { BackendSyncResult, NodeNetworkConfig, ProxySnapshot } from '../src/sync/backend.js';
@@ -32,8 +35,6 @@ const NODE: NodeNetworkConfig = {
   hostInterfaces: new Map([['eth0', ['198.18.0.2/24']]]),
   serviceCIDRs: [],
 };
-
-const RESTORE_FLAGS = ['-w', '5', '-W', '100000', '--noflush', '--counters'];
 
 function ip(base: string, n: number): string {
   return `${base}.${(n >> 8) & 255}.${n & 255}`;
@@ -70,19 +71,36 @@ function slice(i: number, endpoints: number, variant: number): EndpointSlice {
   };
 }
 
-/** Remembers the stdin of the last restore so the floor can replay exactly the same text. */
-function recording(base: CommandRunner, restoreBin: string): { runner: CommandRunner; last: () => string } {
-  let last = '';
+/** One command as the backend ran it, to be replayed exactly. */
+interface RecordedCall {
+  readonly cmd: string;
+  readonly args: readonly string[];
+  readonly options: CommandOptions | undefined;
+}
+
+/** Remembers the last restore call (binary, argv, env, stdin) so the floor can replay exactly that call. */
+function recording(
+  base: CommandRunner,
+  restoreBin: string,
+): { runner: CommandRunner; last: () => RecordedCall } {
+  let last: RecordedCall | undefined;
   return {
     runner: {
       run: (cmd, args, options) => {
-        if (cmd === restoreBin && !args.includes('--test')) last = options?.stdin ?? '';
+        if (cmd === restoreBin && !args.includes('--test')) last = { cmd, args, options };
         return base.run(cmd, args, options);
       },
     },
-    last: () => last,
+    last: () => {
+      if (last === undefined) throw new Error('no restore was run');
+      return last;
+    },
   };
 }
+
+// After a large restore or cleanup the kernel may still be freeing the old ruleset (nf_tables does it in a
+// worker); each floor and each measured sync starts after this pause, so neither pays for the other's leftovers.
+const SETTLE_MS = 1000;
 
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -94,10 +112,9 @@ const peakRssMiB = (): number => process.resourceUsage().maxRSS / 1024;
 async function runSize(ctx: BenchContext, variant: IptablesVariant, services: number): Promise<BenchRow[]> {
   const lockFile = `/tmp/kpts${randomBytes(3).toString('hex')}-bench-xtables.lock`;
   const bins = iptablesBinaries('IPv4', variant);
-  const env = { XTABLES_LOCKFILE: lockFile };
-  const floorRun = async (text: string): Promise<number> => {
+  const floorRun = async (call: RecordedCall): Promise<number> => {
     const t0 = performance.now();
-    const r = await ctx.commands.run(bins.restore, RESTORE_FLAGS, { stdin: text, env });
+    const r = await ctx.commands.run(call.cmd, call.args, call.options);
     const ms = performance.now() - t0;
     if (r.code !== 0) throw new Error(`floor run failed: ${r.stderr.slice(0, 300)}`);
     return ms;
@@ -117,6 +134,9 @@ async function runSize(ctx: BenchContext, variant: IptablesVariant, services: nu
         nfacctCounters: [],
         randomFully: true,
         conntrackTCPBeLiberal: false,
+        // Large-cluster mode scans iptables-save once per syncPeriod; the one-endpoint rows measure the syncs in
+        // between (a 10,000-Service scan would otherwise land in one repeat or another, depending on timing).
+        syncPeriodMs: 3_600_000,
       },
     });
     const svcTracker = new ServiceChangeTracker({ family: 'IPv4' });
@@ -137,31 +157,46 @@ async function runSize(ctx: BenchContext, variant: IptablesVariant, services: nu
       svcTracker.update(undefined, service(i));
       epTracker.endpointSliceUpdate(slice(i, ctx.endpointsPerService, 0), false);
     }
+    await sleep(SETTLE_MS);
     const full = await sync(true);
-    const fullText = rec.last();
+    const fullCall = rec.last();
+    const fullPhases = backend.lastKernelPhases;
 
-    // One endpoint of the middle Service changes (and changes back), repeatedly.
+    // One endpoint of the middle Service changes (and changes back), repeatedly. Each floor replays the change's
+    // restore call from the state the change started from (after the revert).
     const target = Math.floor(services / 2);
     const own: number[] = [];
     const kernel: number[] = [];
     const floor: number[] = [];
     let operations = 0;
+    let partialPhases = backend.lastKernelPhases;
     for (let r = 0; r < ctx.repeats; r++) {
       epTracker.endpointSliceUpdate(slice(target, ctx.endpointsPerService, r + 1), false);
       const change = await sync(false);
-      const changeText = rec.last();
+      partialPhases = backend.lastKernelPhases;
+      const changeCall = rec.last();
       epTracker.endpointSliceUpdate(slice(target, ctx.endpointsPerService, 0), false);
       await sync(false);
-      const revertText = rec.last();
+      const revertCall = rec.last();
       own.push(change.timings.ownMs);
       kernel.push(change.timings.kernelMs);
       operations = change.operations;
-      floor.push(await floorRun(changeText));
-      await floorRun(revertText);
+      floor.push(await floorRun(changeCall));
+      await floorRun(revertCall);
     }
 
+    // The full sync's floor starts, like the sync did, from empty tables (the sync's restore also found our empty
+    // top-level chains, made by its -N commands: no rules, no measurable difference).
     await clean();
-    const fullFloor = await floorRun(fullText);
+    await sleep(SETTLE_MS);
+    const fullFloor = await floorRun(fullCall);
+    const ms = (n: number | undefined): string => (n ?? 0).toFixed(0);
+    const phaseText = (p: IptablesKernelPhases | undefined): string =>
+      `jumps ${ms(p?.jumpsMs)}, save ${ms(p?.saveMs)}, lock ${ms(p?.lockMs)}, restore ${ms(p?.restoreMs)}`;
+    console.error(
+      `iptables (${variant}) ${services} kernel ms by phase: full sync [${phaseText(fullPhases)}] floor ` +
+        `${ms(fullFloor)}; one-endpoint [${phaseText(partialPhases)}] floor ${ms(median(floor))}`,
+    );
     const mode = `iptables (${variant})`;
     const row = { mode, services, endpointsPerService: ctx.endpointsPerService, peakRssMiB: peakRssMiB() };
     return [
