@@ -382,8 +382,12 @@ export class Reflector<T extends KubeObject> {
     this.counters.watches += 1;
     const { res, touch, done } = await this.open(query);
     let delivered = 0;
+    let opened = false;
+    let endedGone = false;
+    const openLong = (): boolean => this.options.clock.now() - startedAt >= this.timing.shortWatchMs;
     try {
       if (res.status !== 200) throw await statusError(res, `watch ${this.describe}`);
+      opened = true;
       this.noteSuccess();
       const splitter = new LineSplitter(this.limits.maxLineBytes);
       const handleItems = (items: ReturnType<LineSplitter['push']>): void => {
@@ -410,10 +414,31 @@ export class Reflector<T extends KubeObject> {
         handleItems(splitter.push(chunk));
       }
       handleItems(splitter.end());
+    } catch (err) {
+      if (err instanceof ApiError && err.kind === 'gone') endedGone = true;
+      // A stream that worked (it delivered events, or stayed open past shortWatchMs) and then broke (connection
+      // reset, proxy or load balancer cut) is resumed at once, as client-go does when a watch's result channel
+      // closes: only a failing watch *request* backs off. Our own aborts (watchdog, stop) and errors the stream
+      // carried (ERROR events, a bad status) keep their meaning.
+      if (
+        err instanceof ApiError ||
+        this.current?.signal.aborted ||
+        !opened ||
+        (delivered === 0 && !openLong())
+      )
+        throw err;
+      this.log.v(2, () => ({
+        msg: 'watch stream broke; resuming',
+        fields: { error: err instanceof Error ? err.message : String(err), resourceVersion: this.rv },
+      }));
+      return delivered;
     } finally {
       done();
+      // A watch that opened and ended other than with 410 is progress: a 410 after it is a new incident (relisted
+      // at once), not a server that answers 410 to every watch (which the streak backs off).
+      if (opened && !endedGone) this.goneStreak = 0;
     }
-    if (delivered === 0 && this.options.clock.now() - startedAt < this.timing.shortWatchMs)
+    if (delivered === 0 && !openLong())
       throw new ApiError(
         'network',
         `watch ${this.describe} closed after less than ${this.timing.shortWatchMs} ms with no events`,
