@@ -404,6 +404,58 @@ for (const mode of PROXY_MODES) {
           },
         );
 
+        scenario(
+          'externalIPs and load-balancer IPs answer from outside; loadBalancerSourceRanges drop other sources',
+          async (c) => {
+            const externalIP = family === 'IPv4' ? '198.18.200.1' : '2001:db8:200::1';
+            const lbIP = family === 'IPv4' ? '198.18.200.2' : '2001:db8:200::2';
+            const allowed = family === 'IPv4' ? `${c.client.ip}/32` : `${c.client.ip6}/128`;
+            const svc = service({
+              name: `edge-${suffix}`,
+              clusterIP: vip(21),
+              ports: [httpPort({ nodePort: np(30085) })],
+              externalIPs: [externalIP],
+              loadBalancerIPs: [lbIP],
+              loadBalancerSourceRanges: [allowed],
+            });
+            const backends = ['pod-0-0', 'pod-1-1'];
+            const slice = endpointSlice(
+              svc,
+              backends.map((p) => c.endpoint(p, family)),
+            );
+            await c.apply({ services: [svc], slices: [slice] });
+            try {
+              // The client's routes send both addresses to node-0 (src/lab/netns/topology.ts, EXTERNAL_CIDR).
+              const entry = c.node('node-0');
+              for (const [what, target] of [
+                ['externalIP', externalIP],
+                ['load-balancer IP, from an allowed source', lbIP],
+              ] as const) {
+                const outcomes = await c.http(c.client.namespace, target, 80, { count: 20 });
+                assert.deepEqual(errorKinds(outcomes), {}, `${what}: every request answered`);
+                assert.deepEqual(podsThatAnswered(outcomes), [...backends].sort(), `${what}: both backends`);
+                for (const source of sourcesSeen(outcomes)) {
+                  assert.ok(
+                    nodeAddresses(entry, family).includes(source),
+                    `${what}: masqueraded to node-0 (eTP Cluster), saw ${source}`,
+                  );
+                }
+              }
+              // A pod is not in the source ranges: its node drops it before DNAT.
+              const denied = await c.http(c.pod('pod-1-0').namespace, lbIP, 80, {
+                count: 2,
+                timeoutMs: 1500,
+              });
+              assert.deepEqual(errorKinds(denied), { TIMEOUT: 2 }, 'a source outside the ranges is dropped');
+              // Source ranges guard the load-balancer IP only: the same pod reaches the externalIP.
+              const viaExternal = await c.http(c.pod('pod-1-0').namespace, externalIP, 80, { count: 5 });
+              assert.deepEqual(errorKinds(viaExternal), {});
+            } finally {
+              await c.remove({ services: [svc], slices: [slice] });
+            }
+          },
+        );
+
         scenario('ClientIP session affinity pins a client to one backend', async (c) => {
           const svc = service({
             name: `sticky-${suffix}`,

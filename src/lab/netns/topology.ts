@@ -32,6 +32,12 @@ export const CLUSTER_CIDR6 = '2001:db8:10::/44';
 /** A /112, as upstream's largest allowed IPv6 service range is /108. */
 export const SERVICE_CIDR6 = '2001:db8:ff::/112';
 export const UNDERLAY_GATEWAY6 = '2001:db8::1';
+/**
+ * Addresses outside every node and pod, for Services' externalIPs and load-balancer IPs. The client routes them
+ * to node-0, standing in for the router or load balancer that sends such traffic to a node.
+ */
+export const EXTERNAL_CIDR = '198.18.200.0/24';
+export const EXTERNAL_CIDR6 = '2001:db8:200::/64';
 export const MAX_NODES = 6;
 export const MAX_PODS_PER_NODE = 200;
 
@@ -246,6 +252,11 @@ export async function buildTopology(runner: CommandRunner, plan: TopologyPlan): 
   await addAddress(runner, client.namespace, UPLINK, client.ip6 + prefixLength(CLIENT_CIDR6));
   await addRoute(runner, client.namespace, { to: UNDERLAY_CIDR, dev: UPLINK });
   await addRoute(runner, client.namespace, { to: UNDERLAY_CIDR6, dev: UPLINK });
+  const entry = plan.nodes[0];
+  if (entry) {
+    await addRoute(runner, client.namespace, { to: EXTERNAL_CIDR, via: entry.ip });
+    await addRoute(runner, client.namespace, { to: EXTERNAL_CIDR6, via: entry.ip6 });
+  }
 
   // Nodes in parallel: each touches only its own namespaces (plus its own port on the underlay bridge).
   await Promise.all(plan.nodes.map((node) => buildNode(runner, plan, node)));

@@ -23,10 +23,14 @@ export interface ServiceSpecInput {
   readonly name: string;
   readonly clusterIP: string;
   readonly ports: readonly PortSpec[];
-  readonly type?: 'ClusterIP' | 'NodePort';
+  readonly type?: 'ClusterIP' | 'NodePort' | 'LoadBalancer';
   readonly externalTrafficPolicy?: 'Cluster' | 'Local';
   readonly internalTrafficPolicy?: 'Cluster' | 'Local';
   readonly sessionAffinity?: 'None' | 'ClientIP';
+  readonly externalIPs?: readonly string[];
+  /** Makes the Service a LoadBalancer whose status carries these ingress IPs (ipMode VIP). */
+  readonly loadBalancerIPs?: readonly string[];
+  readonly loadBalancerSourceRanges?: readonly string[];
   readonly affinityTimeoutSeconds?: number;
 }
 
@@ -51,7 +55,13 @@ export function familyOf(ip: string): IPFamily {
 
 /** A single-stack Service of its ClusterIP's family. */
 export function service(input: ServiceSpecInput): Service {
-  const type = input.type ?? (input.ports.some((p) => p.nodePort !== undefined) ? 'NodePort' : 'ClusterIP');
+  const type =
+    input.type ??
+    (input.loadBalancerIPs !== undefined
+      ? 'LoadBalancer'
+      : input.ports.some((p) => p.nodePort !== undefined)
+        ? 'NodePort'
+        : 'ClusterIP');
   const ports: ServicePortSpec[] = input.ports.map((p) => ({
     name: p.name,
     protocol: p.protocol,
@@ -76,8 +86,15 @@ export function service(input: ServiceSpecInput): Service {
         ? { sessionAffinityConfig: { clientIP: { timeoutSeconds: input.affinityTimeoutSeconds ?? 10800 } } }
         : {}),
       internalTrafficPolicy: input.internalTrafficPolicy ?? 'Cluster',
-      ...(type === 'NodePort' ? { externalTrafficPolicy: input.externalTrafficPolicy ?? 'Cluster' } : {}),
+      ...(type === 'NodePort' || type === 'LoadBalancer'
+        ? { externalTrafficPolicy: input.externalTrafficPolicy ?? 'Cluster' }
+        : {}),
+      ...(input.externalIPs ? { externalIPs: input.externalIPs } : {}),
+      ...(input.loadBalancerSourceRanges ? { loadBalancerSourceRanges: input.loadBalancerSourceRanges } : {}),
     },
+    ...(input.loadBalancerIPs
+      ? { status: { loadBalancer: { ingress: input.loadBalancerIPs.map((ip) => ({ ip, ipMode: 'VIP' })) } } }
+      : {}),
   };
 }
 
