@@ -19,7 +19,7 @@ const NOTHING_DONE: BackendSyncResult = {
 function supportWith(sync: () => Promise<BackendSyncResult>): ModeSupport {
   return {
     create: ({ node }): ProxyBackend => ({ mode: 'nftables', family: node.family, sync }),
-    dump: ['nft', 'list', 'ruleset'],
+    dump: [['nft', 'list', 'ruleset']],
     nodePortAddresses: ['primary'],
   };
 }

@@ -20,8 +20,8 @@ export interface BackendFactoryInput {
 
 export interface ModeSupport {
   readonly create: ((input: BackendFactoryInput) => ProxyBackend) | null;
-  /** A command (run inside a node) whose output shows the mode's rules, attached to a failing scenario. */
-  readonly dump: readonly [string, ...string[]];
+  /** Commands (run inside a node) whose output shows the mode's rules, attached to a failing scenario. */
+  readonly dump: readonly (readonly [string, ...string[]])[];
   /** --nodeport-addresses as the mode defaults it upstream (nftables: the node's primary IPs; iptables: all). */
   readonly nodePortAddresses: readonly string[];
 }
@@ -35,12 +35,12 @@ export const MODE_SUPPORT: Record<ProxyMode, ModeSupport> = {
         clock,
         iptables: { ...DEFAULT_IPTABLES_EXTRAS, variant: 'auto', lockFile: join(stateDir, 'xtables.lock') },
       }),
-    dump: ['iptables-save'],
+    dump: [['iptables-save'], ['ip6tables-save']],
     nodePortAddresses: [],
   },
   nftables: {
     create: ({ node, commands, clock }) => new NftablesBackend({ node, commands, clock }),
-    dump: ['nft', 'list', 'ruleset'],
+    dump: [['nft', 'list', 'ruleset']],
     nodePortAddresses: ['primary'],
   },
 };

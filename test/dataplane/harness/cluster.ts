@@ -376,13 +376,14 @@ export class TestCluster {
 
   /** What the mode programmed on every node, for a failing scenario's message. */
   async dumpRules(): Promise<string> {
-    const [cmd, ...args] = this.support.dump;
     const parts: string[] = [];
     for (const node of this.plan.nodes) {
-      const r = await inNamespace(this.runner, node.namespace).run(cmd, args);
-      parts.push(
-        `--- ${node.name} (${node.namespace}): ${[cmd, ...args].join(' ')} exited ${r.code}\n${r.stdout}${r.stderr}`,
-      );
+      for (const [cmd, ...args] of this.support.dump) {
+        const r = await inNamespace(this.runner, node.namespace).run(cmd, args);
+        parts.push(
+          `--- ${node.name} (${node.namespace}): ${[cmd, ...args].join(' ')} exited ${r.code}\n${r.stdout}${r.stderr}`,
+        );
+      }
     }
     return parts.join('\n');
   }
