@@ -107,6 +107,19 @@ async function cleanupAll(commands: CommandRunner, logger: Logger): Promise<numb
   return nft.length + ipt.errors.length === 0 ? 0 : 1;
 }
 
+/**
+ * Test-only, not a supported setting: KPTS_TEST_REFLECTOR_WATCHDOG_MS shortens the reflectors' silence watchdog
+ * (150 s by default, src/kube/reflector.ts) so that the e2e tests can show recovery from an API server that goes
+ * silent without closing in seconds rather than minutes. Ignored unless it is a positive integer.
+ */
+export const TEST_WATCHDOG_ENV = 'KPTS_TEST_REFLECTOR_WATCHDOG_MS';
+
+function testReflectorTiming(): { watchdogMs?: number } {
+  const raw = process.env[TEST_WATCHDOG_ENV];
+  const ms = raw === undefined ? NaN : Number(raw);
+  return Number.isInteger(ms) && ms > 0 ? { watchdogMs: ms } : {};
+}
+
 /** This host's interface addresses with prefix, for NodePort address matching. */
 function hostInterfaces(): Map<string, string[]> {
   const out = new Map<string, string[]>();
@@ -248,6 +261,7 @@ class Agent {
     const nodes = nodeReflector(config.nodeName, {
       client,
       clock,
+      timing: testReflectorTiming(),
       logger: logger.child({ resource: 'node' }),
       handlers: {
         onAdd: (n) => this.onNode(n, knownNode, health, proxiers, (next) => (knownNode = next)),
@@ -367,7 +381,7 @@ class Agent {
     }
     for (const p of proxiers) p.start();
 
-    const timing = { resyncPeriodMs: config.configSyncPeriodMs };
+    const timing = { resyncPeriodMs: config.configSyncPeriodMs, ...testReflectorTiming() };
     const services = serviceReflector({
       client,
       clock,

@@ -1,6 +1,6 @@
-// The fixture of the agent e2e tests: a node namespace (loopback and a dummy eth0 holding the node IP), a fake API
-// server on the host's 127.0.0.1 that the test controls, the path between them (host Unix-socket bridge + relay in
-// the namespace on 127.0.0.1:6443), a kubeconfig for it, and a reference namespace where the expected rules are
+// The fixture of the agent e2e tests: a node namespace (loopback and an eth0 holding the node IP), a fake API
+// server on the host's 127.0.0.1 that the test controls, the path between them (the lab's own Unix-socket bridge on the host and
+// `kube-proxy-ts lab relay` in the namespace on 127.0.0.1:6443, src/lab/cluster/relay.ts), a kubeconfig for it, and a reference namespace where the expected rules are
 // applied for comparison. close() removes all of it: proxy processes, relay, namespaces, socket, files.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -14,15 +14,15 @@ import { hostCommandRunner } from '../../../src/netfilter/command.js';
 import { FakeApiServer } from '../../kube/helpers/fake-apiserver.js';
 import type { FakeObject } from '../../kube/helpers/fake-apiserver.js';
 import { runPrefix } from '../../helpers/kernel.js';
-import { startUnixBridge } from './agent-bridge.js';
-import type { UnixBridge } from './agent-bridge.js';
+import { startSocketBridge } from '../../../src/lab/cluster/relay.js';
+import type { Pipe } from '../../../src/lab/cluster/relay.js';
 import { CLUSTER_CIDR, NODE_IP, NODE_NAME, PATHS, keyOf, manifestList, nodeObject } from './agent-objects.js';
 import { AgentProcess, REPO_ROOT } from './agent-process.js';
 import { expectedTable, inNs, listTable, withoutStaleChains } from './agent-table.js';
 import type { CanonicalTable } from './agent-table.js';
 import { until } from './agent-wait.js';
 
-const RELAY = fileURLToPath(new URL('../../../src/lab/netns/unix-relay.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../../src/cli/main.ts', import.meta.url));
 const API_PORT = 6443;
 const TOKEN = 'agent-e2e-token';
 
@@ -45,7 +45,7 @@ export class AgentLab {
   private readonly processes: AgentProcess[] = [];
   private readonly objectsByPath = new Map<string, Map<string, FakeObject>>();
   private relay: ChildProcess | undefined;
-  private bridge: UnixBridge | undefined;
+  private bridge: Pipe | undefined;
 
   private constructor(
     readonly prefix: string,
@@ -88,11 +88,9 @@ export class AgentLab {
       if (r.code !== 0) throw new Error(`ip ${args.join(' ')} in ${this.node}: ${r.stderr}`);
     }
     const apiUrl = new URL(this.api.url);
-    this.bridge = await startUnixBridge(join(this.dir, 'api.sock'), {
-      host: apiUrl.hostname,
-      port: Number(apiUrl.port),
-    });
-    await this.startRelay(this.bridge.path);
+    const socket = join(this.dir, 'api.sock');
+    this.bridge = await startSocketBridge(socket, Number(apiUrl.port));
+    await this.startRelay(socket);
     writeFileSync(
       this.kubeconfig,
       [
@@ -121,25 +119,23 @@ export class AgentLab {
         process.execPath,
         '--import',
         'tsx',
-        RELAY,
+        MAIN,
+        'lab',
+        'relay',
         '--listen',
         `127.0.0.1:${API_PORT}`,
-        '--to',
+        '--socket',
         socketPath,
-        '--max-lifetime',
-        '900',
       ],
-      { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+      { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     this.relay = relay;
-    let out = '';
     let err = '';
-    relay.stdout?.on('data', (b: Buffer) => (out += b.toString('utf8')));
     relay.stderr?.on('data', (b: Buffer) => (err += b.toString('utf8')));
     await until(
       () => {
         if (relay.exitCode !== null) throw new Error(`relay exited (${relay.exitCode}): ${err}`);
-        return out.includes('listening');
+        return err.includes('relay: ');
       },
       'the relay in the node namespace',
       30_000,
@@ -300,6 +296,13 @@ export class AgentLab {
       }
     };
     for (const p of this.processes) await attempt(() => p.kill('SIGKILL'));
+    // For debugging a run: KPTS_E2E_LOG_DIR=/some/dir keeps each proxy's log there.
+    const logDir = process.env.KPTS_E2E_LOG_DIR;
+    if (logDir) {
+      this.processes.forEach((p, i) => {
+        void attempt(() => writeFileSync(join(logDir, `${this.prefix}-proxy${i}.log`), p.stderr));
+      });
+    }
     await attempt(() => {
       if (this.relay && this.relay.exitCode === null) this.relay.kill('SIGKILL');
     });
