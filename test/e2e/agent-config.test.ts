@@ -1,0 +1,65 @@
+// A KubeProxyConfiguration the proxy must refuse at start: an unknown mode, a negative period, a bad address. The
+// process exits non-zero with a message naming the field, and nothing is programmed (no kube-proxy table).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { kernelOptions } from '../helpers/kernel.js';
+import { AgentLab } from './helpers/agent-lab.js';
+import { NODE_NAME } from './helpers/agent-objects.js';
+
+const KERNEL = kernelOptions(['ip', 'nft']);
+
+function config(kubeconfig: string, extra: readonly string[]): string {
+  return [
+    'apiVersion: kubeproxy.config.k8s.io/v1alpha1',
+    'kind: KubeProxyConfiguration',
+    'clientConnection:',
+    `  kubeconfig: ${kubeconfig}`,
+    `hostnameOverride: ${NODE_NAME}`,
+    'conntrack:',
+    '  maxPerCore: 0',
+    '  tcpEstablishedTimeout: 0s',
+    '  tcpCloseWaitTimeout: 0s',
+    ...extra,
+    '',
+  ].join('\n');
+}
+
+const CASES = [
+  { what: 'an unknown mode', lines: ['mode: nftabels'], field: 'mode' },
+  {
+    what: 'a negative period',
+    lines: ['mode: nftables', 'nftables:', '  syncPeriod: -30s'],
+    field: 'nftables.syncPeriod',
+  },
+  {
+    what: 'a bad address',
+    lines: ['mode: nftables', 'healthzBindAddress: 0.0.0.0:99999'],
+    field: 'healthzBindAddress',
+  },
+] as const;
+
+test(
+  'a configuration file with a bad field is refused at start, naming the field, and nothing is programmed',
+  KERNEL,
+  async () => {
+    const lab = await AgentLab.start();
+    try {
+      // All three at once: each is its own process, and none may touch the namespace's rules.
+      const runs = CASES.map((c, i) => {
+        const path = lab.file(`bad-${i}.yaml`, config(lab.kubeconfig, c.lines));
+        return { c, proxy: lab.startProxy(['--config', path]) };
+      });
+      for (const { c, proxy } of runs) {
+        const exit = await proxy.exitWithin(60_000);
+        assert.deepEqual(exit, { code: 1, signal: null }, `${c.what}: ${proxy.stderr}`);
+        assert.match(proxy.stderr, /refusing to start; nothing was programmed/, c.what);
+        // One problem per line, "  <field path>: <what is wrong>" (src/config formatProblem).
+        const named = proxy.stderr.split('\n').filter((l) => l.trimStart().startsWith(`${c.field}: `));
+        assert.ok(named.length > 0, `${c.what}: no message names ${c.field}:\n${proxy.stderr}`);
+      }
+      assert.equal(await lab.table(), undefined, 'a refused start left a kube-proxy table behind');
+    } finally {
+      await lab.close();
+    }
+  },
+);
