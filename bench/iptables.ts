@@ -4,7 +4,9 @@
 // beside the floor: the very same iptables-restore call (binary, flags, lock file, stdin) replayed alone from the
 // same starting state. Run once per back end (legacy and nft, or KPTS_BENCH_IPTABLES_VARIANTS), each with its own
 // xtables lock file so no other process's lock is involved. A line per size on stderr splits kernel time by phase.
+import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import { IptablesBackend } from '../src/backends/iptables/backend.js';
@@ -17,6 +19,7 @@ import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
 import type { ServicePortMap } from '../src/model/service-change-tracker.js';
 import { ServiceChangeTracker } from '../src/model/service-change-tracker.js';
 import type { CommandOptions, CommandRunner } from '../src/netfilter/command.js';
+import { netnsCommandRunner } from '../src/netfilter/command.js';
 import type { IptablesVariant } from '../src/netfilter/iptables/variant.js';
 import { iptablesBinaries } from '../src/netfilter/iptables/variant.js';
 import type { BackendSyncResult, NodeNetworkConfig, ProxySnapshot } from '../src/sync/backend.js';
@@ -243,4 +246,26 @@ export const iptablesBench: BenchModule = {
 /** The brief's entry point, for running this mode alone. */
 export function benchIptables(ctx: BenchContext): Promise<BenchRow[]> {
   return iptablesBench.run(ctx);
+}
+
+// Run alone (`npm run build && node dist/bench/iptables.js`, or with tsx): this mode's rows in their own private
+// namespace, as JSON lines, without the other modes. Compiled, no loader skews the peak RSS.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const ns = `kpts${randomBytes(3).toString('hex')}-bench`;
+  execFileSync('ip', ['netns', 'add', ns]);
+  try {
+    const sizes = (process.env.KPTS_BENCH_SIZES ?? '1000,10000')
+      .split(',')
+      .map((s) => Number(s.trim()))
+      .filter((n) => Number.isInteger(n) && n > 0);
+    const rows = await benchIptables({
+      commands: netnsCommandRunner(ns),
+      sizes,
+      endpointsPerService: 10,
+      repeats: 5,
+    });
+    for (const r of rows) console.log(JSON.stringify(r));
+  } finally {
+    execFileSync('ip', ['netns', 'del', ns]);
+  }
 }
