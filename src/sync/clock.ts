@@ -18,16 +18,17 @@ export const systemClock: Clock = Object.freeze({
   now: () => Date.now(),
   setTimeout(fn: () => void, ms: number): TimerHandle {
     const id = nextSystemTimerId++;
-    systemTimers.set(
-      id,
-      setTimeout(
-        () => {
-          systemTimers.delete(id);
-          fn();
-        },
-        Math.max(0, ms),
-      ),
+    const timer = setTimeout(
+      () => {
+        systemTimers.delete(id);
+        fn();
+      },
+      Math.max(0, ms),
     );
+    // A pending timer alone never keeps the process alive: servers, sockets and child processes do that, so a
+    // command (or a test) ends when its real work ends, not when its last retry or bookmark timer would fire.
+    timer.unref();
+    systemTimers.set(id, timer);
     return { id };
   },
   clearTimeout(handle: TimerHandle): void {

@@ -26,7 +26,7 @@ import { resourceByKind } from './resources.js';
 import { ServiceAllocators, serviceStrategy } from './service.js';
 import { ObjectStore, type StoreSnapshot } from './store.js';
 import type { Strategy } from './strategy.js';
-import { realClock } from './system-clock.js';
+import { systemClock } from '../../sync/clock.js';
 import { selfSignedCertificate, type ServingCertificate } from './tls.js';
 import type { NodeSpec } from './types.js';
 
@@ -151,7 +151,7 @@ function nodeObject(spec: NodeSpec, index: number): object {
 }
 
 export async function startApiServer(options: ApiServerOptions = {}): Promise<ApiServer> {
-  const clock = options.clock ?? realClock();
+  const clock = options.clock ?? systemClock;
   const logger = options.logger ?? SILENT_LOGGER;
   const cidr = parseCidr(options.serviceCIDR ?? '198.19.0.0/16');
   if (!cidr) throw new Error(`serviceCIDR: "${options.serviceCIDR ?? ''}" is not a CIDR`);
