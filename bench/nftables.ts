@@ -11,7 +11,11 @@ import { ServiceChangeTracker } from '../src/model/service-change-tracker.js';
 import type { BackendSyncResult, NodeNetworkConfig, ProxySnapshot } from '../src/sync/backend.js';
 import { masqueradeMarkFor } from '../src/sync/backend.js';
 import { systemClock } from '../src/sync/clock.js';
+import { sampleChildPeakRss } from './child-rss.js';
 import type { BenchContext, BenchModule, BenchRow } from './types.js';
+
+/** Leaves no kube-proxy table (nft 1.0.6 has no `destroy`: add, then delete). */
+const EMPTY_TABLE = 'add table ip kube-proxy\ndelete table ip kube-proxy\n';
 
 const NODE: NodeNetworkConfig = {
   family: 'IPv4',
@@ -26,7 +30,11 @@ const NODE: NodeNetworkConfig = {
 };
 
 /** Remembers the stdin of the last `nft -f -` so the floor can replay exactly the same text. */
-function recording(base: CommandRunner): { runner: CommandRunner; last: () => string } {
+function recording(base: CommandRunner): {
+  runner: CommandRunner;
+  last: () => string;
+  forget: () => void;
+} {
   let last = '';
   return {
     runner: {
@@ -36,6 +44,7 @@ function recording(base: CommandRunner): { runner: CommandRunner; last: () => st
       },
     },
     last: () => last,
+    forget: () => void (last = ''),
   };
 }
 
@@ -90,17 +99,19 @@ function median(xs: readonly number[]): number {
 
 const peakRssMiB = (): number => process.resourceUsage().maxRSS / 1024;
 
+/** Full syncs per size (each from an empty table, with a new backend); the median is reported. */
+const FULL_REPEATS = 3;
+
 async function runSize(ctx: BenchContext, services: number): Promise<BenchRow[]> {
   const rec = recording(ctx.commands);
-  await ctx.commands.run('nft', ['-f', '-'], {
-    stdin: 'add table ip kube-proxy\ndelete table ip kube-proxy\n',
-  });
-  const backend = new NftablesBackend({ node: NODE, commands: rec.runner, clock: systemClock });
+  const newBackend = (): NftablesBackend =>
+    new NftablesBackend({ node: NODE, commands: rec.runner, clock: systemClock });
   const svcTracker = new ServiceChangeTracker({ family: 'IPv4' });
   const epTracker = new EndpointsChangeTracker({ family: 'IPv4', nodeName: NODE.nodeName });
   const serviceMap: ServicePortMap = new Map();
   const endpointsMap: EndpointsMap = new Map();
   const snapshot: ProxySnapshot = { serviceMap, endpointsMap, topology: { nodeName: NODE.nodeName } };
+  let backend = newBackend();
   const sync = (full: boolean): Promise<BackendSyncResult> => {
     const s = svcTracker.checkout(serviceMap);
     const e = epTracker.checkout(endpointsMap);
@@ -114,8 +125,29 @@ async function runSize(ctx: BenchContext, services: number): Promise<BenchRow[]>
     svcTracker.update(undefined, service(i));
     epTracker.endpointSliceUpdate(slice(i, ctx.endpointsPerService, 0), false);
   }
-  const full = await sync(true);
-  const fullText = rec.last();
+  const rssBeforeSync = peakRssMiB();
+
+  // A cold start, FULL_REPEATS times: empty table, new backend, full sync; then the floor, the same text applied
+  // by `nft -f` alone to the same empty table. The floor leaves the table exactly as the sync did, so the
+  // partial syncs below continue from the state the last backend knows.
+  const fullOwn: number[] = [];
+  const fullKernel: number[] = [];
+  const fullFloor: number[] = [];
+  let fullOps = 0;
+  let nftFullRss = 0;
+  for (let r = 0; r < FULL_REPEATS; r++) {
+    await ctx.commands.run('nft', ['-f', '-'], { stdin: EMPTY_TABLE });
+    if (r > 0) backend = newBackend();
+    const full = await sync(true);
+    fullOwn.push(full.timings.ownMs);
+    fullKernel.push(full.timings.kernelMs);
+    fullOps = full.operations;
+    await ctx.commands.run('nft', ['-f', '-'], { stdin: EMPTY_TABLE });
+    const sampler = sampleChildPeakRss(['nft']);
+    fullFloor.push(await time(ctx.commands, rec.last()));
+    nftFullRss = Math.max(nftFullRss, sampler.stop());
+    rec.forget();
+  }
 
   // One endpoint of one Service changes (and changes back), repeatedly; the middle Service.
   const target = Math.floor(services / 2);
@@ -123,6 +155,7 @@ async function runSize(ctx: BenchContext, services: number): Promise<BenchRow[]>
   const kernel: number[] = [];
   const floor: number[] = [];
   let operations = 0;
+  let nftSmallRss = 0;
   for (let r = 0; r < ctx.repeats; r++) {
     epTracker.endpointSliceUpdate(slice(target, ctx.endpointsPerService, r + 1), false);
     const change = await sync(false);
@@ -133,24 +166,29 @@ async function runSize(ctx: BenchContext, services: number): Promise<BenchRow[]>
     own.push(change.timings.ownMs);
     kernel.push(change.timings.kernelMs);
     operations = change.operations;
+    const sampler = sampleChildPeakRss(['nft']);
     floor.push(await time(ctx.commands, changeText));
+    nftSmallRss = Math.max(nftSmallRss, sampler.stop());
     await time(ctx.commands, revertText);
   }
 
-  await ctx.commands.run('nft', ['-f', '-'], {
-    stdin: 'add table ip kube-proxy\ndelete table ip kube-proxy\n',
-  });
-  const fullFloor = await time(ctx.commands, fullText);
   const rss = peakRssMiB();
-  const row = { mode: 'nftables', services, endpointsPerService: ctx.endpointsPerService, peakRssMiB: rss };
+  const row = {
+    mode: 'nftables',
+    services,
+    endpointsPerService: ctx.endpointsPerService,
+    peakRssMiB: rss,
+    rssBeforeSyncMiB: rssBeforeSync,
+  };
   return [
     {
       ...row,
       sync: 'full',
-      ownMs: full.timings.ownMs,
-      kernelMs: full.timings.kernelMs,
-      floorMs: fullFloor,
-      operations: full.operations,
+      ownMs: median(fullOwn),
+      kernelMs: median(fullKernel),
+      floorMs: median(fullFloor),
+      operations: fullOps,
+      toolPeakRssMiB: nftFullRss,
     },
     {
       ...row,
@@ -159,6 +197,7 @@ async function runSize(ctx: BenchContext, services: number): Promise<BenchRow[]>
       kernelMs: median(kernel),
       floorMs: median(floor),
       operations,
+      toolPeakRssMiB: nftSmallRss,
     },
   ];
 }

@@ -24,6 +24,10 @@ export interface BenchRow {
   readonly operations: number;
   /** Peak resident set of this process so far, MiB. */
   readonly peakRssMiB: number;
+  /** Peak resident set before the first sync (the model's share: Services, EndpointSlices, snapshot), MiB. */
+  readonly rssBeforeSyncMiB?: number;
+  /** Peak resident set of the kernel tool's process (nft, iptables-restore) during the run, MiB, if sampled. */
+  readonly toolPeakRssMiB?: number;
 }
 
 export interface BenchModule {
