@@ -19,6 +19,9 @@ import type { Logger } from './logger.js';
 import type { ProxyMetrics } from './metrics.js';
 import { BoundedFrequencyRunner } from './runner.js';
 
+/** Problems of one object logged one by one; past this, one line says the rest are not logged. */
+export const MAX_PROBLEMS_LOGGED_PER_OBJECT = 5;
+
 /** Upstream's proxyutil.FullSyncPeriod: with no events, a full sync still runs at least this often. */
 export const FULL_SYNC_PERIOD_MS = 60 * 60 * 1000;
 
@@ -90,6 +93,8 @@ export class Proxier {
   private stopped = false;
   private readonly listeners: ((e: ProxierSyncEvent) => void)[] = [];
   private readonly skipped = new Set<string>();
+  /** Problems logged per object (kind + name), to bound what one huge bad object writes. */
+  private readonly problemsLogged = new Map<string, number>();
 
   constructor(opts: ProxierOptions) {
     this.opts = opts;
@@ -317,7 +322,7 @@ export class Proxier {
     for (const l of [...this.listeners]) l(e);
   }
 
-  /** Bad objects are logged once per (object, reason), and skipped. */
+  /** Bad objects are logged once per (object, reason), at most a few reasons per object, and skipped. */
   private logSkip(s: SkippedObject): void {
     // Ordinary objects this proxier does not handle (headless, the other family's, FQDN slices) are not problems.
     if (s.routine) {
@@ -327,10 +332,26 @@ export class Proxier {
       }));
       return;
     }
-    const key = `${s.kind}\u0000${s.name}\u0000${s.reason}`;
+    const object = `${s.kind}\u0000${s.name}`;
+    const logged = this.problemsLogged.get(object) ?? 0;
+    // One object with 20,000 bad list entries is one problem to the operator, not 20,000 log lines.
+    if (logged > MAX_PROBLEMS_LOGGED_PER_OBJECT) return;
+    const key = `${object}\u0000${s.reason}`;
     if (this.skipped.has(key)) return;
-    if (this.skipped.size > 10_000) this.skipped.clear();
+    if (this.skipped.size > 10_000 || this.problemsLogged.size > 10_000) {
+      this.skipped.clear();
+      this.problemsLogged.clear();
+    }
     this.skipped.add(key);
-    this.opts.logger.warn(`skipping ${s.kind}`, { ipFamily: this.family, name: s.name, reason: s.reason });
+    this.problemsLogged.set(object, logged + 1);
+    if (logged < MAX_PROBLEMS_LOGGED_PER_OBJECT) {
+      this.opts.logger.warn(`skipping ${s.kind}`, { ipFamily: this.family, name: s.name, reason: s.reason });
+    } else {
+      this.opts.logger.warn(`skipping ${s.kind}`, {
+        ipFamily: this.family,
+        name: s.name,
+        reason: `more than ${MAX_PROBLEMS_LOGGED_PER_OBJECT} problems; the rest are not logged`,
+      });
+    }
   }
 }
