@@ -275,6 +275,14 @@ export class AgentLab {
     });
   }
 
+  /**
+   * Counts `obj` as part of the final state without sending it (for objects a test sends as raw watch lines): the
+   * render then sees it too, and must skip it exactly as the proxy did.
+   */
+  track(path: string, obj: FakeObject): void {
+    this.tracked(path).set(keyOf(obj), obj);
+  }
+
   /** Every object the API server holds now, as the tests made it: "the final API state". */
   state(): FakeObject[] {
     return [...this.objectsByPath.values()].flatMap((c) => [...c.values()]);
