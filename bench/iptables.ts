@@ -188,6 +188,10 @@ async function runSize(ctx: BenchContext, variant: IptablesVariant, services: nu
       await floorRun(revertCall);
     }
 
+    // The proxy's peak: taken before the cleanup and floor runs below, whose iptables-save of a whole large table
+    // (cleanup) and replayed input would otherwise be charged to the syncs.
+    const syncPeakRssMiB = peakRssMiB();
+
     // The full sync's floor starts, like the sync did, from empty tables (the sync's restore also found our empty
     // top-level chains, made by its -N commands: no rules, no measurable difference).
     await clean();
@@ -201,7 +205,7 @@ async function runSize(ctx: BenchContext, variant: IptablesVariant, services: nu
         `${ms(fullFloor)}; one-endpoint [${phaseText(partialPhases)}] floor ${ms(median(floor))}`,
     );
     const mode = `iptables (${variant})`;
-    const row = { mode, services, endpointsPerService: ctx.endpointsPerService, peakRssMiB: peakRssMiB() };
+    const row = { mode, services, endpointsPerService: ctx.endpointsPerService, peakRssMiB: syncPeakRssMiB };
     return [
       {
         ...row,
