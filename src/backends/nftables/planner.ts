@@ -54,6 +54,12 @@ interface Desired {
   owners: number;
 }
 
+/**
+ * What the planner remembers of a rendered service port between syncs: what it owns in the kernel, not the rule
+ * text (that is only needed in the transaction that sends it, and is most of a rendering's memory).
+ */
+type OwnedServicePort = Omit<RenderedServicePort, 'chainOps'>;
+
 export interface SkippedServicePort {
   readonly key: string;
   readonly serviceName: string;
@@ -87,8 +93,9 @@ export class SyncPlanner {
   readonly #nodePortIPs: () => readonly string[];
 
   // Desired state (rebuilt by a full sync, patched by a partial one).
-  #rendered = new Map<string, RenderedServicePort>();
-  #portsByService = new Map<string, Set<string>>();
+  #rendered = new Map<string, OwnedServicePort>();
+  /** Service name → its service-port keys (arrays: almost every Service has one or two ports). */
+  #portsByService = new Map<string, string[]>();
   #trackedPorts = 0;
   #skipped = new Map<string, string>();
   #desired = new Map<string, Map<string, Desired>>();
@@ -146,15 +153,14 @@ export class SyncPlanner {
   }
 
   #track(serviceName: string, key: string): void {
-    let keys = this.#portsByService.get(serviceName);
-    if (!keys) this.#portsByService.set(serviceName, (keys = new Set()));
-    if (!keys.has(key)) {
-      keys.add(key);
-      this.#trackedPorts++;
-    }
+    const keys = this.#portsByService.get(serviceName);
+    if (!keys) this.#portsByService.set(serviceName, [key]);
+    else if (!keys.includes(key)) keys.push(key);
+    else return;
+    this.#trackedPorts++;
   }
 
-  #claim(r: RenderedServicePort, touched: Map<string, Set<string>> | undefined): void {
+  #claim(r: OwnedServicePort, touched: Map<string, Set<string>> | undefined): void {
     for (const e of r.elements) {
       let set = this.#desired.get(e.set);
       if (!set) this.#desired.set(e.set, (set = new Map()));
@@ -168,7 +174,7 @@ export class SyncPlanner {
     if (r.noLocalExternal) this.#noLocalExternal++;
   }
 
-  #release(r: RenderedServicePort, touched: Map<string, Set<string>>): void {
+  #release(r: OwnedServicePort, touched: Map<string, Set<string>>): void {
     for (const e of r.elements) {
       const set = this.#desired.get(e.set);
       const key = keyOf(e);
@@ -248,7 +254,7 @@ export class SyncPlanner {
         seenSkipped.set(key, this.#skipped.get(key) ?? '');
         continue;
       }
-      this.#rendered.set(key, r);
+      this.#rendered.set(key, owned(r));
       this.#claim(r, undefined);
       for (const op of r.chainOps) ops.push(op);
       for (const c of r.chains) activeChains.add(c);
@@ -259,11 +265,10 @@ export class SyncPlanner {
     const adds: NftOperation[] = [];
     const deletes: NftOperation[] = [];
     const kernelUpdates: [string, string, string | undefined][] = [];
-    const allKeys = ELEMENT_CONTAINERS.map((c): [string, Iterable<string>] => {
-      const keys = new Set(this.#desired.get(c.name)?.keys() ?? []);
-      for (const k of kernelElements.get(c.name)?.keys() ?? []) keys.add(k);
-      return [c.name, keys];
-    });
+    const allKeys = ELEMENT_CONTAINERS.map((c): [string, Iterable<string>] => [
+      c.name,
+      keysOfEither(this.#desired.get(c.name), kernelElements.get(c.name)),
+    ]);
     this.#diffElements(allKeys, adds, deletes, kernelUpdates);
     ops.push(...adds, ...deletes);
 
@@ -341,13 +346,13 @@ export class SyncPlanner {
         this.#skipped.delete(key);
       }
       const tracked = this.#portsByService.get(name);
-      if (tracked) this.#trackedPorts -= tracked.size;
+      if (tracked) this.#trackedPorts -= tracked.length;
       this.#portsByService.delete(name);
       for (const key of newKeys.get(name) ?? []) {
         this.#track(name, key);
         const r = this.#render(snapshot, key, newlySkipped);
         if (!r) continue;
-        this.#rendered.set(key, r);
+        this.#rendered.set(key, owned(r));
         this.#claim(r, touched);
         for (const op of r.chainOps) ops.push(op);
         for (const c of r.chains) newChains.add(c);
@@ -393,6 +398,27 @@ export class SyncPlanner {
       },
     };
   }
+}
+
+/** Every key of `a`, then the keys of `b` that `a` lacks, without building their union. */
+function* keysOfEither(
+  a: ReadonlyMap<string, unknown> | undefined,
+  b: ReadonlyMap<string, unknown> | undefined,
+): Generator<string> {
+  if (a) yield* a.keys();
+  if (b) for (const k of b.keys()) if (!a?.has(k)) yield k;
+}
+
+function owned(r: RenderedServicePort): OwnedServicePort {
+  return {
+    key: r.key,
+    serviceName: r.serviceName,
+    chains: r.chains,
+    affinitySets: r.affinitySets,
+    elements: r.elements,
+    noLocalInternal: r.noLocalInternal,
+    noLocalExternal: r.noLocalExternal,
+  };
 }
 
 function touch(touched: Map<string, Set<string>>, set: string, key: string): void {

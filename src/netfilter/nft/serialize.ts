@@ -71,7 +71,10 @@ export function writeOperation(ref: NftTableRef, op: NftOperation): string {
 
 /** The text for `nft -f -`: one line per operation, each ending in a newline. */
 export function serializeOperations(ref: NftTableRef, ops: readonly NftOperation[]): string {
-  let text = '';
-  for (const op of ops) text += writeOperation(ref, op) + '\n';
-  return text;
+  // One join makes one flat string; `+=` would build a rope of 2 × ops pieces that is flattened (copied) again
+  // when it is written to nft's stdin.
+  const lines = new Array<string>(ops.length + 1);
+  for (let i = 0; i < ops.length; i++) lines[i] = writeOperation(ref, ops[i] as NftOperation);
+  lines[ops.length] = '';
+  return lines.join('\n');
 }
