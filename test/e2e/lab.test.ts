@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, existsSync, readdirSync, readFileSync } from 'node:fs';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
@@ -465,61 +465,73 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 480_000 }, ()
     await assertNothingLeft(prefix, stateDir, rootBefore);
   });
 
-  test('a crashed lab (SIGKILL) leaves things behind, and `lab down` removes them all', async () => {
-    const crashPrefix = runPrefix();
-    const crashState = join(mkdtempSync(join(tmpdir(), `${crashPrefix}-`)), 'state');
+  test('Ctrl-C (SIGINT) on `lab up` removes everything it made', async () => {
+    const p = runPrefix();
+    const dir = join(mkdtempSync(join(tmpdir(), `${p}-`)), 'state');
     const root = await rootNetworkFacts();
-    const main = new URL('../../src/cli/main.ts', import.meta.url).pathname;
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        main,
-        'lab',
-        'up',
-        '--nodes',
-        '1',
-        '--state-dir',
-        crashState,
-        '--prefix',
-        crashPrefix,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const child = await startChildLab(p, dir);
     try {
-      let out = '';
-      child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-      await waitFor('the child lab is up', 120_000, () =>
-        Promise.resolve(out.includes('The lab is up') ? true : undefined),
-      );
-      const before = (await mustRun('ip', ['netns', 'list']))
-        .split('\n')
-        .filter((l) => l.startsWith(`${crashPrefix}-`));
-      assert.ok(before.length >= 5, `the lab made namespaces (${before.length})`);
-      child.kill('SIGKILL');
-      await new Promise((resolve) => child.once('exit', resolve));
-      assert.ok(
-        (await processesMentioning(crashState)).length > 0,
-        'its proxies and pod servers outlive the crash',
-      );
+      child.process.kill('SIGINT');
+      const code = await child.exited;
+      assert.equal(code, 0, 'lab up exits 0 after Ctrl-C');
+      assert.match(child.output(), /nothing left behind/);
+      await assertNothingLeft(p, dir, root);
+    } finally {
+      if (child.process.exitCode === null) child.process.kill('SIGKILL');
+      await removeAll(p, dir);
+    }
+  });
+
+  test('a crashed lab (SIGKILL) leaves things behind, and `lab down` removes them all', async () => {
+    const p = runPrefix();
+    const dir = join(mkdtempSync(join(tmpdir(), `${p}-`)), 'state');
+    const root = await rootNetworkFacts();
+    const child = await startChildLab(p, dir);
+    try {
+      child.process.kill('SIGKILL');
+      await child.exited;
+      assert.ok((await processesMentioning(dir)).length > 0, 'its proxies and pod servers outlive the crash');
       const down = await mustRun(process.execPath, [
         '--import',
         'tsx',
-        main,
+        MAIN,
         'lab',
         'down',
         '--state-dir',
-        crashState,
+        dir,
       ]);
       assert.match(down, /nothing is left behind/);
-      await assertNothingLeft(crashPrefix, crashState, root);
+      await assertNothingLeft(p, dir, root);
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
-      await removeAll(crashPrefix, crashState);
+      if (child.process.exitCode === null) child.process.kill('SIGKILL');
+      await removeAll(p, dir);
     }
   });
 });
+
+const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
+
+/** `kube-proxy-ts lab up --nodes 1` as a child process, as a user runs it; resolves once it says it is up. */
+async function startChildLab(
+  prefix: string,
+  stateDir: string,
+): Promise<{ process: ChildProcess; exited: Promise<number | null>; output: () => string }> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', MAIN, 'lab', 'up', '--nodes', '1', '--state-dir', stateDir, '--prefix', prefix],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr.resume();
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  await waitFor('the child lab is up', 120_000, () =>
+    Promise.resolve(out.includes('The lab is up') ? true : undefined),
+  );
+  const made = (await mustRun('ip', ['netns', 'list'])).split('\n').filter((l) => l.startsWith(`${prefix}-`));
+  assert.ok(made.length >= 5, `the lab made namespaces (${made.length})`);
+  return { process: child, exited, output: () => out };
+}
 
 /** Last-resort cleanup after a failed test: the same sweep `lab down` does. */
 async function removeAll(prefix: string, stateDir: string): Promise<void> {

@@ -103,6 +103,9 @@ export function namespacePodLifecycle(o: NamespacePodLifecycleOptions): Namespac
       const ns = nsOf(pod);
       return serial(ns, async () => {
         if (closed) throw new Error('the lab is shutting down');
+        // A host-network pod would share the node's namespace; the lab's pods each have their own.
+        if (pod.spec?.hostNetwork === true)
+          throw new Error(`pod ${pod.metadata.name ?? ''}: hostNetwork pods are not supported by the lab`);
         const nodeName = pod.spec?.nodeName;
         const node = o.layout.nodes.find((n) => n.name === nodeName);
         if (!node)
