@@ -116,15 +116,19 @@ export class NftablesBackend implements ProxyBackend {
       }
     }
 
-    let kernel: KernelView = EMPTY_KERNEL;
+    let plan: Plan;
     if (full) {
+      // nft lists the table while we render: rendering needs nothing from the kernel, only the diff does. Only
+      // the time spent waiting for the listing after rendering counts as nft's.
+      const reading = this.#readKernel();
+      const rendered = this.#planner.renderFull(snapshot);
       const t0 = performance.now();
-      kernel = await this.#readKernel();
+      const kernel = await reading;
       kernelMs += performance.now() - t0;
+      plan = rendered.plan(kernel, now, !this.#flushedBaseChains);
+    } else {
+      plan = this.#planner.planPartial(snapshot, request.changedServices, now);
     }
-    const plan = full
-      ? this.#planner.planFull(snapshot, kernel, now, !this.#flushedBaseChains)
-      : this.#planner.planPartial(snapshot, request.changedServices, now);
     for (const s of plan.newlySkipped) {
       this.#logger.warn('skipping service port that cannot be programmed', {
         service: s.serviceName,

@@ -223,6 +223,16 @@ export class SyncPlanner {
 
   /** Everything, diffed against what the kernel holds (`kernel`, read back just before). */
   planFull(snapshot: ProxySnapshot, kernel: KernelView, now: number, firstSync: boolean): Plan {
+    return this.renderFull(snapshot).plan(kernel, now, firstSync);
+  }
+
+  /**
+   * The first half of a full sync, which needs nothing from the kernel: renders every service port and rebuilds
+   * the desired state. The caller may read the table back meanwhile, then diff with `plan(kernel, …)`.
+   */
+  renderFull(snapshot: ProxySnapshot): {
+    plan(kernel: KernelView, now: number, firstSync: boolean): Plan;
+  } {
     const newlySkipped: SkippedServicePort[] = [];
     this.#rendered = new Map();
     this.#portsByService = new Map();
@@ -230,6 +240,39 @@ export class SyncPlanner {
     this.#desired = new Map();
     this.#noLocalInternal = 0;
     this.#noLocalExternal = 0;
+    const chainOps: NftOperation[] = [];
+    const activeChains = new Set<string>();
+    const activeAffinitySets = new Set<string>();
+    const seenSkipped = new Map<string, string>();
+    for (const [key, sp] of snapshot.serviceMap) {
+      this.#track(sp.serviceName, key);
+      const r = this.#render(snapshot, key, newlySkipped);
+      if (!r) {
+        seenSkipped.set(key, this.#skipped.get(key) ?? '');
+        continue;
+      }
+      this.#rendered.set(key, owned(r));
+      this.#claim(r, undefined);
+      for (const op of r.chainOps) chainOps.push(op);
+      for (const c of r.chains) activeChains.add(c);
+      for (const s of r.affinitySets) activeAffinitySets.add(s);
+    }
+    this.#skipped = seenSkipped;
+    return {
+      plan: (kernel, now, firstSync) =>
+        this.#diffFull(kernel, now, firstSync, chainOps, newlySkipped, activeChains, activeAffinitySets),
+    };
+  }
+
+  #diffFull(
+    kernel: KernelView,
+    now: number,
+    firstSync: boolean,
+    chainOps: readonly NftOperation[],
+    newlySkipped: readonly SkippedServicePort[],
+    activeChains: ReadonlySet<string>,
+    activeAffinitySets: Set<string>,
+  ): Plan {
     const setupOps = renderSetup(this.#node, { firstSync, nodePortIPs: this.#nodePortIPs() });
 
     // The kernel as read back; containers we could not read are flushed and count as empty.
@@ -243,24 +286,7 @@ export class SyncPlanner {
     this.#kernelElements = kernelElements;
     const kernelChains = new Set((kernel.listing?.chains ?? []).map((c) => c.name).filter(isServiceChain));
     const kernelAffinitySets = new Set((kernel.listing?.sets ?? []).map((s) => s.name).filter(isAffinitySet));
-
-    const activeChains = new Set<string>();
-    const activeAffinitySets = new Set<string>();
-    const seenSkipped = new Map<string, string>();
-    for (const [key, sp] of snapshot.serviceMap) {
-      this.#track(sp.serviceName, key);
-      const r = this.#render(snapshot, key, newlySkipped);
-      if (!r) {
-        seenSkipped.set(key, this.#skipped.get(key) ?? '');
-        continue;
-      }
-      this.#rendered.set(key, owned(r));
-      this.#claim(r, undefined);
-      for (const op of r.chainOps) ops.push(op);
-      for (const c of r.chains) activeChains.add(c);
-      for (const s of r.affinitySets) activeAffinitySets.add(s);
-    }
-    this.#skipped = seenSkipped;
+    for (const op of chainOps) ops.push(op);
 
     const adds: NftOperation[] = [];
     const deletes: NftOperation[] = [];
