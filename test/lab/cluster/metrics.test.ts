@@ -1,0 +1,30 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { metricValue, parseSamples } from '../../../src/lab/cluster/metrics.js';
+
+const TEXT = `# HELP kubeproxy_sync_proxy_rules_endpoint_changes_pending Pending proxy rules Endpoint changes
+# TYPE kubeproxy_sync_proxy_rules_endpoint_changes_pending gauge
+kubeproxy_sync_proxy_rules_endpoint_changes_pending 14
+kubeproxy_sync_proxy_rules_duration_seconds_count{ip_family="IPv4"} 3
+kubeproxy_sync_proxy_rules_duration_seconds_count{ip_family="IPv6"} 2
+kubeproxy_proxy_healthz_total{code="200"} 7
+kubeproxy_proxy_healthz_total{code="503"} 1
+odd_label{a="x\\"y\\\\z"} 1e3
+`;
+
+test('metricValue sums the series of a name, optionally filtered by labels', () => {
+  assert.equal(metricValue(TEXT, 'kubeproxy_sync_proxy_rules_endpoint_changes_pending'), 14);
+  assert.equal(metricValue(TEXT, 'kubeproxy_sync_proxy_rules_duration_seconds_count'), 5);
+  assert.equal(
+    metricValue(TEXT, 'kubeproxy_sync_proxy_rules_duration_seconds_count', { ip_family: 'IPv6' }),
+    2,
+  );
+  assert.equal(metricValue(TEXT, 'kubeproxy_proxy_healthz_total', { code: '503' }), 1);
+  assert.equal(metricValue(TEXT, 'kubeproxy_sync_proxy_rules'), undefined, 'a prefix is not a name');
+  assert.equal(metricValue(TEXT, 'missing'), undefined);
+});
+
+test('parseSamples unescapes label values and reads exponents', () => {
+  const odd = parseSamples(TEXT).find((s) => s.name === 'odd_label');
+  assert.deepEqual(odd, { name: 'odd_label', labels: { a: 'x"y\\z' }, value: 1000 });
+});
