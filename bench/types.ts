@@ -22,7 +22,7 @@ export interface BenchRow {
   /** The kernel tool alone applying the same text: the floor. */
   readonly floorMs: number;
   readonly operations: number;
-  /** Peak resident set of this process so far, MiB. */
+  /** Peak resident set of this process (the model plus one cold full sync; not the benchmark's extra runs), MiB. */
   readonly peakRssMiB: number;
   /** Peak resident set before the first sync (the model's share: Services, EndpointSlices, snapshot), MiB. */
   readonly rssBeforeSyncMiB?: number;
