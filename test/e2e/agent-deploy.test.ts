@@ -1,0 +1,175 @@
+// deploy/: the manifests that replace kubeadm's kube-proxy objects one for one, and the image's Dockerfile. Real
+// kubectl accepts them against the lab API server (client dry run, then a real apply read back), the ConfigMap's
+// config.conf loads through the proxy's own configuration loader, and the DaemonSet keeps kubeadm's names, mounts
+// and scheduling.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+import { parseAllDocuments } from 'yaml';
+import { loadProxyConfig } from '../../src/config/index.js';
+import { startApiServer } from '../../src/lab/apiserver/index.js';
+import { toolOptions } from '../lab/tools.js';
+
+const DEPLOY = fileURLToPath(new URL('../../deploy/', import.meta.url));
+
+interface Manifest {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly metadata: { readonly name: string; readonly namespace?: string };
+  readonly [field: string]: unknown;
+}
+
+async function manifests(): Promise<Manifest[]> {
+  const out: Manifest[] = [];
+  for (const f of (await readdir(DEPLOY)).filter((n) => n.endsWith('.yaml')).sort()) {
+    for (const doc of parseAllDocuments(await readFile(join(DEPLOY, f), 'utf8'))) {
+      if (doc.errors.length > 0) throw new Error(`${f}: ${doc.errors[0]?.message ?? ''}`);
+      const value = doc.toJS() as Manifest | null;
+      if (value) out.push(value);
+    }
+  }
+  return out;
+}
+
+function kubectl(
+  kubeconfig: string,
+  args: readonly string[],
+): Promise<{ code: number; out: string; err: string }> {
+  return new Promise((resolve) => {
+    execFile('kubectl', ['--kubeconfig', kubeconfig, ...args], { timeout: 60_000 }, (error, stdout, stderr) =>
+      resolve({
+        code: error ? (typeof error.code === 'number' ? error.code : 1) : 0,
+        out: stdout,
+        err: stderr,
+      }),
+    );
+  });
+}
+
+function find(all: readonly Manifest[], kind: string, name: string): Manifest {
+  const m = all.find((x) => x.kind === kind && x.metadata.name === name);
+  assert.ok(m, `deploy/ has no ${kind} ${name}`);
+  return m;
+}
+
+test('deploy/ replaces kubeadm kube-proxy objects one for one', async () => {
+  const all = await manifests();
+  // kubeadm's names (cmd/kubeadm/app/phases/addons/proxy): everything namespaced lives in kube-system.
+  const sa = find(all, 'ServiceAccount', 'kube-proxy');
+  const cm = find(all, 'ConfigMap', 'kube-proxy');
+  const ds = find(all, 'DaemonSet', 'kube-proxy');
+  const binding = find(all, 'ClusterRoleBinding', 'kubeadm:node-proxier');
+  find(all, 'ClusterRole', 'system:node-proxier');
+  for (const m of [sa, cm, ds]) assert.equal(m.metadata.namespace, 'kube-system', `${m.kind} namespace`);
+  assert.deepEqual(binding.roleRef, {
+    apiGroup: 'rbac.authorization.k8s.io',
+    kind: 'ClusterRole',
+    name: 'system:node-proxier',
+  });
+  assert.deepEqual(binding.subjects, [
+    { kind: 'ServiceAccount', name: 'kube-proxy', namespace: 'kube-system' },
+  ]);
+
+  // config.conf is a KubeProxyConfiguration that the proxy itself accepts, in nftables mode.
+  const data = cm.data as Record<string, string>;
+  assert.ok(data['config.conf'] && data['kubeconfig.conf'], 'ConfigMap keys config.conf and kubeconfig.conf');
+  const loaded = loadProxyConfig(
+    ['--config', '/var/lib/kube-proxy/config.conf', '--hostname-override', 'node-1'],
+    {
+      readFile: () => data['config.conf'] as string,
+      hostname: () => 'unused',
+    },
+  );
+  assert.ok(loaded.ok, JSON.stringify(loaded.ok ? undefined : loaded.errors));
+  assert.deepEqual(loaded.warnings, []);
+  assert.equal(loaded.config.mode, 'nftables');
+  assert.equal(loaded.config.nodeName, 'node-1');
+  assert.equal(loaded.config.clientConnection.kubeconfig, '/var/lib/kube-proxy/kubeconfig.conf');
+
+  // The DaemonSet: host network, privileged, the node name from spec.nodeName, kubeadm's mounts and scheduling.
+  const pod = (ds.spec as { template: { spec: Record<string, unknown> } }).template.spec;
+  assert.equal(pod.hostNetwork, true);
+  assert.equal(pod.priorityClassName, 'system-node-critical');
+  assert.equal(pod.serviceAccountName, 'kube-proxy');
+  assert.deepEqual(pod.tolerations, [{ operator: 'Exists' }]);
+  const [container] = pod.containers as {
+    command: string[];
+    env: unknown[];
+    securityContext: unknown;
+    volumeMounts: { name: string; mountPath: string }[];
+  }[];
+  assert.ok(container);
+  assert.deepEqual(container.securityContext, { privileged: true });
+  assert.ok(container.command.includes('--config=/var/lib/kube-proxy/config.conf'));
+  assert.ok(container.command.includes('--hostname-override=$(NODE_NAME)'));
+  assert.deepEqual(container.env, [
+    { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+  ]);
+  const mounts = Object.fromEntries(container.volumeMounts.map((m) => [m.mountPath, m.name]));
+  const volumes = Object.fromEntries(
+    (pod.volumes as { name: string; [k: string]: unknown }[]).map((v) => [v.name, v]),
+  );
+  assert.deepEqual(volumes[mounts['/var/lib/kube-proxy'] ?? '']?.configMap, { name: 'kube-proxy' });
+  assert.deepEqual(volumes[mounts['/run/xtables.lock'] ?? '']?.hostPath, {
+    path: '/run/xtables.lock',
+    type: 'FileOrCreate',
+  });
+  assert.deepEqual(volumes[mounts['/lib/modules'] ?? '']?.hostPath, { path: '/lib/modules' });
+
+  // The image: Debian with the kernel tools, Node 20, production dependencies, the compiled dist.
+  const dockerfile = await readFile(join(DEPLOY, 'Dockerfile'), 'utf8');
+  for (const needle of [
+    /^FROM node:20-/m,
+    /^FROM debian:/m,
+    /apt-get install .*nftables iptables conntrack/,
+    /npm ci --omit=dev/,
+    /dist\/src/,
+  ])
+    assert.match(dockerfile, needle);
+});
+
+test(
+  'kubectl apply -f deploy/ is accepted by the lab API server (client dry run, then for real)',
+  toolOptions(['kubectl']),
+  async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'kpts-deploy-'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    const server = await startApiServer({ kubeconfigPath: kubeconfig });
+    try {
+      const dry = await kubectl(kubeconfig, ['apply', '--dry-run=client', '-f', DEPLOY]);
+      assert.equal(dry.code, 0, dry.err);
+      const lines = dry.out.trim().split('\n').sort();
+      assert.deepEqual(lines, [
+        'clusterrole.rbac.authorization.k8s.io/system:node-proxier created (dry run)',
+        'clusterrolebinding.rbac.authorization.k8s.io/kubeadm:node-proxier created (dry run)',
+        'configmap/kube-proxy created (dry run)',
+        'daemonset.apps/kube-proxy created (dry run)',
+        'serviceaccount/kube-proxy created (dry run)',
+      ]);
+
+      const real = await kubectl(kubeconfig, ['apply', '-f', DEPLOY]);
+      assert.equal(real.code, 0, real.err);
+      const back = await kubectl(kubeconfig, [
+        'get',
+        '-n',
+        'kube-system',
+        'daemonset/kube-proxy',
+        '-o',
+        'json',
+      ]);
+      assert.equal(back.code, 0, back.err);
+      const ds = JSON.parse(back.out) as { spec: { template: { spec: { hostNetwork: boolean } } } };
+      assert.equal(ds.spec.template.spec.hostNetwork, true);
+      const again = await kubectl(kubeconfig, ['apply', '-f', DEPLOY]);
+      assert.equal(again.code, 0, again.err);
+      assert.match(again.out, /daemonset\.apps\/kube-proxy unchanged/);
+    } finally {
+      await server.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  },
+);
