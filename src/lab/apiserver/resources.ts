@@ -1,7 +1,8 @@
 // The resource types this API server serves: where each lives in the URL space, what discovery says about it,
 // which name rule it follows and which fields a field selector may use.
 
-export type NameRule = 'dns1123-label' | 'dns1035-label' | 'dns1123-subdomain';
+// path-segment: any name usable in a URL path segment (RBAC objects, e.g. "system:node-proxier").
+export type NameRule = 'dns1123-label' | 'dns1035-label' | 'dns1123-subdomain' | 'path-segment';
 
 export interface ResourceType {
   readonly group: string;
@@ -122,6 +123,53 @@ export const RESOURCES: readonly ResourceType[] = [
     categories: ['all'],
     nameRule: 'dns1123-subdomain',
     subresources: ['status', 'scale'],
+  }),
+  // Stored as given, with no controller and no kind-specific validation: enough for manifests that carry them
+  // (kubectl apply of deploy/, the kube-proxy DaemonSet and its RBAC) to be accepted.
+  resource({
+    group: 'apps',
+    version: 'v1',
+    resource: 'daemonsets',
+    singular: 'daemonset',
+    kind: 'DaemonSet',
+    namespaced: true,
+    shortNames: ['ds'],
+    categories: ['all'],
+    nameRule: 'dns1123-subdomain',
+    subresources: ['status'],
+  }),
+  resource({
+    group: '',
+    version: 'v1',
+    resource: 'serviceaccounts',
+    singular: 'serviceaccount',
+    kind: 'ServiceAccount',
+    namespaced: true,
+    shortNames: ['sa'],
+    nameRule: 'dns1123-subdomain',
+    subresources: [],
+  }),
+  resource({
+    group: 'rbac.authorization.k8s.io',
+    version: 'v1',
+    resource: 'clusterroles',
+    singular: 'clusterrole',
+    kind: 'ClusterRole',
+    namespaced: false,
+    shortNames: [],
+    nameRule: 'path-segment',
+    subresources: [],
+  }),
+  resource({
+    group: 'rbac.authorization.k8s.io',
+    version: 'v1',
+    resource: 'clusterrolebindings',
+    singular: 'clusterrolebinding',
+    kind: 'ClusterRoleBinding',
+    namespaced: false,
+    shortNames: [],
+    nameRule: 'path-segment',
+    subresources: [],
   }),
 ];
 

@@ -35,6 +35,10 @@ export function nameErrors(rule: NameRule, name: string): string[] {
         : [
             `a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
           ];
+    case 'path-segment':
+      // upstream ValidatePathSegmentName
+      if (name === '.' || name === '..') return [`may not be '${name}'`];
+      return /[/%]/.test(name) ? [`may not contain '/' or '%'`] : [];
   }
 }
 
