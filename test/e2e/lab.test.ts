@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { startLab, type Lab } from '../../src/lab/cluster/index.js';
 import { labDown } from '../../src/lab/cluster/down.js';
-import { podNamespaceName } from '../../src/lab/cluster/layout.js';
+import { podNamespaceName, prefixLockFile } from '../../src/lab/cluster/layout.js';
 import { fetchProxyMetrics, metricValue } from '../../src/lab/cluster/metrics.js';
 import { FULL_SYNC_PERIOD_MS } from '../../src/sync/proxier.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
@@ -85,6 +85,7 @@ async function assertNothingLeft(
   assert.deepEqual(namespaces, [], 'no lab namespace is left');
   assert.deepEqual(await processesMentioning(stateDir), [], 'no process started by the lab is left');
   assert.equal(existsSync(stateDir), false, 'the state directory is gone');
+  assert.equal(existsSync(prefixLockFile(prefix)), false, 'the prefix lock is released');
   const etc = existsSync('/etc/netns')
     ? readdirSync('/etc/netns').filter((n) => n.startsWith(`${prefix}-`))
     : [];

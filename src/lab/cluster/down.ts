@@ -3,7 +3,7 @@
 // same whether the lab stopped cleanly, hung, or was killed.
 import { existsSync } from 'node:fs';
 import { hostCommandRunner, type CommandRunner } from '../../netfilter/command.js';
-import { DEFAULT_PREFIX, labPaths } from './layout.js';
+import { DEFAULT_PREFIX, labPaths, prefixLockFile } from './layout.js';
 import { acquireLabLock, processAlive, readLabState, readLockHolder } from './state.js';
 import { removeLabLeftovers, removeStateDir } from './teardown.js';
 
@@ -56,7 +56,13 @@ export async function labDown(
       await waitForExit(holder, 5_000);
     }
   }
-  // Take the lock, so that no `lab up` starts while we sweep.
+  // Take the locks, so that no `lab up` starts while we sweep; a dead holder's lock is taken over. A prefix held
+  // by a live lab with another state directory is that lab's: leave its namespaces alone.
+  const ownsPrefix = acquireLabLock(prefixLockFile(prefix));
+  if (!ownsPrefix.ok) {
+    const why = `namespace prefix ${prefix} belongs to a running lab (process ${ownsPrefix.holder}); not sweeping it`;
+    return { ...(stoppedPid !== undefined ? { stoppedPid } : {}), killed, namespaces: [], errors: [why] };
+  }
   const lock = existsSync(stateDir) ? acquireLabLock(paths.lockFile) : undefined;
   const r = await removeLabLeftovers(runner, prefix);
   if (r.namespaces.length > 0)
@@ -64,6 +70,7 @@ export async function labDown(
   if (r.etcDirs.length > 0) progress(`removed ${r.etcDirs.length} /etc/netns directories`);
   removeStateDir(stateDir);
   if (lock?.ok) lock.release();
+  ownsPrefix.release();
   return {
     ...(stoppedPid !== undefined ? { stoppedPid } : {}),
     killed,

@@ -12,7 +12,14 @@ import { kubeconfigYaml } from '../apiserver/kubeconfig.js';
 import { resourceByKind } from '../apiserver/resources.js';
 import type { Pod } from '../apiserver/types.js';
 import { HostsFiles, serviceName, type HostsTarget } from './hosts.js';
-import { DEFAULT_PREFIX, NODE_APISERVER_ADDRESS, defaultStateDir, labLayout, labPaths } from './layout.js';
+import {
+  DEFAULT_PREFIX,
+  NODE_APISERVER_ADDRESS,
+  defaultStateDir,
+  labLayout,
+  labPaths,
+  prefixLockFile,
+} from './layout.js';
 import type { LabLayout, LabPaths } from './layout.js';
 import { fetchProxyMetrics, metricValue } from './metrics.js';
 import { buildLabNetwork } from './network.js';
@@ -114,13 +121,29 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
   const layout = labLayout(options.nodes ?? 2, prefix);
   const paths = labPaths(options.stateDir ?? defaultStateDir());
 
-  const lock = acquireLabLock(paths.lockFile);
-  if (!lock.ok) throw new LabAlreadyUpError(lock.holder, paths.stateDir);
+  const stateLock = acquireLabLock(paths.lockFile);
+  if (!stateLock.ok) throw new LabAlreadyUpError(stateLock.holder, paths.stateDir);
+  const prefixLock = acquireLabLock(prefixLockFile(prefix));
+  if (!prefixLock.ok) {
+    stateLock.release();
+    throw new LabAlreadyUpError(prefixLock.holder, `another state directory (namespace prefix ${prefix})`);
+  }
+  const lock = {
+    release(): void {
+      prefixLock.release();
+      stateLock.release();
+    },
+  };
   // A lab that died without `lab down` left namespaces behind: clean them before building anew.
   const previous = readLabState(paths.stateFile);
-  const stalePrefixes = new Set([prefix, ...(previous.ok ? [previous.state.prefix] : [])]);
-  for (const p of stalePrefixes) {
+  const stale = [prefix];
+  if (previous.ok && previous.state.prefix !== prefix) stale.push(previous.state.prefix);
+  for (const p of stale) {
+    // Another prefix is only swept when no running lab holds it.
+    const held = p === prefix ? undefined : acquireLabLock(prefixLockFile(p));
+    if (held && !held.ok) continue;
     const r = await removeLabLeftovers(runner, p);
+    held?.release();
     if (r.namespaces.length > 0)
       progress(`removed ${r.namespaces.length} namespaces a previous lab left behind`);
   }
@@ -353,8 +376,23 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     };
     return lab;
   } catch (e) {
+    const tails = layout.nodes.flatMap((n) =>
+      [paths.proxyLog(n.name), paths.relayLog(n.name)].map((f) => logTail(f, 8)).filter((t) => t !== ''),
+    );
     await stop();
+    if (e instanceof Error && tails.length > 0) e.message += `\n${tails.join('\n')}`;
     throw e;
+  }
+}
+
+/** The last lines of a log file, headed by its path; '' when there is none (the state directory goes on stop). */
+function logTail(path: string, lines: number): string {
+  try {
+    const text = readFileSync(path, 'utf8').trimEnd();
+    if (text === '') return '';
+    return `--- ${path} (last ${lines} lines):\n${text.split('\n').slice(-lines).join('\n')}`;
+  } catch {
+    return '';
   }
 }
 

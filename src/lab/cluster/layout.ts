@@ -92,6 +92,15 @@ export function defaultStateDir(): string {
   return isRoot ? '/run/kube-proxy-ts-lab' : join(tmpdir(), 'kube-proxy-ts-lab');
 }
 
+/**
+ * A machine-wide lock per prefix, beside any state directory: two labs with different state directories but one
+ * prefix would sweep each other's namespaces.
+ */
+export function prefixLockFile(prefix: string): string {
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  return join(isRoot ? '/run' : tmpdir(), `kube-proxy-ts-lab-${prefix}.lock`);
+}
+
 export interface LabPaths {
   readonly stateDir: string;
   readonly stateFile: string;
