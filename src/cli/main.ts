@@ -33,7 +33,9 @@ async function main(argv: readonly string[]): Promise<number> {
 
 main(process.argv.slice(2)).then(
   (code) => {
-    process.exitCode = code;
+    // Exit now: the agent has closed what it owns, and a pooled keep-alive socket to the API server must not hold
+    // a stopping proxy for seconds (a DaemonSet rollout, or the lab's config change, waits on this exit).
+    process.exit(code);
   },
   (error: unknown) => {
     process.stderr.write(
