@@ -94,6 +94,14 @@ export async function runCommand(argv: readonly string[], deps: RunDeps = defaul
   }
   const logger = processLogger({ format: config.logging.format, verbosity: config.logging.verbosity });
   if (options.cleanup) return cleanupAll(deps.commands, logger);
+  // Upstream's --init-only does the privileged set-up (sysctls) and exits, for an init container. We have no
+  // separate init phase yet: say so and exit, rather than start the whole agent in what is meant to be an init step.
+  if (options.initOnly) {
+    logger.warn(
+      '--init-only: kube-proxy-ts has no separate initialisation phase; exiting without doing anything',
+    );
+    return 0;
+  }
   return new Agent(config, options, deps, logger).run();
 }
 
