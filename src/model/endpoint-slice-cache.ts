@@ -2,9 +2,9 @@
 // Service's slices, so merging per slice keeps them from vanishing while one slice is updated before another.
 import type { EndpointSlice } from '../kube/objects.js';
 import { LABEL_SERVICE_NAME } from '../kube/objects.js';
-import { deepEqual } from './deep-equal.js';
 import { endpointString } from './endpoint.js';
 import type { Endpoint } from './endpoint.js';
+import { fingerprint } from './fingerprint.js';
 import { DEFAULT_FEATURE_GATES } from './feature-gates.js';
 import type { FeatureGates } from './feature-gates.js';
 import { parseIPSloppy } from './ip.js';
@@ -56,21 +56,40 @@ export function sliceIdentity(slice: unknown): SliceIdentity | string {
   };
 }
 
-interface PendingSlice {
-  readonly slice: EndpointSlice;
-  readonly remove: boolean;
+/**
+ * One slice as the cache keeps it. Not the object: a fingerprint of it for the change test, and what the
+ * endpoints maps are built from, worked out once when the slice arrives.
+ */
+interface SliceState {
+  readonly fingerprint: string;
+  /**
+   * servicePortKey → this slice's endpoints, sorted and de-duplicated as a one-slice Service's map would be. Keys
+   * whose endpoints are all skipped map to an empty list, so merging keeps the order in which keys first appear.
+   */
+  readonly endpoints: EndpointsMap;
+  /** `endpoints` has no empty list, so a Service with only this slice can use it as its map as it is. */
+  readonly complete: boolean;
+  /** What was wrong with the slice, repeated whenever its Service's map is built (as a rebuild from the object would). */
+  readonly problems: readonly string[];
 }
+
+type PendingSlice =
+  | { readonly remove: false; readonly slice: SliceState }
+  | { readonly remove: true; readonly fingerprint: string };
 
 interface ServiceSlices {
   readonly namespace: string;
   readonly name: string;
-  /** What the proxier last consumed, by slice name. */
-  readonly applied: Map<string, EndpointSlice>;
-  /** Changes since, by slice name. */
-  readonly pending: Map<string, PendingSlice>;
+  /** What the proxier last consumed, by slice name, in the order slices first arrived. */
+  readonly applied: Map<string, SliceState>;
+  /** Changes since, by slice name; undefined when there are none (most Services, most of the time). */
+  pending: Map<string, PendingSlice> | undefined;
   /** The map built from `applied` at the last checkout: the next checkout's `previous`. */
   appliedMap: EndpointsMap;
 }
+
+const NO_PROBLEMS: readonly string[] = Object.freeze([]);
+const NO_ENDPOINTS: readonly Endpoint[] = Object.freeze([]);
 
 // Shared by every unhinted endpoint; typed ReadonlySet so nothing can add to it.
 const NO_HINTS: ReadonlySet<string> = new Set<string>();
@@ -87,6 +106,21 @@ function hintNames(list: unknown): ReadonlySet<string> {
 
 function byEndpointString(a: Endpoint, b: Endpoint): number {
   return a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0;
+}
+
+/**
+ * Adds `ep` under its endpoint string unless an earlier one is there and `ep` is terminating: a later duplicate
+ * replaces an earlier one unless the later one is terminating (§3 dedup). Applying this per slice and then again
+ * across slices, in slice order, picks the same winner as applying it once to the whole sequence: the winner is
+ * the last non-terminating duplicate after the first, else the first.
+ */
+function addDeduplicated(set: Map<string, Endpoint>, ep: Endpoint): void {
+  if (ep.terminating && set.has(ep.endpoint)) return;
+  set.set(ep.endpoint, ep);
+}
+
+function sortedList(set: ReadonlyMap<string, Endpoint>): readonly Endpoint[] {
+  return set.size === 0 ? NO_ENDPOINTS : Object.freeze([...set.values()].sort(byEndpointString));
 }
 
 export class EndpointSliceCache {
@@ -108,7 +142,7 @@ export class EndpointSliceCache {
   /**
    * Records a slice add/update (remove=false) or delete (remove=true) as pending. Returns whether it changes
    * anything: compared with the pending entry, else the applied one; equality is deep equality of the whole
-   * object (metadata included) plus the remove flag.
+   * object (metadata included), tested through its fingerprint, plus the remove flag.
    */
   updatePending(slice: EndpointSlice, remove: boolean): boolean {
     const id = sliceIdentity(slice);
@@ -116,25 +150,44 @@ export class EndpointSliceCache {
       this.#onProblem(stringField(field(slice, 'metadata'), 'name') ?? '<unnamed>', id);
       return false;
     }
+    let fp: string;
+    try {
+      fp = fingerprint(slice);
+    } catch (e) {
+      // Only an object no API response decodes to (a cycle, a throwing getter) gets here.
+      this.#onProblem(
+        `${id.namespace}/${id.sliceName}`,
+        `unreadable EndpointSlice object: ${e instanceof Error ? e.message : describeValue(e)}; skipped`,
+      );
+      return false;
+    }
     let svc = this.#services.get(id.service);
-    const pendingEntry = svc?.pending.get(id.sliceName);
-    const appliedSlice = svc?.applied.get(id.sliceName);
-    const existing: PendingSlice | undefined =
-      pendingEntry ?? (appliedSlice === undefined ? undefined : { slice: appliedSlice, remove: false });
-    const changed =
-      existing === undefined ? !remove : existing.remove !== remove || !deepEqual(existing.slice, slice);
+    const pendingEntry = svc?.pending?.get(id.sliceName);
+    let changed: boolean;
+    if (pendingEntry !== undefined) {
+      changed =
+        pendingEntry.remove !== remove ||
+        (pendingEntry.remove ? pendingEntry.fingerprint : pendingEntry.slice.fingerprint) !== fp;
+    } else {
+      const appliedSlice = svc?.applied.get(id.sliceName);
+      changed = appliedSlice === undefined ? !remove : remove || appliedSlice.fingerprint !== fp;
+    }
     if (!changed) return false;
     if (svc === undefined) {
       svc = {
         namespace: id.namespace,
         name: id.serviceName,
         applied: new Map(),
-        pending: new Map(),
+        pending: undefined,
         appliedMap: new Map(),
       };
       this.#services.set(id.service, svc);
     }
-    svc.pending.set(id.sliceName, { slice, remove });
+    svc.pending ??= new Map();
+    svc.pending.set(
+      id.sliceName,
+      remove ? { remove: true, fingerprint: fp } : { remove: false, slice: this.#sliceState(svc, slice, fp) },
+    );
     this.#dirty.add(id.service);
     return true;
   }
@@ -146,11 +199,11 @@ export class EndpointSliceCache {
       const svc = this.#services.get(service);
       if (svc === undefined) continue;
       const previous = svc.appliedMap;
-      for (const [name, p] of svc.pending) {
+      for (const [name, p] of svc.pending ?? []) {
         if (p.remove) svc.applied.delete(name);
         else svc.applied.set(name, p.slice);
       }
-      svc.pending.clear();
+      svc.pending = undefined;
       const current = this.#buildEndpointsMap(svc);
       svc.appliedMap = current;
       if (svc.applied.size === 0) this.#services.delete(service);
@@ -160,66 +213,89 @@ export class EndpointSliceCache {
     return changes;
   }
 
-  /** Merges a Service's applied slices into one map (upstream getEndpointsMap / addEndpoints). */
+  /**
+   * Merges a Service's applied slices into one map (upstream getEndpointsMap / addEndpoints). A Service with one
+   * slice (the usual case) uses that slice's map itself; callers must not mutate the maps they are given.
+   */
   #buildEndpointsMap(svc: ServiceSlices): EndpointsMap {
-    const byKey = new Map<string, Map<string, Endpoint>>();
     for (const [sliceName, slice] of svc.applied) {
-      const problem = (reason: string): void => this.#onProblem(`${svc.namespace}/${sliceName}`, reason);
-      const ports = arrayField(slice, 'ports') ?? [];
-      const endpoints = arrayField(slice, 'endpoints') ?? [];
-      // Endpoint facts that do not depend on the port, computed once per slice endpoint.
-      const bases: (Omit<Endpoint, 'port' | 'endpoint'> | undefined)[] = endpoints.map((ep, i) =>
-        this.#endpointBase(ep, i, problem),
-      );
-      ports.forEach((p, i) => {
-        const portName = field(p, 'name');
-        if (typeof portName !== 'string') {
-          return void problem(`ports[${i}].name ${describeValue(portName)} is not a string; port skipped`);
-        }
-        const portNumber = field(p, 'port');
-        if (portNumber === undefined || portNumber === null || portNumber === 0) return; // upstream skips silently
-        if (!isPortNumber(portNumber)) {
-          return void problem(
-            `ports[${i}].port ${describeValue(portNumber)} is not a port number; port skipped`,
-          );
-        }
-        const rawProtocol = field(p, 'protocol');
-        const protocol =
-          rawProtocol === undefined || rawProtocol === null || typeof rawProtocol === 'string'
-            ? parseProtocol(rawProtocol)
-            : undefined;
-        if (protocol === undefined) {
-          return void problem(`ports[${i}].protocol ${describeValue(rawProtocol)} is unknown; port skipped`);
-        }
-        const key = servicePortKey({ namespace: svc.namespace, name: svc.name, port: portName, protocol });
+      for (const reason of slice.problems) this.#onProblem(`${svc.namespace}/${sliceName}`, reason);
+    }
+    if (svc.applied.size === 1) {
+      for (const only of svc.applied.values()) {
+        if (only.complete) return only.endpoints;
+      }
+    }
+    const byKey = new Map<string, Map<string, Endpoint>>();
+    for (const slice of svc.applied.values()) {
+      for (const [key, eps] of slice.endpoints) {
         let set = byKey.get(key);
         if (set === undefined) byKey.set(key, (set = new Map()));
-        for (const base of bases) {
-          if (base === undefined) continue;
-          const s = endpointString(base.ip, portNumber);
-          // A later duplicate replaces an earlier one unless the later one is terminating (§3 dedup).
-          if (set.has(s) && base.terminating) continue;
-          // An explicit literal (one hidden class, no spread) keeps the initial 100k-endpoint build cheap.
-          set.set(s, {
-            ip: base.ip,
-            port: portNumber,
-            endpoint: s,
-            isLocal: base.isLocal,
-            ready: base.ready,
-            serving: base.serving,
-            terminating: base.terminating,
-            zoneHints: base.zoneHints,
-            nodeHints: base.nodeHints,
-          });
-        }
-      });
+        for (const ep of eps) addDeduplicated(set, ep);
+      }
     }
     const out: EndpointsMap = new Map();
-    for (const [key, set] of byKey) {
-      if (set.size === 0) continue;
-      out.set(key, Object.freeze([...set.values()].sort(byEndpointString)));
-    }
+    for (const [key, set] of byKey) if (set.size > 0) out.set(key, sortedList(set));
     return out;
+  }
+
+  /** Parses a slice into what the cache keeps of it (endpoints per port key, problems). */
+  #sliceState(svc: ServiceSlices, slice: EndpointSlice, fp: string): SliceState {
+    let problems: string[] | undefined;
+    const problem = (reason: string): void => void (problems ??= []).push(reason);
+    const byKey = new Map<string, Map<string, Endpoint>>();
+    const ports = arrayField(slice, 'ports') ?? [];
+    const endpoints = arrayField(slice, 'endpoints') ?? [];
+    // Endpoint facts that do not depend on the port, computed once per slice endpoint.
+    const bases: (Omit<Endpoint, 'port' | 'endpoint'> | undefined)[] = endpoints.map((ep, i) =>
+      this.#endpointBase(ep, i, problem),
+    );
+    ports.forEach((p, i) => {
+      const portName = field(p, 'name');
+      if (typeof portName !== 'string') {
+        return void problem(`ports[${i}].name ${describeValue(portName)} is not a string; port skipped`);
+      }
+      const portNumber = field(p, 'port');
+      if (portNumber === undefined || portNumber === null || portNumber === 0) return; // upstream skips silently
+      if (!isPortNumber(portNumber)) {
+        return void problem(
+          `ports[${i}].port ${describeValue(portNumber)} is not a port number; port skipped`,
+        );
+      }
+      const rawProtocol = field(p, 'protocol');
+      const protocol =
+        rawProtocol === undefined || rawProtocol === null || typeof rawProtocol === 'string'
+          ? parseProtocol(rawProtocol)
+          : undefined;
+      if (protocol === undefined) {
+        return void problem(`ports[${i}].protocol ${describeValue(rawProtocol)} is unknown; port skipped`);
+      }
+      const key = servicePortKey({ namespace: svc.namespace, name: svc.name, port: portName, protocol });
+      let set = byKey.get(key);
+      if (set === undefined) byKey.set(key, (set = new Map()));
+      for (const base of bases) {
+        if (base === undefined) continue;
+        // An explicit literal (one hidden class, no spread) keeps the initial 100k-endpoint build cheap.
+        addDeduplicated(set, {
+          ip: base.ip,
+          port: portNumber,
+          endpoint: endpointString(base.ip, portNumber),
+          isLocal: base.isLocal,
+          ready: base.ready,
+          serving: base.serving,
+          terminating: base.terminating,
+          zoneHints: base.zoneHints,
+          nodeHints: base.nodeHints,
+        });
+      }
+    });
+    const out: EndpointsMap = new Map();
+    let complete = true;
+    for (const [key, set] of byKey) {
+      if (set.size === 0) complete = false;
+      out.set(key, sortedList(set));
+    }
+    return { fingerprint: fp, endpoints: out, complete, problems: problems ?? NO_PROBLEMS };
   }
 
   #endpointBase(
