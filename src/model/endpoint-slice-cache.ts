@@ -2,15 +2,15 @@
 // Service's slices, so merging per slice keeps them from vanishing while one slice is updated before another.
 import type { EndpointSlice } from '../kube/objects.js';
 import { LABEL_SERVICE_NAME } from '../kube/objects.js';
-import { endpointString } from './endpoint.js';
 import type { Endpoint } from './endpoint.js';
 import { fingerprint } from './fingerprint.js';
 import { DEFAULT_FEATURE_GATES } from './feature-gates.js';
 import type { FeatureGates } from './feature-gates.js';
-import { parseIPSloppy } from './ip.js';
 import type { IPFamily } from './ip.js';
-import { namespacedNameString, parseProtocol, servicePortKey } from './service-port-name.js';
-import { arrayField, describeValue, field, isPortNumber, isRecord, stringField } from './unknown.js';
+import { namespacedNameString } from './service-port-name.js';
+import { addDeduplicated, sliceEndpoints, sortedEndpoints } from './slice-endpoints.js';
+import type { SliceEndpoints, SliceEndpointsOptions } from './slice-endpoints.js';
+import { describeValue, field, isRecord, stringField } from './unknown.js';
 
 /** servicePortKey → endpoints, sorted by endpoint string, de-duplicated; keys with no endpoints are absent. */
 export type EndpointsMap = Map<string, readonly Endpoint[]>;
@@ -57,85 +57,98 @@ export function sliceIdentity(slice: unknown): SliceIdentity | string {
 }
 
 /**
- * One slice as the cache keeps it. Not the object: a fingerprint of it for the change test, and what the
- * endpoints maps are built from, worked out once when the slice arrives.
+ * One slice as the cache keeps it: not the object, but a fingerprint of it for the change test (upstream compares
+ * whole objects) and the endpoints it contributes.
  */
-interface SliceState {
+interface SliceState extends SliceEndpoints {
+  readonly name: string;
+  readonly removed: false;
   readonly fingerprint: string;
-  /**
-   * servicePortKey → this slice's endpoints, sorted and de-duplicated as a one-slice Service's map would be. Keys
-   * whose endpoints are all skipped map to an empty list, so merging keeps the order in which keys first appear.
-   */
-  readonly endpoints: EndpointsMap;
-  /** `endpoints` has no empty list, so a Service with only this slice can use it as its map as it is. */
-  readonly complete: boolean;
-  /** What was wrong with the slice, repeated whenever its Service's map is built (as a rebuild from the object would). */
-  readonly problems: readonly string[];
 }
 
-type PendingSlice =
-  | { readonly remove: false; readonly slice: SliceState }
-  | { readonly remove: true; readonly fingerprint: string };
+/** A pending delete: only what the next event's change test needs. */
+interface RemovedSlice {
+  readonly name: string;
+  readonly removed: true;
+  readonly fingerprint: string;
+}
 
+// Arrays, not Maps, by slice name: a Service has one slice or a few (100 endpoints each by default), and an empty
+// or one-entry Map costs several times a one-element array. Lookups are linear in the Service's slice count.
 interface ServiceSlices {
   readonly namespace: string;
   readonly name: string;
-  /** What the proxier last consumed, by slice name, in the order slices first arrived. */
-  readonly applied: Map<string, SliceState>;
-  /** Changes since, by slice name; undefined when there are none (most Services, most of the time). */
-  pending: Map<string, PendingSlice> | undefined;
-  /** The map built from `applied` at the last checkout: the next checkout's `previous`. */
-  appliedMap: EndpointsMap;
+  /** What the proxier last consumed, in the order slices first arrived; replaced, never grown, at checkout. */
+  applied: readonly SliceState[];
+  /** Changes since, one entry per slice name; undefined when there are none (most Services, most of the time). */
+  pending: (SliceState | RemovedSlice)[] | undefined;
+  /**
+   * With two or more applied slices, their merge as of the last checkout (the next checkout's `previous`), so a
+   * change to a large Service merges once, not twice. With one slice the map is rebuilt from its lists.
+   */
+  merged: EndpointsMap | undefined;
 }
 
-const NO_PROBLEMS: readonly string[] = Object.freeze([]);
-const NO_ENDPOINTS: readonly Endpoint[] = Object.freeze([]);
+function byName<T extends { readonly name: string }>(list: readonly T[] | undefined, name: string): number {
+  if (list === undefined) return -1;
+  for (let i = 0; i < list.length; i++) if (list[i]?.name === name) return i;
+  return -1;
+}
 
-// Shared by every unhinted endpoint; typed ReadonlySet so nothing can add to it.
-const NO_HINTS: ReadonlySet<string> = new Set<string>();
-
-function hintNames(list: unknown): ReadonlySet<string> {
-  if (!Array.isArray(list) || list.length === 0) return NO_HINTS;
-  const out = new Set<string>();
-  for (const h of list) {
-    const name = stringField(h, 'name');
-    if (name !== undefined && name !== '') out.add(name);
+/** `applied` with `pending` applied: replaced in place, removed, or added at the end (first-arrival order). */
+function applyPending(
+  applied: readonly SliceState[],
+  pending: readonly (SliceState | RemovedSlice)[],
+): readonly SliceState[] {
+  const next = [...applied];
+  for (const p of pending) {
+    const at = byName(next, p.name);
+    if (p.removed) {
+      if (at >= 0) next.splice(at, 1);
+    } else if (at >= 0) next[at] = p;
+    else next.push(p);
   }
-  return out.size === 0 ? NO_HINTS : out;
+  // A copy at the final length: push onto a short array reserves 17 slots, and most Services keep one slice.
+  return next.slice();
 }
 
-function byEndpointString(a: Endpoint, b: Endpoint): number {
-  return a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0;
-}
-
-/**
- * Adds `ep` under its endpoint string unless an earlier one is there and `ep` is terminating: a later duplicate
- * replaces an earlier one unless the later one is terminating (§3 dedup). Applying this per slice and then again
- * across slices, in slice order, picks the same winner as applying it once to the whole sequence: the winner is
- * the last non-terminating duplicate after the first, else the first.
- */
-function addDeduplicated(set: Map<string, Endpoint>, ep: Endpoint): void {
-  if (ep.terminating && set.has(ep.endpoint)) return;
-  set.set(ep.endpoint, ep);
-}
-
-function sortedList(set: ReadonlyMap<string, Endpoint>): readonly Endpoint[] {
-  return set.size === 0 ? NO_ENDPOINTS : Object.freeze([...set.values()].sort(byEndpointString));
+/** A Service's endpoints map from its slices (upstream getEndpointsMap / addEndpoints): keys with no endpoints absent. */
+function endpointsMapOf(slices: readonly SliceState[]): EndpointsMap {
+  const out: EndpointsMap = new Map();
+  const only = slices.length === 1 ? slices[0] : undefined;
+  if (only !== undefined) {
+    // One slice: its lists are already sorted and de-duplicated.
+    only.keys.forEach((key, i) => {
+      const eps = only.lists[i];
+      if (eps !== undefined && eps.length > 0) out.set(key, eps);
+    });
+    return out;
+  }
+  const byKey = new Map<string, Map<string, Endpoint>>();
+  for (const slice of slices) {
+    slice.keys.forEach((key, i) => {
+      let set = byKey.get(key);
+      if (set === undefined) byKey.set(key, (set = new Map()));
+      for (const ep of slice.lists[i] ?? []) addDeduplicated(set, ep);
+    });
+  }
+  for (const [key, set] of byKey) if (set.size > 0) out.set(key, sortedEndpoints(set));
+  return out;
 }
 
 export class EndpointSliceCache {
-  readonly #family: IPFamily;
-  readonly #nodeName: string;
-  readonly #nodeHints: boolean;
+  readonly #options: SliceEndpointsOptions;
   readonly #onProblem: (sliceName: string, reason: string) => void;
   readonly #services = new Map<string, ServiceSlices>();
   /** Services with pending entries, so checkout is O(changes), not O(cluster). */
   readonly #dirty = new Set<string>();
 
   constructor(options: EndpointSliceCacheOptions) {
-    this.#family = options.family;
-    this.#nodeName = options.nodeName;
-    this.#nodeHints = (options.featureGates ?? DEFAULT_FEATURE_GATES).preferSameTrafficDistribution;
+    this.#options = {
+      family: options.family,
+      nodeName: options.nodeName,
+      nodeHints: (options.featureGates ?? DEFAULT_FEATURE_GATES).preferSameTrafficDistribution,
+    };
     this.#onProblem = options.onProblem ?? (() => {});
   }
 
@@ -162,32 +175,29 @@ export class EndpointSliceCache {
       return false;
     }
     let svc = this.#services.get(id.service);
-    const pendingEntry = svc?.pending?.get(id.sliceName);
-    let changed: boolean;
-    if (pendingEntry !== undefined) {
-      changed =
-        pendingEntry.remove !== remove ||
-        (pendingEntry.remove ? pendingEntry.fingerprint : pendingEntry.slice.fingerprint) !== fp;
-    } else {
-      const appliedSlice = svc?.applied.get(id.sliceName);
-      changed = appliedSlice === undefined ? !remove : remove || appliedSlice.fingerprint !== fp;
-    }
+    const pendingAt = byName(svc?.pending, id.sliceName);
+    const existing =
+      pendingAt >= 0 ? svc?.pending?.[pendingAt] : svc?.applied[byName(svc.applied, id.sliceName)];
+    const changed =
+      existing === undefined ? !remove : existing.removed !== remove || existing.fingerprint !== fp;
     if (!changed) return false;
     if (svc === undefined) {
       svc = {
         namespace: id.namespace,
         name: id.serviceName,
-        applied: new Map(),
+        applied: [],
         pending: undefined,
-        appliedMap: new Map(),
+        merged: undefined,
       };
       this.#services.set(id.service, svc);
     }
-    svc.pending ??= new Map();
-    svc.pending.set(
-      id.sliceName,
-      remove ? { remove: true, fingerprint: fp } : { remove: false, slice: this.#sliceState(svc, slice, fp) },
-    );
+    const entry: SliceState | RemovedSlice = remove
+      ? { name: id.sliceName, removed: true, fingerprint: fp }
+      : { name: id.sliceName, removed: false, fingerprint: fp, ...sliceEndpoints(slice, svc, this.#options) };
+    if (svc.pending === undefined)
+      svc.pending = [entry]; // a literal: one slot, not the 17 a push reserves
+    else if (pendingAt >= 0) svc.pending[pendingAt] = entry;
+    else svc.pending.push(entry);
     this.#dirty.add(id.service);
     return true;
   }
@@ -198,137 +208,19 @@ export class EndpointSliceCache {
     for (const service of this.#dirty) {
       const svc = this.#services.get(service);
       if (svc === undefined) continue;
-      const previous = svc.appliedMap;
-      for (const [name, p] of svc.pending ?? []) {
-        if (p.remove) svc.applied.delete(name);
-        else svc.applied.set(name, p.slice);
-      }
+      const previous = svc.merged ?? endpointsMapOf(svc.applied);
+      svc.applied = applyPending(svc.applied, svc.pending ?? []);
       svc.pending = undefined;
-      const current = this.#buildEndpointsMap(svc);
-      svc.appliedMap = current;
-      if (svc.applied.size === 0) this.#services.delete(service);
+      // Every applied slice's problems, each time its Service's map is built, as a merge from the objects would.
+      for (const slice of svc.applied) {
+        for (const reason of slice.problems) this.#onProblem(`${svc.namespace}/${slice.name}`, reason);
+      }
+      const current = endpointsMapOf(svc.applied);
+      svc.merged = svc.applied.length > 1 ? current : undefined;
+      if (svc.applied.length === 0) this.#services.delete(service);
       changes.set(service, { previous, current });
     }
     this.#dirty.clear();
     return changes;
-  }
-
-  /**
-   * Merges a Service's applied slices into one map (upstream getEndpointsMap / addEndpoints). A Service with one
-   * slice (the usual case) uses that slice's map itself; callers must not mutate the maps they are given.
-   */
-  #buildEndpointsMap(svc: ServiceSlices): EndpointsMap {
-    for (const [sliceName, slice] of svc.applied) {
-      for (const reason of slice.problems) this.#onProblem(`${svc.namespace}/${sliceName}`, reason);
-    }
-    if (svc.applied.size === 1) {
-      for (const only of svc.applied.values()) {
-        if (only.complete) return only.endpoints;
-      }
-    }
-    const byKey = new Map<string, Map<string, Endpoint>>();
-    for (const slice of svc.applied.values()) {
-      for (const [key, eps] of slice.endpoints) {
-        let set = byKey.get(key);
-        if (set === undefined) byKey.set(key, (set = new Map()));
-        for (const ep of eps) addDeduplicated(set, ep);
-      }
-    }
-    const out: EndpointsMap = new Map();
-    for (const [key, set] of byKey) if (set.size > 0) out.set(key, sortedList(set));
-    return out;
-  }
-
-  /** Parses a slice into what the cache keeps of it (endpoints per port key, problems). */
-  #sliceState(svc: ServiceSlices, slice: EndpointSlice, fp: string): SliceState {
-    let problems: string[] | undefined;
-    const problem = (reason: string): void => void (problems ??= []).push(reason);
-    const byKey = new Map<string, Map<string, Endpoint>>();
-    const ports = arrayField(slice, 'ports') ?? [];
-    const endpoints = arrayField(slice, 'endpoints') ?? [];
-    // Endpoint facts that do not depend on the port, computed once per slice endpoint.
-    const bases: (Omit<Endpoint, 'port' | 'endpoint'> | undefined)[] = endpoints.map((ep, i) =>
-      this.#endpointBase(ep, i, problem),
-    );
-    ports.forEach((p, i) => {
-      const portName = field(p, 'name');
-      if (typeof portName !== 'string') {
-        return void problem(`ports[${i}].name ${describeValue(portName)} is not a string; port skipped`);
-      }
-      const portNumber = field(p, 'port');
-      if (portNumber === undefined || portNumber === null || portNumber === 0) return; // upstream skips silently
-      if (!isPortNumber(portNumber)) {
-        return void problem(
-          `ports[${i}].port ${describeValue(portNumber)} is not a port number; port skipped`,
-        );
-      }
-      const rawProtocol = field(p, 'protocol');
-      const protocol =
-        rawProtocol === undefined || rawProtocol === null || typeof rawProtocol === 'string'
-          ? parseProtocol(rawProtocol)
-          : undefined;
-      if (protocol === undefined) {
-        return void problem(`ports[${i}].protocol ${describeValue(rawProtocol)} is unknown; port skipped`);
-      }
-      const key = servicePortKey({ namespace: svc.namespace, name: svc.name, port: portName, protocol });
-      let set = byKey.get(key);
-      if (set === undefined) byKey.set(key, (set = new Map()));
-      for (const base of bases) {
-        if (base === undefined) continue;
-        // An explicit literal (one hidden class, no spread) keeps the initial 100k-endpoint build cheap.
-        addDeduplicated(set, {
-          ip: base.ip,
-          port: portNumber,
-          endpoint: endpointString(base.ip, portNumber),
-          isLocal: base.isLocal,
-          ready: base.ready,
-          serving: base.serving,
-          terminating: base.terminating,
-          zoneHints: base.zoneHints,
-          nodeHints: base.nodeHints,
-        });
-      }
-    });
-    const out: EndpointsMap = new Map();
-    let complete = true;
-    for (const [key, set] of byKey) {
-      if (set.size === 0) complete = false;
-      out.set(key, sortedList(set));
-    }
-    return { fingerprint: fp, endpoints: out, complete, problems: problems ?? NO_PROBLEMS };
-  }
-
-  #endpointBase(
-    ep: unknown,
-    i: number,
-    problem: (reason: string) => void,
-  ): Omit<Endpoint, 'port' | 'endpoint'> | undefined {
-    const addresses = arrayField(ep, 'addresses');
-    if (addresses === undefined || addresses.length === 0) {
-      return void problem(`endpoints[${i}] has no addresses; skipped`);
-    }
-    const first = addresses[0];
-    const parsed = typeof first === 'string' ? parseIPSloppy(first) : undefined;
-    if (parsed === undefined) {
-      return void problem(`endpoints[${i}].addresses[0] ${describeValue(first)} is not an IP; skipped`);
-    }
-    if (parsed.family !== this.#family) {
-      return void problem(
-        `endpoints[${i}].addresses[0] ${describeValue(first)} is not ${this.#family}; skipped`,
-      );
-    }
-    const conditions = field(ep, 'conditions');
-    const nodeName = field(ep, 'nodeName');
-    const hints = field(ep, 'hints');
-    return {
-      ip: parsed.text,
-      isLocal: this.#nodeName !== '' && nodeName === this.#nodeName,
-      // Upstream defaults: a nil ready or serving means true, a nil terminating means false.
-      ready: field(conditions, 'ready') !== false,
-      serving: field(conditions, 'serving') !== false,
-      terminating: field(conditions, 'terminating') === true,
-      zoneHints: hintNames(field(hints, 'forZones')),
-      nodeHints: this.#nodeHints ? hintNames(field(hints, 'forNodes')) : NO_HINTS,
-    };
   }
 }

@@ -1,0 +1,165 @@
+// What one EndpointSlice contributes to its Service's endpoints, worked out once when the slice arrives (upstream
+// builds the same from the stored object at every merge, in endpointslicecache.go addEndpoints). Keeping this
+// instead of the object is what lets the cache drop the object.
+import { endpointString } from './endpoint.js';
+import type { Endpoint } from './endpoint.js';
+import { parseIPSloppy } from './ip.js';
+import type { IPFamily } from './ip.js';
+import { parseProtocol, servicePortKey } from './service-port-name.js';
+import { arrayField, describeValue, field, isPortNumber, stringField } from './unknown.js';
+
+export interface SliceEndpoints {
+  /**
+   * servicePortKey of each usable port, in the order the keys first appear in the slice; `lists[i]` are the
+   * endpoints for `keys[i]`, sorted by endpoint string and de-duplicated, possibly empty (every endpoint
+   * skipped). Two arrays rather than a Map: most slices have one port, and a Map costs ~5 times as much.
+   */
+  readonly keys: readonly string[];
+  readonly lists: readonly (readonly Endpoint[])[];
+  /** What was wrong with the slice (endpoint problems, then port problems), for the caller to report. */
+  readonly problems: readonly string[];
+}
+
+export interface SliceEndpointsOptions {
+  readonly family: IPFamily;
+  /** This node's name; endpoints with this nodeName are local. "" never matches. */
+  readonly nodeName: string;
+  /** PreferSameTrafficDistribution: read node hints. */
+  readonly nodeHints: boolean;
+}
+
+const NO_PROBLEMS: readonly string[] = Object.freeze([]);
+const NO_ENDPOINTS: readonly Endpoint[] = Object.freeze([]);
+
+// Shared by every unhinted endpoint; typed ReadonlySet so nothing can add to it.
+const NO_HINTS: ReadonlySet<string> = new Set<string>();
+
+function hintNames(list: unknown): ReadonlySet<string> {
+  if (!Array.isArray(list) || list.length === 0) return NO_HINTS;
+  const out = new Set<string>();
+  for (const h of list) {
+    const name = stringField(h, 'name');
+    if (name !== undefined && name !== '') out.add(name);
+  }
+  return out.size === 0 ? NO_HINTS : out;
+}
+
+function byEndpointString(a: Endpoint, b: Endpoint): number {
+  return a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0;
+}
+
+/**
+ * Adds `ep` under its endpoint string unless one is there already and `ep` is terminating: a later duplicate
+ * replaces an earlier one unless the later one is terminating (§3 dedup). Applying this within each slice and
+ * then across slices, in slice order, picks the same winner as applying it once to the whole sequence: the
+ * last non-terminating duplicate after the first, else the first.
+ */
+export function addDeduplicated(set: Map<string, Endpoint>, ep: Endpoint): void {
+  if (ep.terminating && set.has(ep.endpoint)) return;
+  set.set(ep.endpoint, ep);
+}
+
+/** The set's endpoints sorted by endpoint string, frozen (a shared empty list when there are none). */
+export function sortedEndpoints(set: ReadonlyMap<string, Endpoint>): readonly Endpoint[] {
+  return set.size === 0 ? NO_ENDPOINTS : Object.freeze([...set.values()].sort(byEndpointString));
+}
+
+type EndpointBase = Omit<Endpoint, 'port' | 'endpoint'>;
+
+function endpointBase(
+  ep: unknown,
+  i: number,
+  o: SliceEndpointsOptions,
+  problem: (reason: string) => void,
+): EndpointBase | undefined {
+  const addresses = arrayField(ep, 'addresses');
+  if (addresses === undefined || addresses.length === 0) {
+    return void problem(`endpoints[${i}] has no addresses; skipped`);
+  }
+  const first = addresses[0];
+  const parsed = typeof first === 'string' ? parseIPSloppy(first) : undefined;
+  if (parsed === undefined) {
+    return void problem(`endpoints[${i}].addresses[0] ${describeValue(first)} is not an IP; skipped`);
+  }
+  if (parsed.family !== o.family) {
+    return void problem(`endpoints[${i}].addresses[0] ${describeValue(first)} is not ${o.family}; skipped`);
+  }
+  const conditions = field(ep, 'conditions');
+  const nodeName = field(ep, 'nodeName');
+  const hints = field(ep, 'hints');
+  return {
+    ip: parsed.text,
+    isLocal: o.nodeName !== '' && nodeName === o.nodeName,
+    // Upstream defaults: a nil ready or serving means true, a nil terminating means false.
+    ready: field(conditions, 'ready') !== false,
+    serving: field(conditions, 'serving') !== false,
+    terminating: field(conditions, 'terminating') === true,
+    zoneHints: hintNames(field(hints, 'forZones')),
+    nodeHints: o.nodeHints ? hintNames(field(hints, 'forNodes')) : NO_HINTS,
+  };
+}
+
+/**
+ * The endpoints of `slice` per service port of `service` (the slice's kubernetes.io/service-name Service). Only
+ * addresses[0] is used; ports with a nil name, a bad number or an unknown protocol and endpoints without a usable
+ * address of this family are skipped with a problem (a 0 or nil port number silently, as upstream). Never throws.
+ */
+export function sliceEndpoints(
+  slice: unknown,
+  service: { readonly namespace: string; readonly name: string },
+  o: SliceEndpointsOptions,
+): SliceEndpoints {
+  let problems: string[] | undefined;
+  const problem = (reason: string): void => void (problems ??= []).push(reason);
+  const ports = arrayField(slice, 'ports') ?? [];
+  const endpoints = arrayField(slice, 'endpoints') ?? [];
+  // Endpoint facts that do not depend on the port, computed once per slice endpoint.
+  const bases = endpoints.map((ep, i) => endpointBase(ep, i, o, problem));
+  const byKey = new Map<string, Map<string, Endpoint>>();
+  ports.forEach((p, i) => {
+    const portName = field(p, 'name');
+    if (typeof portName !== 'string') {
+      return void problem(`ports[${i}].name ${describeValue(portName)} is not a string; port skipped`);
+    }
+    const portNumber = field(p, 'port');
+    if (portNumber === undefined || portNumber === null || portNumber === 0) return; // upstream skips silently
+    if (!isPortNumber(portNumber)) {
+      return void problem(`ports[${i}].port ${describeValue(portNumber)} is not a port number; port skipped`);
+    }
+    const rawProtocol = field(p, 'protocol');
+    const protocol =
+      rawProtocol === undefined || rawProtocol === null || typeof rawProtocol === 'string'
+        ? parseProtocol(rawProtocol)
+        : undefined;
+    if (protocol === undefined) {
+      return void problem(`ports[${i}].protocol ${describeValue(rawProtocol)} is unknown; port skipped`);
+    }
+    const key = servicePortKey({
+      namespace: service.namespace,
+      name: service.name,
+      port: portName,
+      protocol,
+    });
+    let set = byKey.get(key);
+    if (set === undefined) byKey.set(key, (set = new Map()));
+    for (const base of bases) {
+      if (base === undefined) continue;
+      // An explicit literal (one hidden class, no spread) keeps the initial 100k-endpoint build cheap.
+      addDeduplicated(set, {
+        ip: base.ip,
+        port: portNumber,
+        endpoint: endpointString(base.ip, portNumber),
+        isLocal: base.isLocal,
+        ready: base.ready,
+        serving: base.serving,
+        terminating: base.terminating,
+        zoneHints: base.zoneHints,
+        nodeHints: base.nodeHints,
+      });
+    }
+  });
+  // Built at their final length: an array grown by push from empty reserves 17 slots.
+  const keys = [...byKey.keys()];
+  const lists = [...byKey.values()].map(sortedEndpoints);
+  return { keys, lists, problems: problems ?? NO_PROBLEMS };
+}
