@@ -36,9 +36,13 @@ export interface ServiceChangeTrackerOptions {
 }
 
 interface ServiceChange {
-  readonly previous: ServicePortMap;
-  current: ServicePortMap;
+  readonly previous: ReadonlyMap<string, ServicePort>;
+  current: ReadonlyMap<string, ServicePort>;
 }
+
+// The port map of an absent (or skipped) Service: every add's `previous`, every delete's `current`. One shared
+// read-only map rather than an empty Map (~200 bytes) per pending Service.
+const NO_PORTS: ReadonlyMap<string, ServicePort> = new Map();
 
 export class ServiceChangeTracker {
   readonly #family: IPFamily;
@@ -73,7 +77,7 @@ export class ServiceChangeTracker {
     let change = this.#items.get(name);
     if (change === undefined) {
       // The first change since checkout fixes `previous`; the Service's problems were reported when it arrived.
-      change = { previous: this.#portMap(name, previous, false), current: new Map() };
+      change = { previous: this.#portMap(name, previous, false), current: NO_PORTS };
       this.#items.set(name, change);
     }
     change.current = this.#portMap(name, current, true);
@@ -100,9 +104,8 @@ export class ServiceChangeTracker {
     return { updatedServices };
   }
 
-  #portMap(name: string, svc: Service | undefined, report: boolean): ServicePortMap {
-    const out: ServicePortMap = new Map();
-    if (svc === undefined) return out;
+  #portMap(name: string, svc: Service | undefined, report: boolean): ReadonlyMap<string, ServicePort> {
+    if (svc === undefined) return NO_PORTS;
     const r = servicePortsFromService(svc, this.#family);
     if (report) {
       if (r.skipped !== undefined) {
@@ -110,6 +113,8 @@ export class ServiceChangeTracker {
       }
       for (const reason of r.problems) this.#onSkip({ kind: 'Service', name, reason });
     }
+    if (r.ports.length === 0) return NO_PORTS;
+    const out: ServicePortMap = new Map();
     for (const sp of r.ports) out.set(sp.key, sp);
     return out;
   }

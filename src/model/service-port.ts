@@ -97,14 +97,22 @@ function ipsOfFamily(
   what: string,
   parse: (s: string) => { family: IPFamily; text: string } | undefined,
   problems: string[],
-): string[] {
+): readonly string[] {
   const out: string[] = [];
   (values ?? []).forEach((v, i) => {
     const parsed = typeof v === 'string' ? parse(v.trim()) : undefined;
     if (parsed === undefined) problems.push(`${what}[${i}] ${describeValue(v)} is not valid; ignored`);
     else if (parsed.family === family && !out.includes(parsed.text)) out.push(parsed.text);
   });
-  return out;
+  return exactList(out);
+}
+
+// Most Services have no external IPs, source ranges or LB VIPs: one shared empty list instead of three per port.
+const NO_STRINGS: readonly string[] = Object.freeze([]);
+
+/** `list` at its final length (an array grown by push reserves 17 slots), or the shared empty list. */
+function exactList(list: readonly string[]): readonly string[] {
+  return list.length === 0 ? NO_STRINGS : list.slice();
 }
 
 /** Derives the service ports of `svc` for `family`. Never throws, whatever the object holds. */
@@ -168,7 +176,7 @@ function derive(svc: unknown, family: IPFamily): ServicePortsResult {
     parseCIDRSloppy,
     problems,
   );
-  const loadBalancerVIPs: string[] = [];
+  const vips: string[] = [];
   const ingress = arrayField(field(field(svc, 'status'), 'loadBalancer'), 'ingress') ?? [];
   ingress.forEach((ing, i) => {
     const ip = stringField(ing, 'ip');
@@ -179,9 +187,9 @@ function derive(svc: unknown, family: IPFamily): ServicePortsResult {
     const parsed = parseIPSloppy(ip);
     if (parsed === undefined)
       problems.push(`status.loadBalancer.ingress[${i}].ip ${describeValue(ip)} is not valid`);
-    else if (parsed.family === family && !loadBalancerVIPs.includes(parsed.text))
-      loadBalancerVIPs.push(parsed.text);
+    else if (parsed.family === family && !vips.includes(parsed.text)) vips.push(parsed.text);
   });
+  const loadBalancerVIPs = exactList(vips);
 
   // Type-based "externally accessible" (pkg/api/v1/service/util.go), unlike the per-family data-based check.
   const rawExternalIPs = arrayField(spec, 'externalIPs') ?? [];
