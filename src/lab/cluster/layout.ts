@@ -19,9 +19,6 @@ export const CLIENT_IP = '198.18.1.10';
 /** Every node's pod CIDR (198.18.10.0/24 … 198.18.15.0/24) lies inside: kube-proxy's clusterCIDR. */
 export const CLUSTER_CIDR = '198.18.8.0/21';
 export const SERVICE_CIDR = '198.19.0.0/16';
-export const UNDERLAY_BRIDGE = 'ul0';
-export const NODE_BRIDGE = 'cbr0';
-export const UPLINK = 'eth0';
 /** Where each node's relay listens, inside the node's namespace: the proxies' kubeconfig points here. */
 export const NODE_APISERVER_ADDRESS = '127.0.0.1:6443';
 

@@ -14,9 +14,10 @@
 // 2001:db8::/32 (documentation), the only ranges tests may use; IPv6 mirrors IPv4 (node n's pods in
 // 2001:db8:1n::/64, as 198.18.(10+n).0/24).
 import type { CommandRunner } from '../../netfilter/command.js';
-import { addAddress, addBridge, addRoute, addVethPair, setBridgePortHairpin, setLinkMaster } from './link.js';
-import { createNamespace, sweepNamespaces } from './namespace.js';
-import { getSysctl, setSysctl } from './sysctl.js';
+import type { RouteSpec } from './link.js';
+import { sweepNamespaces } from './namespace.js';
+import type { NodeSpec } from './wiring.js';
+import { UPLINK, attachPod, buildNode, buildUnderlay, buildUnderlayHost, withPrefixOf } from './wiring.js';
 
 export const UNDERLAY_CIDR = '198.18.0.0/24';
 export const CLIENT_CIDR = '198.18.1.0/24';
@@ -40,11 +41,6 @@ export const EXTERNAL_CIDR = '198.18.200.0/24';
 export const EXTERNAL_CIDR6 = '2001:db8:200::/64';
 export const MAX_NODES = 6;
 export const MAX_PODS_PER_NODE = 200;
-
-/** Interface names, fixed per namespace (names only need to be unique inside one namespace). */
-export const UNDERLAY_BRIDGE = 'ul0';
-export const NODE_BRIDGE = 'cbr0';
-export const UPLINK = 'eth0';
 
 export interface PodPlan {
   /** The pod's name (also its server's name): "pod-<node>-<k>". */
@@ -159,58 +155,44 @@ export function planNamespaces(plan: TopologyPlan): string[] {
   ];
 }
 
-function prefixLength(cidr: string): string {
-  return cidr.slice(cidr.indexOf('/'));
-}
-
-async function buildNode(runner: CommandRunner, plan: TopologyPlan, node: NodePlan): Promise<void> {
-  await createNamespace(runner, node.namespace);
-  await addVethPair(
-    runner,
-    { namespace: plan.underlayNamespace, name: node.underlayLink },
-    { namespace: node.namespace, name: UPLINK },
-  );
-  await setLinkMaster(runner, plan.underlayNamespace, node.underlayLink, UNDERLAY_BRIDGE);
-  await addAddress(runner, node.namespace, UPLINK, node.ip + prefixLength(UNDERLAY_CIDR));
-  await addAddress(runner, node.namespace, UPLINK, node.ip6 + prefixLength(UNDERLAY_CIDR6));
+function nodeSpec(plan: TopologyPlan, node: NodePlan): NodeSpec {
   // The external client lives in its own subnet on the same wire: reach it on-link, no router needed.
-  await addRoute(runner, node.namespace, { to: CLIENT_CIDR, dev: UPLINK });
-  await addRoute(runner, node.namespace, { to: CLIENT_CIDR6, dev: UPLINK });
-  // A real node has a default route, so a packet to a ClusterIP that was *not* DNATed (no endpoints, unknown
-  // port) is routed and meets the proxy's filter-forward rules; without any route the kernel would answer
-  // "network unreachable" before netfilter's forward hook ever saw it. The gateway forwards nothing.
-  await addRoute(runner, node.namespace, { to: 'default', via: UNDERLAY_GATEWAY });
-  await addRoute(runner, node.namespace, { to: 'default', via: UNDERLAY_GATEWAY6 });
+  const routes: RouteSpec[] = [
+    { to: CLIENT_CIDR, dev: UPLINK },
+    { to: CLIENT_CIDR6, dev: UPLINK },
+    // A real node has a default route, so a packet to a ClusterIP that was *not* DNATed (no endpoints, unknown
+    // port) is routed and meets the proxy's filter-forward rules; without any route the kernel would answer
+    // "network unreachable" before netfilter's forward hook ever saw it. The gateway forwards nothing.
+    { to: 'default', via: UNDERLAY_GATEWAY },
+    { to: 'default', via: UNDERLAY_GATEWAY6 },
+  ];
   for (const peer of plan.nodes) {
     if (peer === node) continue;
-    await addRoute(runner, node.namespace, { to: peer.podCIDR, via: peer.ip });
-    await addRoute(runner, node.namespace, { to: peer.podCIDR6, via: peer.ip6 });
+    routes.push({ to: peer.podCIDR, via: peer.ip }, { to: peer.podCIDR6, via: peer.ip6 });
   }
-  await setSysctl(runner, node.namespace, 'net.ipv4.ip_forward', 1);
-  await setSysctl(runner, node.namespace, 'net.ipv6.conf.all.forwarding', 1);
-  await addBridge(runner, node.namespace, NODE_BRIDGE);
-  await addAddress(runner, node.namespace, NODE_BRIDGE, node.gatewayIP + prefixLength(node.podCIDR));
-  await addAddress(runner, node.namespace, NODE_BRIDGE, node.gatewayIP6 + prefixLength(node.podCIDR6));
-  // Same-node pod replies are bridged; without this they would skip conntrack and reach the client un-DNATed.
-  for (const key of ['net.bridge.bridge-nf-call-iptables', 'net.bridge.bridge-nf-call-ip6tables']) {
-    await setSysctl(runner, node.namespace, key, 1);
-    const seen = await getSysctl(runner, node.namespace, key);
-    if (seen !== '1')
-      throw new Error(`${node.namespace}: ${key} is ${seen}, need 1 (is br_netfilter loaded?)`);
-  }
+  return {
+    namespace: node.namespace,
+    underlayNamespace: plan.underlayNamespace,
+    underlayLink: node.underlayLink,
+    addresses: [withPrefixOf(node.ip, UNDERLAY_CIDR), withPrefixOf(node.ip6, UNDERLAY_CIDR6)],
+    routes,
+    podBridgeAddresses: [
+      withPrefixOf(node.gatewayIP, node.podCIDR),
+      withPrefixOf(node.gatewayIP6, node.podCIDR6),
+    ],
+  };
+}
+
+async function buildNodeAndPods(runner: CommandRunner, plan: TopologyPlan, node: NodePlan): Promise<void> {
+  await buildNode(runner, nodeSpec(plan, node));
   for (const pod of node.pods) {
-    await createNamespace(runner, pod.namespace);
-    await addVethPair(
-      runner,
-      { namespace: node.namespace, name: pod.nodeSideLink },
-      { namespace: pod.namespace, name: UPLINK },
-    );
-    await setLinkMaster(runner, node.namespace, pod.nodeSideLink, NODE_BRIDGE);
-    await setBridgePortHairpin(runner, node.namespace, pod.nodeSideLink, true);
-    await addAddress(runner, pod.namespace, UPLINK, pod.ip + prefixLength(node.podCIDR));
-    await addAddress(runner, pod.namespace, UPLINK, pod.ip6 + prefixLength(node.podCIDR6));
-    await addRoute(runner, pod.namespace, { to: 'default', via: node.gatewayIP });
-    await addRoute(runner, pod.namespace, { to: 'default', via: node.gatewayIP6 });
+    await attachPod(runner, {
+      namespace: pod.namespace,
+      nodeNamespace: node.namespace,
+      nodeSideLink: pod.nodeSideLink,
+      addresses: [withPrefixOf(pod.ip, node.podCIDR), withPrefixOf(pod.ip6, node.podCIDR6)],
+      gateways: [node.gatewayIP, node.gatewayIP6],
+    });
   }
 }
 
@@ -219,47 +201,33 @@ async function buildNode(runner: CommandRunner, plan: TopologyPlan, node: NodePl
  * leaves what it made: call destroyTopology (in a `finally`) either way.
  */
 export async function buildTopology(runner: CommandRunner, plan: TopologyPlan): Promise<void> {
-  await createNamespace(runner, plan.underlayNamespace);
-  await addBridge(runner, plan.underlayNamespace, UNDERLAY_BRIDGE);
-  await addAddress(
-    runner,
-    plan.underlayNamespace,
-    UNDERLAY_BRIDGE,
-    UNDERLAY_GATEWAY + prefixLength(UNDERLAY_CIDR),
-  );
-  await addAddress(
-    runner,
-    plan.underlayNamespace,
-    UNDERLAY_BRIDGE,
-    UNDERLAY_GATEWAY6 + prefixLength(UNDERLAY_CIDR6),
-  );
-  // Packets sent to the gateway end here: the underlay namespace has no other way out and does not forward.
-  await setSysctl(runner, plan.underlayNamespace, 'net.ipv4.ip_forward', 0);
-  await setSysctl(runner, plan.underlayNamespace, 'net.ipv6.conf.all.forwarding', 0);
-  // The underlay is a plain wire: keep its bridged frames out of netfilter.
-  await setSysctl(runner, plan.underlayNamespace, 'net.bridge.bridge-nf-call-iptables', 0);
-  await setSysctl(runner, plan.underlayNamespace, 'net.bridge.bridge-nf-call-ip6tables', 0);
-
+  await buildUnderlay(runner, {
+    namespace: plan.underlayNamespace,
+    gatewayAddresses: [
+      withPrefixOf(UNDERLAY_GATEWAY, UNDERLAY_CIDR),
+      withPrefixOf(UNDERLAY_GATEWAY6, UNDERLAY_CIDR6),
+    ],
+  });
   const client = plan.client;
-  await createNamespace(runner, client.namespace);
-  await addVethPair(
-    runner,
-    { namespace: plan.underlayNamespace, name: client.underlayLink },
-    { namespace: client.namespace, name: UPLINK },
-  );
-  await setLinkMaster(runner, plan.underlayNamespace, client.underlayLink, UNDERLAY_BRIDGE);
-  await addAddress(runner, client.namespace, UPLINK, client.ip + prefixLength(CLIENT_CIDR));
-  await addAddress(runner, client.namespace, UPLINK, client.ip6 + prefixLength(CLIENT_CIDR6));
-  await addRoute(runner, client.namespace, { to: UNDERLAY_CIDR, dev: UPLINK });
-  await addRoute(runner, client.namespace, { to: UNDERLAY_CIDR6, dev: UPLINK });
   const entry = plan.nodes[0];
-  if (entry) {
-    await addRoute(runner, client.namespace, { to: EXTERNAL_CIDR, via: entry.ip });
-    await addRoute(runner, client.namespace, { to: EXTERNAL_CIDR6, via: entry.ip6 });
-  }
-
+  await buildUnderlayHost(runner, {
+    namespace: client.namespace,
+    underlayNamespace: plan.underlayNamespace,
+    underlayLink: client.underlayLink,
+    addresses: [withPrefixOf(client.ip, CLIENT_CIDR), withPrefixOf(client.ip6, CLIENT_CIDR6)],
+    routes: [
+      { to: UNDERLAY_CIDR, dev: UPLINK },
+      { to: UNDERLAY_CIDR6, dev: UPLINK },
+      ...(entry
+        ? [
+            { to: EXTERNAL_CIDR, via: entry.ip },
+            { to: EXTERNAL_CIDR6, via: entry.ip6 },
+          ]
+        : []),
+    ],
+  });
   // Nodes in parallel: each touches only its own namespaces (plus its own port on the underlay bridge).
-  await Promise.all(plan.nodes.map((node) => buildNode(runner, plan, node)));
+  await Promise.all(plan.nodes.map((node) => buildNodeAndPods(runner, plan, node)));
 }
 
 /**
