@@ -4,23 +4,11 @@ import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { defaultNodes, startApiServer } from '../lab/apiserver/index.js';
 import { readyPodLifecycle } from '../lab/controllers/pod-lifecycle.js';
-import type { Logger, LogFields } from '../sync/logger.js';
+import { stderrLogger } from './logging.js';
 
 const USAGE = `usage: kube-proxy-ts lab apiserver [--listen 127.0.0.1:PORT] [--kubeconfig-out PATH] [--nodes N]
                                   [--service-cidr CIDR] [--max-endpoints-per-slice N]
                                   [--pod-termination-delay-ms MS]`;
-
-function stderrLogger(fields: LogFields = {}): Logger {
-  const line = (level: string, msg: string, f: LogFields = {}): void =>
-    void process.stderr.write(`${JSON.stringify({ level, msg, ...fields, ...f })}\n`);
-  return {
-    info: (m, f) => line('info', m, f),
-    warn: (m, f) => line('warn', m, f),
-    error: (m, f) => line('error', m, f),
-    v: () => undefined,
-    child: (f) => stderrLogger({ ...fields, ...f }),
-  };
-}
 
 function positiveInt(name: string, text: string | undefined, fallback: number, min = 1): number | string {
   if (text === undefined) return fallback;

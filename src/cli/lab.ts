@@ -1,7 +1,7 @@
 // `kube-proxy-ts lab …`: the one-host cluster.
 import { parseArgs } from 'node:util';
 import { hostCommandRunner } from '../netfilter/command.js';
-import type { Logger, LogFields } from '../sync/logger.js';
+import { stderrLogger } from './logging.js';
 import {
   LabAlreadyUpError,
   PROXY_MODE_NAMES,
@@ -38,18 +38,6 @@ Commands:
 
 Every command takes --state-dir DIR (default ${defaultStateDir()}).
 `;
-
-function stderrLogger(fields: LogFields = {}): Logger {
-  const line = (level: string, msg: string, f: LogFields = {}): void =>
-    void process.stderr.write(`${JSON.stringify({ level, msg, ...fields, ...f })}\n`);
-  return {
-    info: (m, f) => line('info', m, f),
-    warn: (m, f) => line('warn', m, f),
-    error: (m, f) => line('error', m, f),
-    v: () => undefined,
-    child: (f) => stderrLogger({ ...fields, ...f }),
-  };
-}
 
 function fail(message: string, code = 2): number {
   process.stderr.write(`lab: ${message}\n`);

@@ -64,3 +64,19 @@ export function processLogger(options: ProcessLoggerOptions): Logger {
   });
   return make({});
 }
+
+/**
+ * The lab commands' logger (lab up, lab apiserver): one JSON object per line on stderr ({level, msg, ...fields}),
+ * no -v records. Not processLogger: the lab has no --logging-format or -v flags to configure one.
+ */
+export function stderrLogger(fields: LogFields = {}): Logger {
+  const line = (level: string, msg: string, f: LogFields = {}): void =>
+    void process.stderr.write(`${JSON.stringify({ level, msg, ...fields, ...f })}\n`);
+  return {
+    info: (m, f) => line('info', m, f),
+    warn: (m, f) => line('warn', m, f),
+    error: (m, f) => line('error', m, f),
+    v: () => undefined,
+    child: (f) => stderrLogger({ ...fields, ...f }),
+  };
+}
