@@ -71,17 +71,39 @@ export interface UnderlayHostSpec {
   readonly routes: readonly RouteSpec[];
 }
 
+/** Where a namespace's uplink plugs in: a bridge in another namespace, through a port of the given name. */
+interface BridgePort {
+  readonly namespace: string;
+  readonly bridge: string;
+  readonly link: string;
+  readonly hairpin: boolean;
+}
+
+/** A namespace whose uplink `eth0` is a port of `port.bridge`, with its addresses and routes. */
+async function plugIn(
+  runner: CommandRunner,
+  namespace: string,
+  port: BridgePort,
+  addresses: readonly string[],
+  routes: readonly RouteSpec[],
+): Promise<void> {
+  await createNamespace(runner, namespace);
+  await addVethPair(runner, { namespace: port.namespace, name: port.link }, { namespace, name: UPLINK });
+  await setLinkMaster(runner, port.namespace, port.link, port.bridge);
+  if (port.hairpin) await setBridgePortHairpin(runner, port.namespace, port.link, true);
+  for (const cidr of addresses) await addAddress(runner, namespace, UPLINK, cidr);
+  for (const route of routes) await addRoute(runner, namespace, route);
+}
+
 /** A namespace whose uplink is a port of the underlay bridge, with its addresses and routes. */
 export async function buildUnderlayHost(runner: CommandRunner, host: UnderlayHostSpec): Promise<void> {
-  await createNamespace(runner, host.namespace);
-  await addVethPair(
-    runner,
-    { namespace: host.underlayNamespace, name: host.underlayLink },
-    { namespace: host.namespace, name: UPLINK },
-  );
-  await setLinkMaster(runner, host.underlayNamespace, host.underlayLink, UNDERLAY_BRIDGE);
-  for (const cidr of host.addresses) await addAddress(runner, host.namespace, UPLINK, cidr);
-  for (const route of host.routes) await addRoute(runner, host.namespace, route);
+  const port = {
+    namespace: host.underlayNamespace,
+    bridge: UNDERLAY_BRIDGE,
+    link: host.underlayLink,
+    hairpin: false,
+  };
+  await plugIn(runner, host.namespace, port, host.addresses, host.routes);
 }
 
 export interface NodeSpec extends UnderlayHostSpec {
@@ -122,14 +144,7 @@ export interface PodSpec {
 
 /** A pod's namespace, its veth on the node's bridge (hairpin on, as the CNI bridge plugin), addresses and routes. */
 export async function attachPod(runner: CommandRunner, pod: PodSpec): Promise<void> {
-  await createNamespace(runner, pod.namespace);
-  await addVethPair(
-    runner,
-    { namespace: pod.nodeNamespace, name: pod.nodeSideLink },
-    { namespace: pod.namespace, name: UPLINK },
-  );
-  await setLinkMaster(runner, pod.nodeNamespace, pod.nodeSideLink, NODE_BRIDGE);
-  await setBridgePortHairpin(runner, pod.nodeNamespace, pod.nodeSideLink, true);
-  for (const cidr of pod.addresses) await addAddress(runner, pod.namespace, UPLINK, cidr);
-  for (const via of pod.gateways) await addRoute(runner, pod.namespace, { to: 'default', via });
+  const port = { namespace: pod.nodeNamespace, bridge: NODE_BRIDGE, link: pod.nodeSideLink, hairpin: true };
+  const routes = pod.gateways.map((via) => ({ to: 'default', via }));
+  await plugIn(runner, pod.namespace, port, pod.addresses, routes);
 }
