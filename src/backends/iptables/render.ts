@@ -169,35 +169,26 @@ export function renderServicePort(
   const chains: string[] = [];
   const chainRules: IptablesRule[] = [];
   const protoMatch = ['-m', proto, '-p', proto];
+  // Every ClusterIP, external IP and load-balancer IP rule matches the same way: one address and the port.
+  const frontendMatch = (comment: string, ip: string): string[] => [
+    ...commentMatch(comment),
+    ...protoMatch,
+    '-d',
+    ip,
+    '--dport',
+    port,
+  ];
 
   // ClusterIP.
   if (hasInternalEndpoints) {
     natTopRules.push({
       chain: KUBE_SERVICES,
-      args: [
-        ...commentMatch(`${name} cluster IP`),
-        ...protoMatch,
-        '-d',
-        sp.clusterIP,
-        '--dport',
-        port,
-        '-j',
-        internalTrafficChain,
-      ],
+      args: [...frontendMatch(`${name} cluster IP`, sp.clusterIP), '-j', internalTrafficChain],
     });
   } else if (internalFilter) {
     filterRules.push({
       chain: KUBE_SERVICES,
-      args: [
-        ...commentMatch(internalFilter.comment),
-        ...protoMatch,
-        '-d',
-        sp.clusterIP,
-        '--dport',
-        port,
-        '-j',
-        internalFilter.target,
-      ],
+      args: [...frontendMatch(internalFilter.comment, sp.clusterIP), '-j', internalFilter.target],
     });
   }
 
@@ -206,31 +197,13 @@ export function renderServicePort(
     if (hasEndpoints) {
       natTopRules.push({
         chain: KUBE_SERVICES,
-        args: [
-          ...commentMatch(`${name} external IP`),
-          ...protoMatch,
-          '-d',
-          ip,
-          '--dport',
-          port,
-          '-j',
-          externalTrafficChain,
-        ],
+        args: [...frontendMatch(`${name} external IP`, ip), '-j', externalTrafficChain],
       });
     }
     if (externalFilter) {
       filterRules.push({
         chain: KUBE_EXTERNAL_SERVICES,
-        args: [
-          ...commentMatch(externalFilter.comment),
-          ...protoMatch,
-          '-d',
-          ip,
-          '--dport',
-          port,
-          '-j',
-          externalFilter.target,
-        ],
+        args: [...frontendMatch(externalFilter.comment, ip), '-j', externalFilter.target],
       });
     }
   }
@@ -240,31 +213,13 @@ export function renderServicePort(
     if (hasEndpoints) {
       natTopRules.push({
         chain: KUBE_SERVICES,
-        args: [
-          ...commentMatch(`${name} loadbalancer IP`),
-          ...protoMatch,
-          '-d',
-          ip,
-          '--dport',
-          port,
-          '-j',
-          loadBalancerTrafficChain,
-        ],
+        args: [...frontendMatch(`${name} loadbalancer IP`, ip), '-j', loadBalancerTrafficChain],
       });
     }
     if (usesFWChain) {
       filterRules.push({
         chain: KUBE_PROXY_FIREWALL,
-        args: [
-          ...commentMatch(`${name} traffic not accepted by ${names.firewall}`),
-          ...protoMatch,
-          '-d',
-          ip,
-          '--dport',
-          port,
-          '-j',
-          'DROP',
-        ],
+        args: [...frontendMatch(`${name} traffic not accepted by ${names.firewall}`, ip), '-j', 'DROP'],
       });
     }
   }
@@ -272,16 +227,7 @@ export function renderServicePort(
     for (const ip of sp.loadBalancerVIPs) {
       filterRules.push({
         chain: KUBE_EXTERNAL_SERVICES,
-        args: [
-          ...commentMatch(externalFilter.comment),
-          ...protoMatch,
-          '-d',
-          ip,
-          '--dport',
-          port,
-          '-j',
-          externalFilter.target,
-        ],
+        args: [...frontendMatch(externalFilter.comment, ip), '-j', externalFilter.target],
       });
     }
   }
@@ -354,14 +300,7 @@ export function renderServicePort(
 
   // From here on: the port's own chains.
   if (hasInternalEndpoints) {
-    const clusterIPMatch = [
-      ...commentMatch(`${name} cluster IP`),
-      ...protoMatch,
-      '-d',
-      sp.clusterIP,
-      '--dport',
-      port,
-    ];
+    const clusterIPMatch = frontendMatch(`${name} cluster IP`, sp.clusterIP);
     if (node.masqueradeAll) {
       chainRules.push({ chain: internalTrafficChain, args: [...clusterIPMatch, '-j', KUBE_MARK_MASQ] });
     } else if (node.localDetector.mode !== 'None') {
