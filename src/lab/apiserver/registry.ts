@@ -49,6 +49,20 @@ const metaOf = (obj: unknown): JsonObject => child(obj, 'metadata');
 const nsOf = (obj: unknown): string => str(metaOf(obj), 'namespace') ?? '';
 const nameOf = (obj: unknown): string => str(metaOf(obj), 'name') ?? '';
 
+/**
+ * A resourceVersion in a write (update, patch, scale) is a precondition: the 409 Conflict when it does not name
+ * the current version. Absent or empty means "whatever is current".
+ */
+function staleVersion(t: ResourceType, name: string, current: JsonObject, rv: unknown): ApiError | undefined {
+  if (rv === undefined || rv === '' || rv === str(metaOf(current), 'resourceVersion')) return undefined;
+  return errors.conflict(
+    t.group,
+    t.resource,
+    name,
+    'the object has been modified; please apply your changes to the latest version and try again',
+  );
+}
+
 export const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
 
 interface ContinueToken {
@@ -265,16 +279,8 @@ export class Registry {
     meta.name = name;
     const current = this.store.get(t, t.namespaced ? namespace : '', name);
     if (!current) return fail(errors.notFound(t.group, t.resource, name));
-    const rv = meta.resourceVersion;
-    if (rv !== undefined && rv !== '' && rv !== str(metaOf(current), 'resourceVersion'))
-      return fail(
-        errors.conflict(
-          t.group,
-          t.resource,
-          name,
-          'the object has been modified; please apply your changes to the latest version and try again',
-        ),
-      );
+    const stale = staleVersion(t, name, current, meta.resourceVersion);
+    if (stale) return fail(stale);
     return this.write(t, current, next, sub);
   }
 
@@ -373,16 +379,8 @@ export class Registry {
     if (!isObject(body)) return fail(errors.badRequest('the body of the request must be a JSON object'));
     const current = this.store.get(t, namespace, name);
     if (!current) return fail(errors.notFound(t.group, t.resource, name));
-    const rv = str(metaOf(body), 'resourceVersion');
-    if (rv && rv !== str(metaOf(current), 'resourceVersion'))
-      return fail(
-        errors.conflict(
-          t.group,
-          t.resource,
-          name,
-          'the object has been modified; please apply your changes to the latest version and try again',
-        ),
-      );
+    const stale = staleVersion(t, name, current, str(metaOf(body), 'resourceVersion'));
+    if (stale) return fail(stale);
     const replicas = child(body, 'spec').replicas;
     if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0)
       return fail(
@@ -417,16 +415,8 @@ export class Registry {
     if (!isObject(value)) return fail(errors.badRequest('the patch did not produce an object'));
     if (sub === 'scale') return this.updateScale(t, namespace, name, value);
     // A patch that names a resourceVersion is a precondition; otherwise it applies to the current object.
-    const rv = str(metaOf(value), 'resourceVersion');
-    if (rv && rv !== str(metaOf(current), 'resourceVersion'))
-      return fail(
-        errors.conflict(
-          t.group,
-          t.resource,
-          name,
-          'the object has been modified; please apply your changes to the latest version and try again',
-        ),
-      );
+    const stale = staleVersion(t, name, current, str(metaOf(value), 'resourceVersion'));
+    if (stale) return fail(stale);
     const env = this.envelope(t, namespace, value);
     if (!env.ok) return env;
     if (metaOf(env.value).name !== name)
