@@ -8,7 +8,7 @@ import { IptablesBackend } from '../../src/backends/iptables/backend.js';
 import type { CommandRunner } from '../../src/netfilter/command.js';
 import { iptablesBinaries } from '../../src/netfilter/iptables/variant.js';
 import { kernelOptions } from '../helpers/kernel.js';
-import { ModelDriver } from '../backends/iptables/helpers.js';
+import { ModelCluster } from '../helpers/model-cluster.js';
 import { modeOptions, testNode, wallClock, withSandbox } from '../backends/iptables/kernel-fixture.js';
 
 for (const variant of ['legacy', 'nft'] as const) {
@@ -25,7 +25,7 @@ for (const variant of ['legacy', 'nft'] as const) {
             clock: wallClock,
             iptables: modeOptions(variant, lockFile),
           });
-          const model = new ModelDriver('IPv4', 'node-a');
+          const model = new ModelCluster('IPv4', 'node-a');
           model.upsertService({
             metadata: { namespace: 'ns', name: 'web' },
             spec: { clusterIP: '198.18.100.10', ports: [{ name: 'http', port: 80, protocol: 'TCP' }] },
@@ -105,7 +105,7 @@ for (const variant of ['legacy', 'nft'] as const) {
             // Localhost NodePorts add kubelet's comment-less KUBE-FIREWALL jumps to the ones checked.
             iptables: { ...modeOptions(variant, lockFile), localhostNodePorts: true },
           });
-          const model = new ModelDriver('IPv4', 'node-a');
+          const model = new ModelCluster('IPv4', 'node-a');
           model.upsertService({
             metadata: { namespace: 'ns', name: 'web' },
             spec: { clusterIP: '198.18.100.10', ports: [{ name: 'http', port: 80, protocol: 'TCP' }] },

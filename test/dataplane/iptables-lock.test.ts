@@ -11,7 +11,7 @@ import { IptablesBackend } from '../../src/backends/iptables/backend.js';
 import type { ProxyMetrics } from '../../src/sync/metrics.js';
 import { NO_PROXY_METRICS } from '../../src/sync/metrics.js';
 import { kernelOptions } from '../helpers/kernel.js';
-import { ModelDriver } from '../backends/iptables/helpers.js';
+import { ModelCluster } from '../helpers/model-cluster.js';
 import { modeOptions, testNode, wallClock, withSandbox } from '../backends/iptables/kernel-fixture.js';
 
 const TOOLS = ['ip', 'flock', 'iptables-legacy', 'iptables-legacy-restore', 'iptables-legacy-save'];
@@ -58,7 +58,7 @@ test(
         metrics,
         iptables: modeOptions('legacy', lockFile),
       });
-      const model = new ModelDriver('IPv4', 'node-a');
+      const model = new ModelCluster('IPv4', 'node-a');
       const slice = (ips: string[]) => ({
         metadata: { namespace: 'ns', name: 'web-1', labels: { 'kubernetes.io/service-name': 'web' } },
         addressType: 'IPv4',

@@ -12,7 +12,8 @@ import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
 import type { ProxyMetrics } from '../../../src/sync/metrics.js';
 import { NO_PROXY_METRICS } from '../../../src/sync/metrics.js';
 import { nodeNetworkConfig } from '../../../src/sync/node-network.js';
-import { manualClock, ModelDriver } from './helpers.js';
+import { manualClock } from './helpers.js';
+import { ModelCluster } from '../../helpers/model-cluster.js';
 
 function node4(): NodeNetworkConfig {
   return nodeNetworkConfig({
@@ -116,7 +117,7 @@ function setup(
     metrics,
     iptables: { ...EXTRAS, syncPeriodMs: options.syncPeriodMs },
   });
-  const model = new ModelDriver(node.family, 'node-a');
+  const model = new ModelCluster(node.family, 'node-a');
   const sync = async (full = false) => {
     const { snapshot, changedServices } = model.checkout();
     return backend.sync(snapshot, { full, changedServices });
@@ -428,7 +429,7 @@ describe('base chains and jumps on full syncs', () => {
     };
     const node = node4();
     const backend = new IptablesBackend({ node, commands: failingSave, clock, iptables: EXTRAS });
-    const model = new ModelDriver('IPv4', 'node-a');
+    const model = new ModelCluster('IPv4', 'node-a');
     model.upsertService(svc('ns', 'a', '198.18.100.1'));
     model.upsertSlice(slice('ns', 'a', ['198.19.0.1']));
     const { snapshot, changedServices } = model.checkout();

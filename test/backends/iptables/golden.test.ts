@@ -13,11 +13,11 @@ import {
   canonicalRestore,
   loadVector,
   manualClock,
-  ModelDriver,
   natConsistencyProblems,
   vectorExtras,
   vectorNode,
 } from './helpers.js';
+import { ModelCluster } from '../../helpers/model-cluster.js';
 
 function countingMetrics(): ProxyMetrics & { restoreFailures: number; partialFailures: number } {
   const m = {
@@ -41,7 +41,7 @@ for (const file of ['ipt-TestOverallIPTablesRules.json', 'ipt-TestBadIPs.json'])
     });
 
     test('first sync through the model and the backend sends exactly the expected restore input', async () => {
-      const model = new ModelDriver(v.proxierConfig.ipFamily, v.proxierConfig.nodeName);
+      const model = new ModelCluster(v.proxierConfig.ipFamily, v.proxierConfig.nodeName);
       for (const s of v.services ?? []) model.upsertService(s);
       for (const e of v.endpointSlices ?? []) model.upsertSlice(e);
       const fake = new FakeIptables();
@@ -59,7 +59,7 @@ for (const file of ['ipt-TestOverallIPTablesRules.json', 'ipt-TestBadIPs.json'])
     });
 
     test('renderIptablesRestore (pure) gives the same text', () => {
-      const model = new ModelDriver(v.proxierConfig.ipFamily, v.proxierConfig.nodeName);
+      const model = new ModelCluster(v.proxierConfig.ipFamily, v.proxierConfig.nodeName);
       for (const s of v.services ?? []) model.upsertService(s);
       for (const e of v.endpointSlices ?? []) model.upsertSlice(e);
       const text = serializeRestore(renderIptablesRestore(model.checkout().snapshot, node, extras));
@@ -74,7 +74,7 @@ describe('ipt-TestSyncProxyRulesRepeated.json', () => {
   const extras = vectorExtras(v.proxierConfig);
 
   test('every step sends the expected restore input (partial syncs, stale chains, failed partial restore)', async () => {
-    const model = new ModelDriver(v.proxierConfig.ipFamily, v.proxierConfig.nodeName);
+    const model = new ModelCluster(v.proxierConfig.ipFamily, v.proxierConfig.nodeName);
     const fake = new FakeIptables();
     const metrics = countingMetrics();
     const backend = new IptablesBackend({

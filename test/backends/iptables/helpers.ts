@@ -1,14 +1,10 @@
-// Shared by the iptables backend tests: upstream's vectors, their node config, a manual clock, the model pipeline
-// (the real change trackers) and upstream's canonical ordering of iptables-restore text.
+// Shared by the iptables backend tests: upstream's vectors, their node config, a manual clock and upstream's
+// canonical ordering of iptables-restore text (the model pipeline is test/helpers/model-cluster.ts).
 import { readFileSync } from 'node:fs';
 import type { EndpointSlice, Service } from '../../../src/kube/objects.js';
 import type { IptablesExtras } from '../../../src/backends/iptables/render.js';
-import type { EndpointsMap } from '../../../src/model/endpoint-slice-cache.js';
-import { EndpointsChangeTracker } from '../../../src/model/endpoints-change-tracker.js';
-import type { ServicePortMap } from '../../../src/model/service-change-tracker.js';
-import { ServiceChangeTracker } from '../../../src/model/service-change-tracker.js';
 import { tokenizeLine } from '../../../src/netfilter/iptables/parse.js';
-import type { NodeNetworkConfig, ProxySnapshot } from '../../../src/sync/backend.js';
+import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
 import type { Clock, TimerHandle } from '../../../src/sync/clock.js';
 import { nodeNetworkConfig } from '../../../src/sync/node-network.js';
 
@@ -93,57 +89,6 @@ export function manualClock(start = 1_000_000): Clock & { advance(ms: number): v
       now += ms;
     },
   };
-}
-
-/** The model as the proxier drives it: two change trackers over live maps, checked out at each sync. */
-export class ModelDriver {
-  private readonly services: ServiceChangeTracker;
-  private readonly endpoints: EndpointsChangeTracker;
-  private readonly serviceMap: ServicePortMap = new Map();
-  private readonly endpointsMap: EndpointsMap = new Map();
-  private readonly current = new Map<string, Service>();
-  readonly skipped: string[] = [];
-
-  constructor(
-    readonly family: 'IPv4' | 'IPv6',
-    readonly nodeName: string,
-  ) {
-    const onSkip = (s: { kind: string; name: string; reason: string }): void =>
-      void this.skipped.push(`${s.kind} ${s.name}: ${s.reason}`);
-    this.services = new ServiceChangeTracker({ family, onSkip });
-    this.endpoints = new EndpointsChangeTracker({ family, nodeName, onSkip, now: () => 0 });
-  }
-
-  upsertService(svc: Service): void {
-    const key = `${svc.metadata.namespace ?? ''}/${svc.metadata.name ?? ''}`;
-    this.services.update(this.current.get(key), svc);
-    this.current.set(key, svc);
-  }
-
-  deleteService(key: string): void {
-    const prev = this.current.get(key);
-    if (!prev) throw new Error(`no service ${key} to delete`);
-    this.services.update(prev, undefined);
-    this.current.delete(key);
-  }
-
-  upsertSlice(slice: EndpointSlice): void {
-    this.endpoints.endpointSliceUpdate(slice, false);
-  }
-
-  /** Checks both trackers out, as one proxier sync does. */
-  checkout(): { snapshot: ProxySnapshot; changedServices: Set<string> } {
-    const s = this.services.checkout(this.serviceMap);
-    const e = this.endpoints.checkout(this.endpointsMap);
-    return {
-      snapshot: {
-        serviceMap: this.serviceMap,
-        endpointsMap: this.endpointsMap,
-        topology: { nodeName: this.nodeName },
-      },
-      changedServices: new Set([...s.updatedServices, ...e.updatedServices]),
-    };
-  }
 }
 
 const NODEPORTS_LAST = 'kubernetes service nodeports; NOTE: this must be the last rule in this chain';

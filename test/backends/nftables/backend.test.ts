@@ -9,7 +9,8 @@ import type { CommandRunner } from '../../../src/netfilter/command.js';
 import { FakeClock } from '../../../src/sync/clock.js';
 import { NO_PROXY_METRICS } from '../../../src/sync/metrics.js';
 import type { ProxyMetrics } from '../../../src/sync/metrics.js';
-import { ModelCluster, loadVector, nodeConfigFromVector } from './helpers.js';
+import { loadVector, nodeConfigFromVector } from './helpers.js';
+import { ModelCluster } from '../../helpers/model-cluster.js';
 
 const NO_COMMANDS: CommandRunner = { run: () => Promise.reject(new Error('no commands in unit tests')) };
 const node = nodeConfigFromVector(loadVector('nft-v2-TestOverallNFTablesRules').proxierConfig);

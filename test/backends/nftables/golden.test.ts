@@ -5,7 +5,8 @@ import { NftablesBackend } from '../../../src/backends/nftables/backend.js';
 import { FakeNft } from '../../../src/netfilter/nft/fake.js';
 import type { CommandRunner } from '../../../src/netfilter/command.js';
 import { FakeClock } from '../../../src/sync/clock.js';
-import { ModelCluster, loadVector, nodeConfigFromVector, normaliseNft } from './helpers.js';
+import { loadVector, nodeConfigFromVector, normaliseNft } from './helpers.js';
+import { ModelCluster } from '../../helpers/model-cluster.js';
 import type { NftVector } from './helpers.js';
 
 const NO_COMMANDS: CommandRunner = {

@@ -1,16 +1,11 @@
-// Test helpers for nftables mode: upstream's vectors as inputs, a small "cluster" that feeds Services and
-// EndpointSlices through the real model (change trackers → categorizeEndpoints in the backend), and upstream's
-// golden-text normalisation (sortNFTablesTransaction), written from the vectors' `comparison` description.
+// Test helpers for nftables mode: upstream's vectors as inputs and upstream's golden-text normalisation
+// (sortNFTablesTransaction), written from the vectors' `comparison` description. Services and EndpointSlices go
+// through the real model with test/helpers/model-cluster.ts.
 import { readFileSync } from 'node:fs';
 import type { EndpointSlice, Service } from '../../../src/kube/objects.js';
-import type { EndpointsMap } from '../../../src/model/endpoint-slice-cache.js';
-import { EndpointsChangeTracker } from '../../../src/model/endpoints-change-tracker.js';
 import type { LocalTrafficDetector } from '../../../src/model/local-detector.js';
 import { nodePortAddressesFor } from '../../../src/model/nodeport-addresses.js';
-import type { ServicePortMap } from '../../../src/model/service-change-tracker.js';
-import { ServiceChangeTracker } from '../../../src/model/service-change-tracker.js';
-import type { NftablesBackend } from '../../../src/backends/nftables/backend.js';
-import type { BackendSyncResult, NodeNetworkConfig, ProxySnapshot } from '../../../src/sync/backend.js';
+import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
 
 export const VECTORS_DIR = '/work/shared/reference/vectors';
 
@@ -96,59 +91,4 @@ export function normaliseNft(text: string): string {
     return a.line < b.line ? -1 : a.line > b.line ? 1 : 0;
   });
   return keyed.map((k) => k.line).join('\n') + '\n';
-}
-
-/** Services and EndpointSlices through the model's trackers, as the proxier does it, one sync at a time. */
-export class ModelCluster {
-  readonly #services: ServiceChangeTracker;
-  readonly #endpoints: EndpointsChangeTracker;
-  readonly #current = new Map<string, Service>();
-  readonly serviceMap: ServicePortMap = new Map();
-  readonly endpointsMap: EndpointsMap = new Map();
-  readonly nodeName: string;
-
-  constructor(family: 'IPv4' | 'IPv6', nodeName: string) {
-    this.nodeName = nodeName;
-    this.#services = new ServiceChangeTracker({ family });
-    this.#endpoints = new EndpointsChangeTracker({ family, nodeName, now: () => 0 });
-  }
-
-  upsertService(svc: Service): void {
-    const key = `${svc.metadata.namespace ?? ''}/${svc.metadata.name ?? ''}`;
-    this.#services.update(this.#current.get(key), svc);
-    this.#current.set(key, svc);
-  }
-
-  deleteService(key: string): void {
-    const prev = this.#current.get(key);
-    if (prev) this.#services.update(prev, undefined);
-    this.#current.delete(key);
-  }
-
-  upsertSlice(slice: EndpointSlice): void {
-    this.#endpoints.endpointSliceUpdate(slice, false);
-  }
-
-  deleteSlice(slice: EndpointSlice): void {
-    this.#endpoints.endpointSliceUpdate(slice, true);
-  }
-
-  /** Checks the pending changes out: the snapshot and the Services that changed. */
-  checkout(): { snapshot: ProxySnapshot; changedServices: Set<string> } {
-    const s = this.#services.checkout(this.serviceMap);
-    const e = this.#endpoints.checkout(this.endpointsMap);
-    return {
-      snapshot: {
-        serviceMap: this.serviceMap,
-        endpointsMap: this.endpointsMap,
-        topology: { nodeName: this.nodeName },
-      },
-      changedServices: new Set([...s.updatedServices, ...e.updatedServices]),
-    };
-  }
-
-  async sync(backend: NftablesBackend, full = false): Promise<BackendSyncResult> {
-    const { snapshot, changedServices } = this.checkout();
-    return backend.sync(snapshot, { full, changedServices });
-  }
 }

@@ -11,7 +11,8 @@ import { parseOperations } from '../../../src/netfilter/nft/parse.js';
 import { NftTransaction } from '../../../src/netfilter/nft/transaction.js';
 import { FakeClock } from '../../../src/sync/clock.js';
 import { kernelOptions, runPrefix } from '../../helpers/kernel.js';
-import { ModelCluster, loadVector, nodeConfigFromVector } from '../../backends/nftables/helpers.js';
+import { loadVector, nodeConfigFromVector } from '../../backends/nftables/helpers.js';
+import { ModelCluster } from '../../helpers/model-cluster.js';
 
 const options = kernelOptions(['ip', 'nft']);
 const prefix = runPrefix();
