@@ -9,7 +9,8 @@ import type { CommandRunner } from '../../src/netfilter/command.js';
 import { iptablesBinaries } from '../../src/netfilter/iptables/variant.js';
 import { kernelOptions } from '../helpers/kernel.js';
 import { ModelCluster } from '../helpers/model-cluster.js';
-import { modeOptions, testNode, wallClock, withSandbox } from '../backends/iptables/kernel-fixture.js';
+import { testNode } from '../backends/iptables/helpers.js';
+import { modeOptions, wallClock, withSandbox } from '../backends/iptables/kernel-fixture.js';
 
 for (const variant of ['legacy', 'nft'] as const) {
   const bins = iptablesBinaries('IPv4', variant);

@@ -12,7 +12,8 @@ import type { ProxyMetrics } from '../../src/sync/metrics.js';
 import { NO_PROXY_METRICS } from '../../src/sync/metrics.js';
 import { kernelOptions } from '../helpers/kernel.js';
 import { ModelCluster } from '../helpers/model-cluster.js';
-import { modeOptions, testNode, wallClock, withSandbox } from '../backends/iptables/kernel-fixture.js';
+import { testNode } from '../backends/iptables/helpers.js';
+import { modeOptions, wallClock, withSandbox } from '../backends/iptables/kernel-fixture.js';
 
 const TOOLS = ['ip', 'flock', 'iptables-legacy', 'iptables-legacy-restore', 'iptables-legacy-save'];
 

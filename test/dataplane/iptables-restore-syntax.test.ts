@@ -12,7 +12,8 @@ import { serializeRestore } from '../../src/netfilter/iptables/serialize.js';
 import { iptablesBinaries } from '../../src/netfilter/iptables/variant.js';
 import type { ProxySnapshot } from '../../src/sync/backend.js';
 import { kernelOptions } from '../helpers/kernel.js';
-import { modeOptions, testNode, wallClock, withSandbox } from '../backends/iptables/kernel-fixture.js';
+import { testNode } from '../backends/iptables/helpers.js';
+import { modeOptions, wallClock, withSandbox } from '../backends/iptables/kernel-fixture.js';
 
 const HOSTILE = [
   'ns"quote',

@@ -12,21 +12,8 @@ import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
 import type { ProxyMetrics } from '../../../src/sync/metrics.js';
 import { NO_PROXY_METRICS } from '../../../src/sync/metrics.js';
 import { nodeNetworkConfig } from '../../../src/sync/node-network.js';
-import { manualClock } from './helpers.js';
+import { manualClock, testNode } from './helpers.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
-
-function node4(): NodeNetworkConfig {
-  return nodeNetworkConfig({
-    family: 'IPv4',
-    nodeName: 'node-a',
-    nodeIPs: ['198.18.0.2'],
-    detectLocalMode: 'ClusterCIDR',
-    clusterCIDRs: ['198.19.0.0/16'],
-    nodePortAddresses: [],
-    masqueradeAll: false,
-    masqueradeBit: 14,
-  }).config;
-}
 
 function node6(): NodeNetworkConfig {
   return nodeNetworkConfig({
@@ -109,7 +96,7 @@ function setup(
   const clock = options.clock ?? manualClock();
   const fake = options.fake ?? new FakeIptables({ clock });
   const metrics = recordingMetrics();
-  const node = options.node ?? node4();
+  const node = options.node ?? testNode();
   const backend = new IptablesBackend({
     node,
     commands: fake,
@@ -427,7 +414,7 @@ describe('base chains and jumps on full syncs', () => {
           ? Promise.resolve({ code: 1, stdout: '', stderr: 'boom' })
           : inner.run(cmd, args, options),
     };
-    const node = node4();
+    const node = testNode();
     const backend = new IptablesBackend({ node, commands: failingSave, clock, iptables: EXTRAS });
     const model = new ModelCluster('IPv4', 'node-a');
     model.upsertService(svc('ns', 'a', '198.18.100.1'));
@@ -498,7 +485,7 @@ describe('the text cache', () => {
       // into an empty fake. Our chains must hold exactly the same rules in the same order.
       const ref = new FakeIptables();
       const { snapshot } = model.checkout();
-      const text = serializeRestore(renderIptablesRestore(snapshot, node4(), EXTRAS));
+      const text = serializeRestore(renderIptablesRestore(snapshot, testNode(), EXTRAS));
       const applied = await ref.run('iptables-restore', ['--noflush', '--counters'], { stdin: text });
       assert.equal(applied.code, 0, applied.stderr);
       for (const table of ['nat', 'filter'] as const) {

@@ -78,6 +78,20 @@ export function vectorExtras(c: ProxierConfig): IptablesExtras {
   };
 }
 
+/** A one-family IPv4 node, "node-a" at 198.18.0.2, for tests that need no particular node. */
+export function testNode(): NodeNetworkConfig {
+  return nodeNetworkConfig({
+    family: 'IPv4',
+    nodeName: 'node-a',
+    nodeIPs: ['198.18.0.2'],
+    detectLocalMode: 'ClusterCIDR',
+    clusterCIDRs: ['198.19.0.0/16'],
+    nodePortAddresses: [],
+    masqueradeAll: false,
+    masqueradeBit: 14,
+  }).config;
+}
+
 /** A clock that moves only when told (no timers needed by these tests). */
 export function manualClock(start = 1_000_000): Clock & { advance(ms: number): void } {
   let now = start;

@@ -6,9 +6,7 @@ import { createNamespace, deleteNamespace, sweepNamespaces } from '../../../src/
 import type { CommandRunner } from '../../../src/netfilter/command.js';
 import { hostCommandRunner, netnsCommandRunner } from '../../../src/netfilter/command.js';
 import type { IptablesVariant } from '../../../src/netfilter/iptables/variant.js';
-import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
 import type { Clock, TimerHandle } from '../../../src/sync/clock.js';
-import { nodeNetworkConfig } from '../../../src/sync/node-network.js';
 import { runPrefix } from '../../helpers/kernel.js';
 
 export const wallClock: Clock = {
@@ -16,19 +14,6 @@ export const wallClock: Clock = {
   setTimeout: (): TimerHandle => ({ id: 0 }),
   clearTimeout: () => {},
 };
-
-export function testNode(): NodeNetworkConfig {
-  return nodeNetworkConfig({
-    family: 'IPv4',
-    nodeName: 'node-a',
-    nodeIPs: ['198.18.0.2'],
-    detectLocalMode: 'ClusterCIDR',
-    clusterCIDRs: ['198.19.0.0/16'],
-    nodePortAddresses: [],
-    masqueradeAll: false,
-    masqueradeBit: 14,
-  }).config;
-}
 
 export function modeOptions(variant: IptablesVariant, lockFile: string): IptablesModeOptions {
   return {
