@@ -8,7 +8,7 @@ import { DEFAULT_FEATURE_GATES } from './feature-gates.js';
 import type { FeatureGates } from './feature-gates.js';
 import type { IPFamily } from './ip.js';
 import { namespacedNameString } from './service-port-name.js';
-import { addDeduplicated, sliceEndpoints, sortedEndpoints } from './slice-endpoints.js';
+import { addDeduplicated, HintSets, sliceEndpoints, sortedEndpoints } from './slice-endpoints.js';
 import type { SliceEndpoints, SliceEndpointsOptions } from './slice-endpoints.js';
 import { describeValue, field, isRecord, stringField } from './unknown.js';
 
@@ -148,6 +148,7 @@ export class EndpointSliceCache {
       family: options.family,
       nodeName: options.nodeName,
       nodeHints: (options.featureGates ?? DEFAULT_FEATURE_GATES).preferSameTrafficDistribution,
+      hintSets: new HintSets(),
     };
     this.#onProblem = options.onProblem ?? (() => {});
   }

@@ -26,6 +26,8 @@ export interface SliceEndpointsOptions {
   readonly nodeName: string;
   /** PreferSameTrafficDistribution: read node hints. */
   readonly nodeHints: boolean;
+  /** Where equal hint sets are shared; without one, sharing is within this slice only. */
+  readonly hintSets?: HintSets;
 }
 
 const NO_PROBLEMS: readonly string[] = Object.freeze([]);
@@ -34,14 +36,40 @@ const NO_ENDPOINTS: readonly Endpoint[] = Object.freeze([]);
 // Shared by every unhinted endpoint; typed ReadonlySet so nothing can add to it.
 const NO_HINTS: ReadonlySet<string> = new Set<string>();
 
-function hintNames(list: unknown): ReadonlySet<string> {
-  if (!Array.isArray(list) || list.length === 0) return NO_HINTS;
-  const out = new Set<string>();
-  for (const h of list) {
-    const name = stringField(h, 'name');
-    if (name !== undefined && name !== '') out.add(name);
+/**
+ * Equal hint sets share one Set (and its name strings): with topology hints on, the endpoints of a cluster name a
+ * handful of zones, and a Set per endpoint costs ~200 bytes. Shared sets are typed ReadonlySet, like NO_HINTS.
+ * At most `limit` distinct sets are remembered (names come from cluster objects, so the table must stay bounded);
+ * past that, new combinations get a Set of their own, which is correct, only larger.
+ */
+export class HintSets {
+  readonly #sets = new Map<string, ReadonlySet<string>>();
+  readonly #limit: number;
+
+  constructor(limit = 4096) {
+    this.#limit = limit;
   }
-  return out.size === 0 ? NO_HINTS : out;
+
+  /** The names in a `forZones` / `forNodes` list (entries `{ name }`; others ignored), as a shared set. */
+  of(list: unknown): ReadonlySet<string> {
+    if (!Array.isArray(list) || list.length === 0) return NO_HINTS;
+    const names = new Set<string>();
+    for (const h of list) {
+      const name = stringField(h, 'name');
+      if (name !== undefined && name !== '') names.add(name);
+    }
+    if (names.size === 0) return NO_HINTS;
+    const key = JSON.stringify([...names].sort());
+    const known = this.#sets.get(key);
+    if (known !== undefined) return known;
+    if (this.#sets.size < this.#limit) this.#sets.set(key, names);
+    return names;
+  }
+
+  /** Distinct sets remembered. */
+  get size(): number {
+    return this.#sets.size;
+  }
 }
 
 function byEndpointString(a: Endpoint, b: Endpoint): number {
@@ -70,6 +98,7 @@ function endpointBase(
   ep: unknown,
   i: number,
   o: SliceEndpointsOptions,
+  hintSets: HintSets,
   problem: (reason: string) => void,
 ): EndpointBase | undefined {
   const addresses = arrayField(ep, 'addresses');
@@ -94,8 +123,8 @@ function endpointBase(
     ready: field(conditions, 'ready') !== false,
     serving: field(conditions, 'serving') !== false,
     terminating: field(conditions, 'terminating') === true,
-    zoneHints: hintNames(field(hints, 'forZones')),
-    nodeHints: o.nodeHints ? hintNames(field(hints, 'forNodes')) : NO_HINTS,
+    zoneHints: hintSets.of(field(hints, 'forZones')),
+    nodeHints: o.nodeHints ? hintSets.of(field(hints, 'forNodes')) : NO_HINTS,
   };
 }
 
@@ -114,7 +143,8 @@ export function sliceEndpoints(
   const ports = arrayField(slice, 'ports') ?? [];
   const endpoints = arrayField(slice, 'endpoints') ?? [];
   // Endpoint facts that do not depend on the port, computed once per slice endpoint.
-  const bases = endpoints.map((ep, i) => endpointBase(ep, i, o, problem));
+  const hintSets = o.hintSets ?? new HintSets();
+  const bases = endpoints.map((ep, i) => endpointBase(ep, i, o, hintSets, problem));
   const byKey = new Map<string, Map<string, Endpoint>>();
   ports.forEach((p, i) => {
     const portName = field(p, 'name');
