@@ -117,7 +117,9 @@ function endpointBase(
   const nodeName = field(ep, 'nodeName');
   const hints = field(ep, 'hints');
   return {
-    ip: parsed.text,
+    // The slice's own string when it is already canonical (the usual case): the reflector's store holds that
+    // string anyway, so the endpoint adds none of its own.
+    ip: parsed.text === first ? first : parsed.text,
     isLocal: o.nodeName !== '' && nodeName === o.nodeName,
     // Upstream defaults: a nil ready or serving means true, a nil terminating means false.
     ready: field(conditions, 'ready') !== false,
