@@ -13,51 +13,66 @@ import { createHash } from 'node:crypto';
  * API object holds, are written by type alone.
  */
 export function canonicalText(value: unknown): string {
+  return appendCanonical('', value);
+}
+
+// Only these need JSON.stringify's escaping (quote, backslash, control characters, surrogates, which it escapes
+// when unpaired); any other string quotes as it is, without a call into JSON.
+// eslint-disable-next-line no-control-regex -- control characters are what JSON must escape
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+function quoted(s: string): string {
+  return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
+}
+
+// One accumulator threaded through the walk: V8 appends to it as a rope, flattened once when it is hashed.
+function appendCanonical(out: string, value: unknown): string {
   switch (typeof value) {
     case 'string':
-      return JSON.stringify(value);
+      return out + quoted(value);
     case 'number':
-      return String(value); // String(-0) is "0", as -0 === 0 in deepEqual
+      return out + String(value); // String(-0) is "0", as -0 === 0 in deepEqual
     case 'boolean':
-      return value ? 'true' : 'false';
+      return out + (value ? 'true' : 'false');
     case 'undefined':
-      return 'undefined';
+      return out + 'undefined';
     case 'bigint':
-      return `${value}n`;
+      return `${out}${value}n`;
     case 'function':
-      return 'function';
+      return out + 'function';
     case 'symbol':
-      return 'symbol';
+      return out + 'symbol';
     case 'object':
-      return value === null ? 'null' : objectText(value);
+      return value === null ? out + 'null' : appendObject(out, value);
   }
 }
 
-function objectText(o: object): string {
+function appendObject(out: string, o: object): string {
   if (Array.isArray(o)) {
-    let out = '[';
-    for (let i = 0; i < o.length; i++) out += (i === 0 ? '' : ',') + canonicalText(o[i] as unknown);
+    out += '[';
+    for (let i = 0; i < o.length; i++) out = appendCanonical(i === 0 ? out : out + ',', o[i] as unknown);
     return out + ']';
   }
   if (o instanceof Map) {
     const entries: string[] = [];
-    for (const [k, v] of o) entries.push(`${canonicalText(k)}:${canonicalText(v)}`);
-    return `Map{${entries.sort().join(',')}}`;
+    for (const [k, v] of o) entries.push(appendCanonical(appendCanonical('', k) + ':', v));
+    return `${out}Map{${entries.sort().join(',')}}`;
   }
   if (o instanceof Set) {
     const members: string[] = [];
     for (const v of o) members.push(canonicalText(v));
-    return `Set[${members.sort().join(',')}]`;
+    return `${out}Set[${members.sort().join(',')}]`;
   }
   const rec = o as Readonly<Record<string, unknown>>;
   // Object.keys: own enumerable string keys, the same keys deepEqual walks.
-  const keys = Object.keys(rec).sort();
-  let out = '{';
+  const keys = Object.keys(rec);
+  if (keys.length > 1) keys.sort();
+  out += '{';
   let first = true;
   for (const k of keys) {
     const v = rec[k];
     if (v === undefined) continue; // absent and undefined compare equal
-    out += `${first ? '' : ','}${JSON.stringify(k)}:${canonicalText(v)}`;
+    out = appendCanonical(`${first ? out : out + ','}${quoted(k)}:`, v);
     first = false;
   }
   return out + '}';

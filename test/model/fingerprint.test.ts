@@ -125,6 +125,24 @@ describe('fingerprint: the slice cache change test without keeping the slice', (
     }
   });
 
+  test('strings are quoted exactly as JSON quotes them', () => {
+    for (const str of [
+      '',
+      'plain',
+      'a"b',
+      'back\\slash',
+      'line\nbreak',
+      '\u0000\u001f',
+      'é',
+      '😀',
+      '\ud800',
+      'x\udc00y',
+    ]) {
+      assert.equal(canonicalText(str), JSON.stringify(str), JSON.stringify(str));
+      assert.equal(canonicalText({ [str]: str }), `{${JSON.stringify(str)}:${JSON.stringify(str)}}`);
+    }
+  });
+
   test('is the SHA-256 of the canonical text, one char per byte', () => {
     const v = { b: [1, 'x'], a: null };
     const want = createHash('sha256').update('{"a":null,"b":[1,"x"]}').digest();
