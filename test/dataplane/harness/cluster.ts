@@ -342,14 +342,7 @@ export class TestCluster {
     port: number,
     options: Partial<TrafficSpec> = {},
   ): Promise<RequestOutcome[]> {
-    return sendRequests(this.runner, fromNamespace, {
-      proto: 'http',
-      ip,
-      port,
-      count: 1,
-      timeoutMs: ANSWER_TIMEOUT_MS,
-      ...options,
-    });
+    return this.send('http', fromNamespace, ip, port, options);
   }
 
   /** `count` UDP requests from a namespace, one socket each. */
@@ -359,14 +352,18 @@ export class TestCluster {
     port: number,
     options: Partial<TrafficSpec> = {},
   ): Promise<RequestOutcome[]> {
-    return sendRequests(this.runner, fromNamespace, {
-      proto: 'udp',
-      ip,
-      port,
-      count: 1,
-      timeoutMs: ANSWER_TIMEOUT_MS,
-      ...options,
-    });
+    return this.send('udp', fromNamespace, ip, port, options);
+  }
+
+  private send(
+    proto: TrafficSpec['proto'],
+    fromNamespace: string,
+    ip: string,
+    port: number,
+    options: Partial<TrafficSpec>,
+  ): Promise<RequestOutcome[]> {
+    const spec = { proto, ip, port, count: 1, timeoutMs: ANSWER_TIMEOUT_MS, ...options };
+    return sendRequests(this.runner, fromNamespace, spec);
   }
 
   /** Requests that keep going in the background until stop() (bounded by spec.count). */
