@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { defaultNodes, startApiServer } from '../lab/apiserver/index.js';
 import { readyPodLifecycle } from '../lab/controllers/pod-lifecycle.js';
 import { stderrLogger } from './logging.js';
+import { untilSignal } from './signals.js';
 
 const USAGE = `usage: kube-proxy-ts lab apiserver [--listen 127.0.0.1:PORT] [--kubeconfig-out PATH] [--nodes N]
                                   [--service-cidr CIDR] [--max-endpoints-per-slice N]
@@ -68,15 +69,7 @@ export async function labApiserverCommand(argv: string[]): Promise<number> {
     `${JSON.stringify({ url: server.url, kubeconfig: server.kubeconfigPath ?? null, nodes: Number(nodes) })}\n`,
   );
   const running = server;
-  await new Promise<void>((resolve) => {
-    const onSignal = (): void => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-      resolve();
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-  });
+  await untilSignal();
   await running.stop();
   return 0;
 }

@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { hostCommandRunner } from '../netfilter/command.js';
 import { stderrLogger } from './logging.js';
+import { untilSignal } from './signals.js';
 import {
   LabAlreadyUpError,
   PROXY_MODE_NAMES,
@@ -105,16 +106,7 @@ The lab is up: ${running.nodes.length} nodes, kube-proxy-ts in ${mode} mode on e
 Proxy logs: ${labPaths(stateDir).nodeDir('NODE')}/kube-proxy.log
 Ctrl-C (or \`kube-proxy-ts lab down\`) removes everything. Walkthrough: docs/lab-walkthrough.md
 `);
-  await new Promise<void>((resolve) => {
-    const onSignal = (): void => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-      resolve();
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-    void running.stopped.then(onSignal);
-  });
+  await untilSignal(running.stopped);
   await running.stop();
   return 0;
 }
