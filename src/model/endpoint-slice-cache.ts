@@ -195,8 +195,8 @@ export class EndpointSliceCache {
     const entry: SliceState | RemovedSlice = remove
       ? { name: id.sliceName, removed: true, fingerprint: fp }
       : { name: id.sliceName, removed: false, fingerprint: fp, ...sliceEndpoints(slice, svc, this.#options) };
-    if (svc.pending === undefined)
-      svc.pending = [entry]; // a literal: one slot, not the 17 a push reserves
+    // A literal for the first entry: one slot, not the 17 a push onto an empty array reserves.
+    if (svc.pending === undefined) svc.pending = [entry];
     else if (pendingAt >= 0) svc.pending[pendingAt] = entry;
     else svc.pending.push(entry);
     this.#dirty.add(id.service);
