@@ -1,7 +1,7 @@
 // Builds the node-level facts a backend needs (NodeNetworkConfig) from what the operator configured and what the
 // node is: shared by the agent (config file + Node object + host) and `render` (flags only), so both program the
 // same rules for the same inputs.
-import { cidrContains, parseCIDRSloppy, parseIPSloppy } from '../model/ip.js';
+import { parseCIDRSloppy, parseIPSloppy } from '../model/ip.js';
 import type { IPFamily } from '../model/ip.js';
 import type { LocalTrafficDetector } from '../model/local-detector.js';
 import { expandPrimary, nodePortAddressesFor } from '../model/nodeport-addresses.js';
@@ -118,9 +118,4 @@ export function nodeNetworkConfig(input: NodeNetworkInput): NodeNetworkResult {
     serviceCIDRs,
   };
   return { config, problems };
-}
-
-/** Whether `ip` is one of the node's addresses or inside one of `cidrs` (helper for callers' checks). */
-export function ipInAny(ip: string, cidrs: readonly string[]): boolean {
-  return cidrs.some((c) => cidrContains(c, ip));
 }

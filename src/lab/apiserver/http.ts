@@ -12,7 +12,7 @@ import { patchTypeOf } from './patch.js';
 import { decodeProtobuf } from './protobuf.js';
 import { openapiGroupVersion, openapiRoot } from './openapi.js';
 import type { DeleteOptions, ListResult, Registry, Subresource } from './registry.js';
-import { apiVersionOf, findResource, RESOURCES, type ResourceType } from './resources.js';
+import { apiVersionOf, findResource, type ResourceType } from './resources.js';
 import {
   parseFieldSelector,
   parseLabelSelector,
@@ -437,5 +437,3 @@ export function createHandler(opts: HttpOptions): {
     watchCount: () => watches.size,
   };
 }
-
-export const KNOWN_RESOURCES = RESOURCES;

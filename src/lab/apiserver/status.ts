@@ -64,17 +64,6 @@ export function statusObject(err: ApiError): StatusObject {
   };
 }
 
-export function successStatus(details?: ApiError['details']): StatusObject {
-  return {
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Success',
-    ...(details ? { details } : {}),
-    code: 200,
-  };
-}
-
 const qualified = (group: string, resource: string): string => (group ? `${resource}.${group}` : resource);
 
 export const errors = {

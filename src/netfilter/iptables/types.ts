@@ -40,13 +40,6 @@ export interface RestoreInput {
   readonly tables: readonly RestoreTable[];
 }
 
-/** Counts `-A` lines per table (what upstream's iptables_total/_last metrics count). */
-export function ruleCount(input: RestoreInput, table: IptablesTableName): number {
-  let n = 0;
-  for (const t of input.tables) if (t.table === table) n += t.rules.length;
-  return n;
-}
-
 /** xt_comment holds at most 255 bytes (XT_MAX_COMMENT_LEN 256 with the NUL); longer ones are refused. */
 export const COMMENT_MAX_BYTES = 255;
 
