@@ -9,16 +9,16 @@ import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultNodeNames } from '../apiserver/index.js';
+import { CLUSTER_CIDR, MAX_NODES } from '../netns/topology.js';
+
+// The address plan is the kernel tests' (src/lab/netns/topology.ts, README beside it); the lab uses its IPv4 half.
+// CLUSTER_CIDR holds every node's pod CIDR (198.18.10.0/24 … 198.18.15.0/24): kube-proxy's clusterCIDR.
+export { CLIENT_CIDR, CLUSTER_CIDR, UNDERLAY_CIDR, UNDERLAY_GATEWAY } from '../netns/topology.js';
 
 export const DEFAULT_PREFIX = 'kptslab';
-export const MAX_LAB_NODES = 6;
-export const UNDERLAY_CIDR = '198.18.0.0/24';
-export const UNDERLAY_GATEWAY = '198.18.0.1';
-export const CLIENT_CIDR = '198.18.1.0/24';
+/** As many nodes as the address plan has pod CIDRs for. */
+export const MAX_LAB_NODES = MAX_NODES;
 export const CLIENT_IP = '198.18.1.10';
-/** Every node's pod CIDR (198.18.10.0/24 … 198.18.15.0/24) lies inside: kube-proxy's clusterCIDR. */
-export const CLUSTER_CIDR = '198.18.8.0/21';
-export const SERVICE_CIDR = '198.19.0.0/16';
 /** Where each node's relay listens, inside the node's namespace: the proxies' kubeconfig points here. */
 export const NODE_APISERVER_ADDRESS = '127.0.0.1:6443';
 
