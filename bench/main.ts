@@ -8,6 +8,7 @@
 //   npm run build; KPTS_BENCH_MODES=nftables KPTS_BENCH_SIZES=1000,10000 node dist/bench/main.js
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { AGENT_NODE_FLAGS } from '../src/cli/node-flags.js';
 import { netnsCommandRunner } from '../src/netfilter/command.js';
 import { iptablesBench } from './iptables.js';
 import { nftablesBench } from './nftables.js';
@@ -86,7 +87,7 @@ function printTable(rows: readonly BenchRow[]): void {
 function runChild(mode: string, size: number, ns: string): Promise<BenchRow[]> {
   return new Promise((resolve, reject) => {
     const script = process.argv[1] ?? '';
-    const child = spawn(process.execPath, [...process.execArgv, script], {
+    const child = spawn(process.execPath, [...process.execArgv, ...AGENT_NODE_FLAGS, script], {
       env: { ...process.env, [CHILD_ENV]: JSON.stringify({ mode, size, ns }) },
       stdio: ['ignore', 'pipe', 'inherit'],
     });

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { CommandResult, CommandRunner } from '../../netfilter/command.js';
 import { checkNamespaceName } from '../netns/index.js';
+import { AGENT_NODE_FLAGS } from '../../cli/node-flags.js';
 
 // $KPTS_PIDFILE and $KPTS_LOG come from the environment, so no path is ever spliced into shell text.
 const LAUNCH = 'echo $$ > "$KPTS_PIDFILE"; exec "$@" >>"$KPTS_LOG" 2>&1 </dev/null';
@@ -47,9 +48,9 @@ export function cliArgv(args: readonly string[]): string[] {
   const self = fileURLToPath(import.meta.url);
   if (self.endsWith('.ts')) {
     const main = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
-    return [process.execPath, '--import', import.meta.resolve('tsx'), main, ...args];
+    return [process.execPath, ...AGENT_NODE_FLAGS, '--import', import.meta.resolve('tsx'), main, ...args];
   }
   const main = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
   if (!existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first`);
-  return [process.execPath, main, ...args];
+  return [process.execPath, ...AGENT_NODE_FLAGS, main, ...args];
 }
