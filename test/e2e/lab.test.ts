@@ -409,7 +409,9 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 480_000 }, ()
       sampling = false;
       await sampler;
     }
+    // The sampler may have stopped just before the last sync; the final reading belongs to the series too.
     const end = await read();
+    series.push(end);
     const pending = series.map((p) => p.pending);
     const peak = Math.max(...pending);
     console.log(

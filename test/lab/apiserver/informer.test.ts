@@ -9,7 +9,7 @@ import { resourceByKind } from '../../../src/lab/apiserver/resources.js';
 const CM = resourceByKind('ConfigMap');
 
 async function until(what: string, cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 1200; i++) {
     if (cond()) return;
     await new Promise((r) => setTimeout(r, 25));
   }
