@@ -238,11 +238,25 @@ function variants(): IptablesVariant[] {
     .filter((s): s is IptablesVariant => s === 'legacy' || s === 'nft' || s === 'auto');
 }
 
+const NFT_VARIANT_MAX_SERVICES = Number(process.env.KPTS_BENCH_IPTABLES_NFT_MAX ?? '1000');
+
 export const iptablesBench: BenchModule = {
   mode: 'iptables',
   async run(ctx) {
     const rows: BenchRow[] = [];
-    for (const v of variants()) for (const n of ctx.sizes) rows.push(...(await runSize(ctx, v, n)));
+    for (const v of variants()) {
+      for (const n of ctx.sizes) {
+        if (v === 'nft' && n > NFT_VARIANT_MAX_SERVICES) {
+          // iptables-nft-restore of ~430,000 rules ran for over 8 minutes here without finishing (the scaling
+          // trouble of k/k #96018); legacy iptables shows the mode's own cost at that size.
+          process.stderr.write(
+            `iptables (nft) ${n}: skipped above ${NFT_VARIANT_MAX_SERVICES} Services (KPTS_BENCH_IPTABLES_NFT_MAX)\n`,
+          );
+          continue;
+        }
+        rows.push(...(await runSize(ctx, v, n)));
+      }
+    }
     return rows;
   },
 };
