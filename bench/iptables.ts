@@ -12,7 +12,6 @@ import { randomBytes } from 'node:crypto';
 import { IptablesBackend } from '../src/backends/iptables/backend.js';
 import type { IptablesKernelPhases } from '../src/backends/iptables/backend.js';
 import { cleanupIptables } from '../src/backends/iptables/cleanup.js';
-import type { EndpointSlice, Service } from '../src/kube/objects.js';
 import type { EndpointsMap } from '../src/model/endpoint-slice-cache.js';
 import { EndpointsChangeTracker } from '../src/model/endpoints-change-tracker.js';
 import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
@@ -26,6 +25,7 @@ import type { BackendSyncResult, NodeNetworkConfig, ProxySnapshot } from '../src
 import { masqueradeMarkFor } from '../src/sync/backend.js';
 import { systemClock } from '../src/sync/clock.js';
 import type { BenchContext, BenchModule, BenchRow } from './types.js';
+import { benchService, benchSlice } from './workload.js';
 
 const NODE: NodeNetworkConfig = {
   family: 'IPv4',
@@ -38,41 +38,6 @@ const NODE: NodeNetworkConfig = {
   hostInterfaces: new Map([['eth0', ['198.18.0.2/24']]]),
   serviceCIDRs: [],
 };
-
-function ip(base: string, n: number): string {
-  return `${base}.${(n >> 8) & 255}.${n & 255}`;
-}
-
-function service(i: number): Service {
-  return {
-    metadata: { namespace: `ns${i % 50}`, name: `svc${i}` },
-    spec: {
-      type: 'ClusterIP',
-      clusterIP: ip('198.18', 32768 + i),
-      ports: [{ name: 'http', port: 80, protocol: 'TCP' }],
-    },
-  };
-}
-
-function slice(i: number, endpoints: number, variant: number): EndpointSlice {
-  return {
-    metadata: {
-      namespace: `ns${i % 50}`,
-      name: `svc${i}-1`,
-      labels: { 'kubernetes.io/service-name': `svc${i}` },
-    },
-    addressType: 'IPv4',
-    endpoints: Array.from({ length: endpoints }, (_, e) => ({
-      addresses: [
-        e === endpoints - 1 && variant > 0
-          ? ip('198.19', 60000 + variant)
-          : ip('198.19', (i * endpoints + e) % 60000),
-      ],
-      nodeName: e === 0 ? 'bench-node' : 'other-node',
-    })),
-    ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
-  };
-}
 
 /** One command as the backend ran it, to be replayed exactly. */
 interface RecordedCall {
@@ -157,8 +122,8 @@ async function runSize(ctx: BenchContext, variant: IptablesVariant, services: nu
     };
 
     for (let i = 0; i < services; i++) {
-      svcTracker.update(undefined, service(i));
-      epTracker.endpointSliceUpdate(slice(i, ctx.endpointsPerService, 0), false);
+      svcTracker.update(undefined, benchService(i));
+      epTracker.endpointSliceUpdate(benchSlice(i, ctx.endpointsPerService, 0), false);
     }
     await sleep(SETTLE_MS);
     const full = await sync(true);
@@ -174,11 +139,11 @@ async function runSize(ctx: BenchContext, variant: IptablesVariant, services: nu
     let operations = 0;
     let partialPhases = backend.lastKernelPhases;
     for (let r = 0; r < ctx.repeats; r++) {
-      epTracker.endpointSliceUpdate(slice(target, ctx.endpointsPerService, r + 1), false);
+      epTracker.endpointSliceUpdate(benchSlice(target, ctx.endpointsPerService, r + 1), false);
       const change = await sync(false);
       partialPhases = backend.lastKernelPhases;
       const changeCall = rec.last();
-      epTracker.endpointSliceUpdate(slice(target, ctx.endpointsPerService, 0), false);
+      epTracker.endpointSliceUpdate(benchSlice(target, ctx.endpointsPerService, 0), false);
       await sync(false);
       const revertCall = rec.last();
       own.push(change.timings.ownMs);

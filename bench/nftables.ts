@@ -2,7 +2,6 @@
 // our own work and nft's, beside the floor (`nft -f` alone applying the same transaction text).
 import { NftablesBackend } from '../src/backends/nftables/backend.js';
 import type { CommandRunner } from '../src/netfilter/command.js';
-import type { EndpointSlice, Service } from '../src/kube/objects.js';
 import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
 import { EndpointsChangeTracker } from '../src/model/endpoints-change-tracker.js';
 import type { EndpointsMap } from '../src/model/endpoint-slice-cache.js';
@@ -13,6 +12,7 @@ import { masqueradeMarkFor } from '../src/sync/backend.js';
 import { systemClock } from '../src/sync/clock.js';
 import { sampleChildPeakRss } from './child-rss.js';
 import type { BenchContext, BenchModule, BenchRow } from './types.js';
+import { benchService, benchSlice } from './workload.js';
 
 /** Leaves no kube-proxy table (nft 1.0.6 has no `destroy`: add, then delete). */
 const EMPTY_TABLE = 'add table ip kube-proxy\ndelete table ip kube-proxy\n';
@@ -45,42 +45,6 @@ function recording(base: CommandRunner): {
     },
     last: () => last,
     forget: () => void (last = ''),
-  };
-}
-
-function ip(base: string, n: number): string {
-  return `${base}.${(n >> 8) & 255}.${n & 255}`;
-}
-
-function service(i: number): Service {
-  return {
-    metadata: { namespace: `ns${i % 50}`, name: `svc${i}` },
-    spec: {
-      type: 'ClusterIP',
-      clusterIP: ip('198.18', 32768 + i),
-      ports: [{ name: 'http', port: 80, protocol: 'TCP' }],
-    },
-  };
-}
-
-function slice(i: number, endpoints: number, variant: number): EndpointSlice {
-  return {
-    metadata: {
-      namespace: `ns${i % 50}`,
-      name: `svc${i}-1`,
-      labels: { 'kubernetes.io/service-name': `svc${i}` },
-    },
-    addressType: 'IPv4',
-    endpoints: Array.from({ length: endpoints }, (_, e) => ({
-      // 198.19.0.0/16 holds pod IPs; endpoint 0 is on this node (hairpin), the rest elsewhere.
-      addresses: [
-        e === endpoints - 1 && variant > 0
-          ? ip('198.19', 60000 + variant)
-          : ip('198.19', (i * endpoints + e) % 60000),
-      ],
-      nodeName: e === 0 ? 'bench-node' : 'other-node',
-    })),
-    ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
   };
 }
 
@@ -122,8 +86,8 @@ async function runSize(ctx: BenchContext, services: number): Promise<BenchRow[]>
   };
 
   for (let i = 0; i < services; i++) {
-    svcTracker.update(undefined, service(i));
-    epTracker.endpointSliceUpdate(slice(i, ctx.endpointsPerService, 0), false);
+    svcTracker.update(undefined, benchService(i));
+    epTracker.endpointSliceUpdate(benchSlice(i, ctx.endpointsPerService, 0), false);
   }
   const rssBeforeSync = peakRssMiB();
 
@@ -161,10 +125,10 @@ async function runSize(ctx: BenchContext, services: number): Promise<BenchRow[]>
   let operations = 0;
   let nftSmallRss = 0;
   for (let r = 0; r < ctx.repeats; r++) {
-    epTracker.endpointSliceUpdate(slice(target, ctx.endpointsPerService, r + 1), false);
+    epTracker.endpointSliceUpdate(benchSlice(target, ctx.endpointsPerService, r + 1), false);
     const change = await sync(false);
     const changeText = rec.last();
-    epTracker.endpointSliceUpdate(slice(target, ctx.endpointsPerService, 0), false);
+    epTracker.endpointSliceUpdate(benchSlice(target, ctx.endpointsPerService, 0), false);
     await sync(false);
     const revertText = rec.last();
     own.push(change.timings.ownMs);
