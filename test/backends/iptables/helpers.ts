@@ -8,7 +8,9 @@ import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
 import type { Clock, TimerHandle } from '../../../src/sync/clock.js';
 import { nodeNetworkConfig } from '../../../src/sync/node-network.js';
 
-export const VECTORS_DIR = '/work/shared/reference/vectors';
+import { VECTORS_DIR } from '../../helpers/vectors.js';
+
+export { VECTORS_DIR };
 
 export interface ProxierConfig {
   readonly ipFamily: 'IPv4' | 'IPv6';

@@ -7,7 +7,9 @@ import type { LocalTrafficDetector } from '../../../src/model/local-detector.js'
 import { nodePortAddressesFor } from '../../../src/model/nodeport-addresses.js';
 import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
 
-export const VECTORS_DIR = '/work/shared/reference/vectors';
+import { VECTORS_DIR } from '../../helpers/vectors.js';
+
+export { VECTORS_DIR };
 
 export interface ProxierConfig {
   readonly ipFamily: 'IPv4' | 'IPv6';
