@@ -26,6 +26,8 @@ import { endpointSliceReflector, nodeReflector, serviceReflector } from '../kube
 import { parseIPSloppy } from '../model/ip.js';
 import type { IPFamily } from '../model/ip.js';
 import { hostCommandRunner } from '../netfilter/command.js';
+import { IptablesClient } from '../netfilter/iptables/client.js';
+import { supportsRandomFully } from '../netfilter/iptables/variant.js';
 import type { CommandRunner } from '../netfilter/command.js';
 import { ConntrackReconciler } from '../netfilter/conntrack/executor.js';
 import { applyConntrackSysctls } from '../netfilter/conntrack/sysctls.js';
@@ -360,7 +362,7 @@ class Agent {
             variant: 'auto',
             localhostNodePorts: config.iptables.localhostNodePorts,
             nfacctCounters: [],
-            randomFully: true,
+            randomFully: await this.iptablesRandomFully(commands, family),
             conntrackTCPBeLiberal: this.tcpBeLiberal(),
             syncPeriodMs: config.syncPeriodMs,
           },
@@ -454,6 +456,25 @@ class Agent {
     }
     remember(node);
     for (const p of proxiers) p.onNode(node);
+  }
+
+  /** MASQUERADE --random-fully needs iptables ≥ 1.6.2 (upstream checks the same version). */
+  private async iptablesRandomFully(commands: CommandRunner, family: IPFamily): Promise<boolean> {
+    try {
+      const version = await new IptablesClient({
+        family,
+        commands,
+        clock: this.clock,
+        variant: 'auto',
+      }).version();
+      return supportsRandomFully(version);
+    } catch (error) {
+      this.logger.warn('cannot read the iptables version; not using --random-fully', {
+        ipFamily: family,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return false;
+    }
   }
 
   private tcpBeLiberal(): boolean {
