@@ -10,7 +10,7 @@ import { apiGroup, apiGroupList, apiResourceList, apiVersions, SERVER_VERSION } 
 import { isObject, num, str, type JsonObject } from './json.js';
 import { patchTypeOf } from './patch.js';
 import { decodeProtobuf } from './protobuf.js';
-import { openapiGroupVersion, openapiRoot } from './openapi.js';
+import { OPENAPI_V2_PROTOBUF_TYPE, openapiGroupVersion, openapiRoot, openapiV2Protobuf } from './openapi.js';
 import type { DeleteOptions, ListResult, Registry, Subresource } from './registry.js';
 import { apiVersionOf, findResource, type ResourceType } from './resources.js';
 import {
@@ -409,6 +409,13 @@ export function createHandler(opts: HttpOptions): {
     if (path === '/api') return discovery(apiVersions(opts.serverAddress()));
     if (path === '/apis') return discovery(apiGroupList());
     if (path === '/api/v1') return discovery(apiResourceList('', 'v1'));
+    if (path === '/openapi/v2') {
+      if (method !== 'GET') return sendError(res, errors.methodNotAllowed(method, path));
+      const body = openapiV2Protobuf();
+      res.writeHead(200, { 'Content-Type': OPENAPI_V2_PROTOBUF_TYPE, 'Content-Length': body.length });
+      res.end(body);
+      return;
+    }
     if (path === '/openapi/v3') return discovery(openapiRoot());
     if (path.startsWith('/openapi/v3/'))
       return discovery(openapiGroupVersion(path.slice('/openapi/v3/'.length)));

@@ -44,3 +44,20 @@ export function openapiGroupVersion(path: string): object | undefined {
     components: { schemas: {} },
   };
 }
+
+/**
+ * /openapi/v2 for older kubectl (Debian's kubernetes-client is 1.20): it reads this protobuf document before
+ * validating client-side and stops with NotFound without it. A document with no definitions is enough: kubectl
+ * skips client-side validation of kinds the document does not describe. The bytes are the protobuf encoding of
+ * openapi_v2.Document{swagger: "2.0", info: {title: "Kubernetes", version: "v1.32.0-kpts"}}.
+ */
+export function openapiV2Protobuf(): Buffer {
+  const field = (tag: number, payload: Buffer): Buffer =>
+    Buffer.concat([Buffer.from([(tag << 3) | 2, payload.length]), payload]);
+  const info = Buffer.concat([field(1, Buffer.from('Kubernetes')), field(2, Buffer.from('v1.32.0-kpts'))]);
+  return Buffer.concat([field(1, Buffer.from('2.0')), field(2, info)]);
+}
+
+// kubectl asks for application/com.github.proto-openapi.spec.v2@v1.0+protobuf, but Go's mime parser rejects that
+// name in a response's Content-Type (the "@"), so the bytes go back as a plain octet stream.
+export const OPENAPI_V2_PROTOBUF_TYPE = 'application/octet-stream';
