@@ -228,6 +228,9 @@ export function createHandler(opts: HttpOptions): {
       'Content-Type': 'application/json',
       'Transfer-Encoding': 'chunked',
       'Cache-Control': 'no-cache, private',
+      // A watch's connection is not reused: when the server ends a watch (timeout, restart, a slow client), the
+      // client's next request opens a fresh connection instead of racing a pooled one the server is closing.
+      Connection: 'close',
     });
     res.flushHeaders();
     const timeout = Number(q.get('timeoutSeconds') ?? '');

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFile, mkdir } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
+import type { Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { dirname } from 'node:path';
 import type { Clock } from '../../sync/clock.js';
@@ -211,6 +212,17 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
     ? createHttpsServer({ cert: cert.certPem, key: cert.keyPem, keepAliveTimeout: 30_000 }, handler.handle)
     : createServer({ keepAliveTimeout: 30_000 }, handler.handle);
   server = srv;
+  // Every raw socket, including ones still in their TLS handshake, which closeAllConnections() does not see: a
+  // client reconnecting just as the server closes would otherwise hold close() open for good.
+  const sockets = new Set<Socket>();
+  srv.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  const destroySockets = (): void => {
+    for (const socket of sockets) socket.destroy();
+    sockets.clear();
+  };
   await new Promise<void>((resolve, reject) => {
     srv.once('error', reject);
     srv.listen(wantPort, host, () => {
@@ -252,6 +264,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
         handler.closeWatches();
         s.closeIdleConnections();
         s.closeAllConnections();
+        destroySockets();
         await closed;
       })();
       return stopping;
@@ -281,8 +294,19 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
           await new Promise((resolve) => setTimeout(resolve, 20));
         }
       }
+      // A graceful hand-over: idle keep-alive connections close first (so clients drop them from their pools), then
+      // watches end cleanly (their connections are not reused: clients re-watch on a fresh connection to the new
+      // listener, already up); only what is still open after a grace period is cut.
+      s?.closeIdleConnections();
+      await new Promise((resolve) => setTimeout(resolve, 100));
       handler.closeWatches();
+      const deadline = Date.now() + 2_000;
+      while (sockets.size > 0 && Date.now() < deadline) {
+        s?.closeIdleConnections();
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
       s?.closeAllConnections();
+      destroySockets();
       await closed;
       stopping = Promise.resolve();
       return next;

@@ -16,7 +16,7 @@ async function until(what: string, cond: () => boolean): Promise<void> {
   assert.fail(`timed out waiting for ${what}`);
 }
 
-test('makeInformer survives a bookmark, a 410 and a restart', async () => {
+test('makeInformer survives a bookmark, a 410 and a restart', { timeout: 90_000 }, async () => {
   let server: ApiServer = await startApiServer({ bookmarkIntervalMs: 100, historyLimit: 50 });
   const create = (name: string): void => {
     const r = server.registry.create(CM, 'default', { metadata: { name }, data: { v: name } });
@@ -70,6 +70,13 @@ test('makeInformer survives a bookmark, a 410 and a restart', async () => {
         .sort(),
       ['b', 'c', 'd'],
     );
+
+    // Restart with the informer's new watch established (a bookmark for a fresh version reached it): otherwise its
+    // connection may still sit in the listener's accept queue, which the kernel resets when the listener closes, and
+    // the library's informer stops for good on that error.
+    server.registry.create(resourceByKind('Namespace'), '', { metadata: { name: 'other2' } });
+    const beforeRestart = String(server.store.resourceVersion);
+    await until('watch re-established', () => listWatch.latestResourceVersion() === beforeRestart);
 
     // Restart in place: same port, token, certificate and objects; the informer re-watches and keeps going.
     server = await server.restart();
