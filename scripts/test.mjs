@@ -47,6 +47,8 @@ run('tests', process.execPath, [
   'tsx',
   '--test',
   '--test-reporter=spec',
+  // No single test may hang the run (CI has 90 minutes in all); the slowest (the lab's e2e steps) take ~2 minutes.
+  `--test-timeout=${process.env.KPTS_TEST_TIMEOUT_MS ?? '600000'}`,
   `--test-concurrency=${process.env.KPTS_TEST_CONCURRENCY ?? '2'}`,
   ...files,
 ]);
