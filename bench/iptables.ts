@@ -12,20 +12,16 @@ import { randomBytes } from 'node:crypto';
 import { IptablesBackend } from '../src/backends/iptables/backend.js';
 import type { IptablesKernelPhases } from '../src/backends/iptables/backend.js';
 import { cleanupIptables } from '../src/backends/iptables/cleanup.js';
-import type { EndpointsMap } from '../src/model/endpoint-slice-cache.js';
-import { EndpointsChangeTracker } from '../src/model/endpoints-change-tracker.js';
 import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
-import type { ServicePortMap } from '../src/model/service-change-tracker.js';
-import { ServiceChangeTracker } from '../src/model/service-change-tracker.js';
 import type { CommandOptions, CommandRunner } from '../src/netfilter/command.js';
 import { netnsCommandRunner } from '../src/netfilter/command.js';
 import type { IptablesVariant } from '../src/netfilter/iptables/variant.js';
 import { iptablesBinaries } from '../src/netfilter/iptables/variant.js';
-import type { BackendSyncResult, NodeNetworkConfig, ProxySnapshot } from '../src/sync/backend.js';
+import type { BackendSyncResult, NodeNetworkConfig } from '../src/sync/backend.js';
 import { masqueradeMarkFor } from '../src/sync/backend.js';
 import { systemClock } from '../src/sync/clock.js';
 import type { BenchContext, BenchModule, BenchRow } from './types.js';
-import { benchService, benchSlice } from './workload.js';
+import { BenchCluster } from './workload.js';
 
 const NODE: NodeNetworkConfig = {
   family: 'IPv4',
@@ -107,24 +103,10 @@ async function runSize(ctx: BenchContext, variant: IptablesVariant, services: nu
         syncPeriodMs: 3_600_000,
       },
     });
-    const svcTracker = new ServiceChangeTracker({ family: 'IPv4' });
-    const epTracker = new EndpointsChangeTracker({ family: 'IPv4', nodeName: NODE.nodeName });
-    const serviceMap: ServicePortMap = new Map();
-    const endpointsMap: EndpointsMap = new Map();
-    const snapshot: ProxySnapshot = { serviceMap, endpointsMap, topology: { nodeName: NODE.nodeName } };
-    const sync = (full: boolean): Promise<BackendSyncResult> => {
-      const s = svcTracker.checkout(serviceMap);
-      const e = epTracker.checkout(endpointsMap);
-      return backend.sync(snapshot, {
-        full,
-        changedServices: new Set([...s.updatedServices, ...e.updatedServices]),
-      });
-    };
-
-    for (let i = 0; i < services; i++) {
-      svcTracker.update(undefined, benchService(i));
-      epTracker.endpointSliceUpdate(benchSlice(i, ctx.endpointsPerService, 0), false);
-    }
+    const cluster = new BenchCluster(NODE.nodeName, ctx.endpointsPerService);
+    const sync = (full: boolean): Promise<BackendSyncResult> =>
+      backend.sync(cluster.snapshot, cluster.checkout(full));
+    cluster.load(services);
     await sleep(SETTLE_MS);
     const full = await sync(true);
     const fullCall = rec.last();
@@ -139,11 +121,11 @@ async function runSize(ctx: BenchContext, variant: IptablesVariant, services: nu
     let operations = 0;
     let partialPhases = backend.lastKernelPhases;
     for (let r = 0; r < ctx.repeats; r++) {
-      epTracker.endpointSliceUpdate(benchSlice(target, ctx.endpointsPerService, r + 1), false);
+      cluster.setSlice(target, r + 1);
       const change = await sync(false);
       partialPhases = backend.lastKernelPhases;
       const changeCall = rec.last();
-      epTracker.endpointSliceUpdate(benchSlice(target, ctx.endpointsPerService, 0), false);
+      cluster.setSlice(target, 0);
       await sync(false);
       const revertCall = rec.last();
       own.push(change.timings.ownMs);

@@ -3,16 +3,12 @@
 import { NftablesBackend } from '../src/backends/nftables/backend.js';
 import type { CommandRunner } from '../src/netfilter/command.js';
 import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
-import { EndpointsChangeTracker } from '../src/model/endpoints-change-tracker.js';
-import type { EndpointsMap } from '../src/model/endpoint-slice-cache.js';
-import type { ServicePortMap } from '../src/model/service-change-tracker.js';
-import { ServiceChangeTracker } from '../src/model/service-change-tracker.js';
-import type { BackendSyncResult, NodeNetworkConfig, ProxySnapshot } from '../src/sync/backend.js';
+import type { BackendSyncResult, NodeNetworkConfig } from '../src/sync/backend.js';
 import { masqueradeMarkFor } from '../src/sync/backend.js';
 import { systemClock } from '../src/sync/clock.js';
 import { sampleChildPeakRss } from './child-rss.js';
 import type { BenchContext, BenchModule, BenchRow } from './types.js';
-import { benchService, benchSlice } from './workload.js';
+import { BenchCluster } from './workload.js';
 
 /** Leaves no kube-proxy table (nft 1.0.6 has no `destroy`: add, then delete). */
 const EMPTY_TABLE = 'add table ip kube-proxy\ndelete table ip kube-proxy\n';
@@ -70,25 +66,11 @@ async function runSize(ctx: BenchContext, services: number): Promise<BenchRow[]>
   const rec = recording(ctx.commands);
   const newBackend = (): NftablesBackend =>
     new NftablesBackend({ node: NODE, commands: rec.runner, clock: systemClock });
-  const svcTracker = new ServiceChangeTracker({ family: 'IPv4' });
-  const epTracker = new EndpointsChangeTracker({ family: 'IPv4', nodeName: NODE.nodeName });
-  const serviceMap: ServicePortMap = new Map();
-  const endpointsMap: EndpointsMap = new Map();
-  const snapshot: ProxySnapshot = { serviceMap, endpointsMap, topology: { nodeName: NODE.nodeName } };
+  const cluster = new BenchCluster(NODE.nodeName, ctx.endpointsPerService);
   let backend = newBackend();
-  const sync = (full: boolean): Promise<BackendSyncResult> => {
-    const s = svcTracker.checkout(serviceMap);
-    const e = epTracker.checkout(endpointsMap);
-    return backend.sync(snapshot, {
-      full,
-      changedServices: new Set([...s.updatedServices, ...e.updatedServices]),
-    });
-  };
-
-  for (let i = 0; i < services; i++) {
-    svcTracker.update(undefined, benchService(i));
-    epTracker.endpointSliceUpdate(benchSlice(i, ctx.endpointsPerService, 0), false);
-  }
+  const sync = (full: boolean): Promise<BackendSyncResult> =>
+    backend.sync(cluster.snapshot, cluster.checkout(full));
+  cluster.load(services);
   const rssBeforeSync = peakRssMiB();
 
   // A cold start, FULL_REPEATS times: empty table, new backend, full sync; then the floor, the same text applied
@@ -125,10 +107,10 @@ async function runSize(ctx: BenchContext, services: number): Promise<BenchRow[]>
   let operations = 0;
   let nftSmallRss = 0;
   for (let r = 0; r < ctx.repeats; r++) {
-    epTracker.endpointSliceUpdate(benchSlice(target, ctx.endpointsPerService, r + 1), false);
+    cluster.setSlice(target, r + 1);
     const change = await sync(false);
     const changeText = rec.last();
-    epTracker.endpointSliceUpdate(benchSlice(target, ctx.endpointsPerService, 0), false);
+    cluster.setSlice(target, 0);
     await sync(false);
     const revertText = rec.last();
     own.push(change.timings.ownMs);

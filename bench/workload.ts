@@ -2,6 +2,11 @@
 // i has ClusterIP 198.18.128.0 + i and one port; its slice has E endpoints in 198.19.0.0/16, the first on this node.
 // `variant` > 0 swaps the last endpoint for another address: the one-endpoint change.
 import type { EndpointSlice, Service } from '../src/kube/objects.js';
+import type { EndpointsMap } from '../src/model/endpoint-slice-cache.js';
+import { EndpointsChangeTracker } from '../src/model/endpoints-change-tracker.js';
+import type { ServicePortMap } from '../src/model/service-change-tracker.js';
+import { ServiceChangeTracker } from '../src/model/service-change-tracker.js';
+import type { ProxySnapshot, SyncRequest } from '../src/sync/backend.js';
 
 function ip(base: string, n: number): string {
   return `${base}.${(n >> 8) & 255}.${n & 255}`;
@@ -37,4 +42,41 @@ export function benchSlice(i: number, endpoints: number, variant: number): Endpo
     })),
     ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
   };
+}
+
+/**
+ * The workload fed through the real change trackers, as the proxier does: `load` adds every Service and slice,
+ * `setSlice` changes one Service's slice, and `checkout(full)` hands the backend what a sync would get.
+ */
+export class BenchCluster {
+  readonly snapshot: ProxySnapshot;
+  private readonly services = new ServiceChangeTracker({ family: 'IPv4' });
+  private readonly endpoints: EndpointsChangeTracker;
+  private readonly serviceMap: ServicePortMap = new Map();
+  private readonly endpointsMap: EndpointsMap = new Map();
+
+  constructor(
+    nodeName: string,
+    private readonly endpointsPerService: number,
+  ) {
+    this.endpoints = new EndpointsChangeTracker({ family: 'IPv4', nodeName });
+    this.snapshot = { serviceMap: this.serviceMap, endpointsMap: this.endpointsMap, topology: { nodeName } };
+  }
+
+  load(count: number): void {
+    for (let i = 0; i < count; i++) {
+      this.services.update(undefined, benchService(i));
+      this.endpoints.endpointSliceUpdate(benchSlice(i, this.endpointsPerService, 0), false);
+    }
+  }
+
+  setSlice(i: number, variant: number): void {
+    this.endpoints.endpointSliceUpdate(benchSlice(i, this.endpointsPerService, variant), false);
+  }
+
+  checkout(full: boolean): SyncRequest {
+    const s = this.services.checkout(this.serviceMap);
+    const e = this.endpoints.checkout(this.endpointsMap);
+    return { full, changedServices: new Set([...s.updatedServices, ...e.updatedServices]) };
+  }
 }
