@@ -19,7 +19,7 @@ import type { IptablesVariant } from '../src/netfilter/iptables/variant.js';
 import { iptablesBinaries } from '../src/netfilter/iptables/variant.js';
 import type { BackendSyncResult, NodeNetworkConfig } from '../src/sync/backend.js';
 import { masqueradeMarkFor } from '../src/sync/backend.js';
-import { systemClock } from '../src/sync/clock.js';
+import { systemClock } from '../src/util/clock.js';
 import type { BenchContext, BenchModule, BenchRow } from './types.js';
 import { BenchCluster } from './workload.js';
 

@@ -8,7 +8,7 @@
 //   npm run build; KPTS_BENCH_MODES=nftables KPTS_BENCH_SIZES=1000,10000 node dist/bench/main.js
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { AGENT_NODE_FLAGS } from '../src/cli/node-flags.js';
+import { AGENT_NODE_FLAGS } from '../src/util/node-flags.js';
 import { netnsCommandRunner } from '../src/netfilter/command.js';
 import { iptablesBench } from './iptables.js';
 import { nftablesBench } from './nftables.js';

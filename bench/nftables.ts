@@ -5,7 +5,7 @@ import type { CommandRunner } from '../src/netfilter/command.js';
 import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
 import type { BackendSyncResult, NodeNetworkConfig } from '../src/sync/backend.js';
 import { masqueradeMarkFor } from '../src/sync/backend.js';
-import { systemClock } from '../src/sync/clock.js';
+import { systemClock } from '../src/util/clock.js';
 import { sampleChildPeakRss } from './child-rss.js';
 import type { BenchContext, BenchModule, BenchRow } from './types.js';
 import { BenchCluster } from './workload.js';

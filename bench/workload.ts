@@ -1,7 +1,7 @@
 // The workload every mode's benchmark programs, in one place so the modes are compared on the same cluster: Service
 // i has ClusterIP 198.18.128.0 + i and one port; its slice has E endpoints in 198.19.0.0/16, the first on this node.
 // `variant` > 0 swaps the last endpoint for another address: the one-endpoint change.
-import type { EndpointSlice, Service } from '../src/kube/objects.js';
+import type { EndpointSlice, Service } from '../src/api/objects.js';
 import type { EndpointsMap } from '../src/model/endpoint-slice-cache.js';
 import { EndpointsChangeTracker } from '../src/model/endpoints-change-tracker.js';
 import type { ServicePortMap } from '../src/model/service-change-tracker.js';

@@ -1,6 +1,6 @@
 // The process's logger: klog-like text by default, one JSON object per line with --logging-format=json, records
 // at -v levels above the configured verbosity dropped before they are built.
-import type { LogFields, Logger } from '../sync/logger.js';
+import type { LogFields, Logger } from '../util/logger.js';
 
 export type LogFormat = 'text' | 'json';
 

@@ -4,7 +4,8 @@ import { renderIptablesRestore } from '../backends/iptables/render.js';
 import type { IptablesExtras } from '../backends/iptables/render.js';
 import { renderFullSyncTransaction } from '../backends/nftables/backend.js';
 import { serializeRestore } from '../netfilter/iptables/serialize.js';
-import type { NodeNetworkConfig, ProxyMode, ProxySnapshot } from '../sync/backend.js';
+import type { ProxyMode } from '../config/proxy-mode.js';
+import type { NodeNetworkConfig, ProxySnapshot } from '../sync/backend.js';
 
 export type IptablesRenderOptions = IptablesExtras;
 

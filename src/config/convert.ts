@@ -2,7 +2,7 @@
 // from ipvs.* for ipvs, nftables.* for nftables and iptables.* otherwise; masqueradeAll from nftables.* for
 // nftables and iptables.* otherwise; clusterCIDR is split on ",". The reverse direction writes the chosen values
 // back under the mode's section, so a written file reads back to the same ProxyConfig.
-import { PROXY_MODES } from '../sync/backend.js';
+import { PROXY_MODES } from './proxy-mode.js';
 import { resolveFeatureGates } from './feature-gates.js';
 import { problem } from './problems.js';
 import type { ConfigProblem } from './problems.js';

@@ -3,7 +3,7 @@
 // masqueradeAll chosen by mode, clusterCIDR split into a list, conntrack and oomScoreAdj as Linux settings.
 // Durations are milliseconds (the unit of Clock and the runner). Built only from a validated document.
 import type { FeatureGates } from '../model/feature-gates.js';
-import type { ProxyMode } from '../sync/backend.js';
+import type { ProxyMode } from './proxy-mode.js';
 import type { DetectLocalMode, LoggingFormat, VModuleEntry } from './v1alpha1-types.js';
 
 export interface ProxyConfig {

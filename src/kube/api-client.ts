@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
-import type { Clock } from '../sync/clock.js';
+import type { Clock } from '../util/clock.js';
 import type { ClientConfig } from './client-config.js';
 import { tokenBucket } from './rate-limiter.js';
 import type { RateLimiter } from './rate-limiter.js';

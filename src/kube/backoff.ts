@@ -1,6 +1,6 @@
 // Jittered exponential backoff for retrying the API server, shaped like client-go's reflector backoff
 // (800 ms doubling to 30 s, jitter 1.0, reset once nothing has failed for 2 minutes).
-import type { Clock } from '../sync/clock.js';
+import type { Clock } from '../util/clock.js';
 
 export interface BackoffConfig {
   readonly initialMs: number;

@@ -2,7 +2,7 @@
 // List of items. Used by `kube-proxy-ts render` and by tests; objects are sorted by kind, and anything that is not
 // an object with a kind is reported rather than thrown.
 import { parseAllDocuments } from 'yaml';
-import type { EndpointSlice, Node, Service } from './objects.js';
+import type { EndpointSlice, Node, Service } from '../api/objects.js';
 
 export interface ManifestObjects {
   readonly services: Service[];

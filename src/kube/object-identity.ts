@@ -1,6 +1,6 @@
 // The only fields the reflector trusts: metadata.name (and namespace) to key the store, metadata.resourceVersion to
 // tell an update from a repeat. Everything else in an object is checked by the model that reads it.
-import type { ObjectMeta } from './objects.js';
+import type { ObjectMeta } from '../api/objects.js';
 
 export interface KubeObject {
   readonly metadata: ObjectMeta;

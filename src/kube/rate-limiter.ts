@@ -1,6 +1,6 @@
 // clientConnection.qps / burst: a token bucket in front of every request to the API server, as client-go's
 // flowcontrol limiter does (watches included: client-go throttles Watch() too). qps ≤ 0 disables limiting.
-import type { Clock, TimerHandle } from '../sync/clock.js';
+import type { Clock, TimerHandle } from '../util/clock.js';
 
 export interface RateLimiter {
   /** Resolves when a request may be sent; rejects with the signal's reason if it is aborted while waiting. */

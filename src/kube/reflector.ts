@@ -4,8 +4,8 @@
 // old store and the new list becomes add/update/delete events). It never gives up: every failure is retried with
 // jittered exponential backoff until stop(). field-notes.md §4 says why this is ours and not the library's
 // informer (which stops for good on most errors, has no watchdog, and lists unpaginated).
-import type { Clock, TimerHandle } from '../sync/clock.js';
-import type { Logger } from '../sync/logger.js';
+import type { Clock, TimerHandle } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
 import { ApiError, readBody, statusError } from './api-client.js';
 import type { ApiClient, ApiResponse } from './api-client.js';
 import { DEFAULT_BACKOFF, exponentialBackoff } from './backoff.js';

@@ -2,8 +2,8 @@
 // up to five minutes, until the Node exists and has node IPs (and PodCIDRs, when detect-local mode is NodeCIDR).
 // Node IPs are the InternalIP addresses, else the ExternalIP ones (k8s.io/component-helpers GetNodeHostIPs).
 import { isIP } from 'node:net';
-import type { Clock, TimerHandle } from '../sync/clock.js';
-import type { Node } from './objects.js';
+import type { Clock, TimerHandle } from '../util/clock.js';
+import type { Node } from '../api/objects.js';
 
 export interface WaitForNodeOptions {
   readonly timeoutMs?: number;

@@ -1,8 +1,8 @@
 // The three resources kube-proxy follows, with upstream's selectors (upstream-model.md §1.4;
 // cmd/kube-proxy/app/server.go): Services not claimed by another proxy and not headless, EndpointSlices not of
 // headless Services, and this node's own Node object.
-import type { EndpointSlice, Node, Service } from './objects.js';
-import { LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME } from './objects.js';
+import type { EndpointSlice, Node, Service } from '../api/objects.js';
+import { LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME } from '../api/objects.js';
 import { Reflector } from './reflector.js';
 import type { ReflectorHandlers, ReflectorOptions, ResourceSpec } from './reflector.js';
 

@@ -1,7 +1,7 @@
 // Per-Service cache of EndpointSlices (upstream pkg/proxy/endpointslicecache.go): endpoints move between a
 // Service's slices, so merging per slice keeps them from vanishing while one slice is updated before another.
-import type { EndpointSlice } from '../kube/objects.js';
-import { LABEL_SERVICE_NAME } from '../kube/objects.js';
+import type { EndpointSlice } from '../api/objects.js';
+import { LABEL_SERVICE_NAME } from '../api/objects.js';
 import type { Endpoint } from './endpoint.js';
 import { fingerprint } from './fingerprint.js';
 import { DEFAULT_FEATURE_GATES } from './feature-gates.js';

@@ -1,6 +1,6 @@
 // Accumulates EndpointSlice changes between syncs (upstream pkg/proxy/endpointschangetracker.go).
-import type { EndpointSlice } from '../kube/objects.js';
-import { ANNOTATION_LAST_CHANGE_TRIGGER_TIME } from '../kube/objects.js';
+import type { EndpointSlice } from '../api/objects.js';
+import { ANNOTATION_LAST_CHANGE_TRIGGER_TIME } from '../api/objects.js';
 import { NO_CHANGE_METRICS } from './change-metrics.js';
 import type { ChangeMetrics } from './change-metrics.js';
 import type { Endpoint } from './endpoint.js';

@@ -1,5 +1,5 @@
 // Accumulates Service changes between syncs (upstream pkg/proxy/servicechangetracker.go).
-import type { Service } from '../kube/objects.js';
+import type { Service } from '../api/objects.js';
 import { NO_CHANGE_METRICS } from './change-metrics.js';
 import type { ChangeMetrics } from './change-metrics.js';
 import { deepEqual } from './deep-equal.js';

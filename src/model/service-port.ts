@@ -1,6 +1,6 @@
 // What one port of a Service asks of this node, for one IP family (upstream pkg/proxy/serviceport.go).
-import type { Service } from '../kube/objects.js';
-import { LABEL_SERVICE_PROXY_NAME } from '../kube/objects.js';
+import type { Service } from '../api/objects.js';
+import { LABEL_SERVICE_PROXY_NAME } from '../api/objects.js';
 import { parseCIDRSloppy, parseIPSloppy } from './ip.js';
 import type { IPFamily } from './ip.js';
 import {

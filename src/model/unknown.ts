@@ -1,4 +1,4 @@
-// Narrowing helpers for objects that arrive from the API: the typed shapes in src/kube/objects.ts are what we
+// Narrowing helpers for objects that arrive from the API: the typed shapes in src/api/objects.ts are what we
 // expect, not what we are guaranteed, so the model reads every field through these.
 
 export type UnknownRecord = Readonly<Record<string, unknown>>;

@@ -4,9 +4,9 @@
 // /metrics/slis are not served.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
-import type { ProxyMode } from '../sync/backend.js';
-import type { Clock } from '../sync/clock.js';
-import type { Logger } from '../sync/logger.js';
+import type { ProxyMode } from '../config/proxy-mode.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
 import { parseBindAddress } from './bind-address.js';
 import { NOT_FOUND, textAnswer, writeAnswer } from './http-answer.js';
 import type { HttpAnswer } from './http-answer.js';

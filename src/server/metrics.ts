@@ -5,7 +5,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Metric } from 'prom-client';
 import type { IPFamily } from '../model/ip.js';
-import type { ProxyMode } from '../sync/backend.js';
+import type { ProxyMode } from '../config/proxy-mode.js';
 import type { IptablesTable, ProxyMetrics, TrafficPolicyKind } from '../sync/metrics.js';
 import {
   CONNTRACK_RECONCILE_BUCKETS,

@@ -1,8 +1,8 @@
 // The proxy health server on healthzBindAddress (default 0.0.0.0:10256): /healthz and /livez answered from a
 // ProxyHealth. Any other path is 404, as on upstream's mux. Binding retries like the metrics server.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import type { Clock } from '../sync/clock.js';
-import type { Logger } from '../sync/logger.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
 import { parseBindAddress } from './bind-address.js';
 import { NOT_FOUND, writeAnswer } from './http-answer.js';
 import type { CreateServerResult } from './metrics-server.js';

@@ -3,10 +3,10 @@
 // once is unhealthy while its oldest unsynced change is at least 2 × syncPeriod old. A family that never reported
 // does not count, so the proxy is healthy while booting. /healthz also needs this node to be eligible for traffic;
 // /livez does not (a node being drained is not a reason to restart the proxy).
-import type { Node } from '../kube/objects.js';
-import { TAINT_TO_BE_DELETED_BY_CA } from '../kube/objects.js';
+import type { Node } from '../api/objects.js';
+import { TAINT_TO_BE_DELETED_BY_CA } from '../api/objects.js';
 import type { IPFamily } from '../model/ip.js';
-import type { Clock } from '../sync/clock.js';
+import type { Clock } from '../util/clock.js';
 import type { ProxyMetrics } from '../sync/metrics.js';
 import type { HttpAnswer } from './http-answer.js';
 import { formatRFC3339Nano } from './rfc3339.js';

@@ -4,8 +4,8 @@
 import { createServer } from 'node:http';
 import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Clock, TimerHandle } from '../sync/clock.js';
-import type { Logger } from '../sync/logger.js';
+import type { Clock, TimerHandle } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
 import { closeServer, listen } from './listen.js';
 import type { ListenError } from './listen.js';
 

@@ -4,7 +4,7 @@
 // endpoints here and the proxy is healthy, else 503; the X-Load-Balancing-Endpoint-Weight header carries the count.
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import type { Logger } from '../sync/logger.js';
+import type { Logger } from '../util/logger.js';
 import { writeAnswer } from './http-answer.js';
 import type { HttpAnswer } from './http-answer.js';
 import { closeServer, listen } from './listen.js';

@@ -1,14 +1,12 @@
 // The seam between the proxier (when and what to sync) and a backend (what the kernel must hold, and how to get
 // it there). Backends implement ProxyBackend; the proxier knows nothing of nft or iptables.
+import type { ProxyMode } from '../config/proxy-mode.js';
 import type { Endpoint } from '../model/endpoint.js';
 import type { IPFamily } from '../model/ip.js';
 import type { LocalTrafficDetector } from '../model/local-detector.js';
 import type { NodePortAddresses } from '../model/nodeport-addresses.js';
 import type { ServicePort } from '../model/service-port.js';
 import type { NodeTopology } from '../model/topology.js';
-
-export const PROXY_MODES = ['iptables', 'nftables'] as const;
-export type ProxyMode = (typeof PROXY_MODES)[number];
 
 /** What the cluster asks of this node right now, for one family. Read-only for backends. */
 export interface ProxySnapshot {

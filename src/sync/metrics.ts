@@ -3,11 +3,13 @@
 // (kubeproxy_*); tests and benchmarks pass NO_PROXY_METRICS or a recording fake.
 import type { ChangeMetrics } from '../model/change-metrics.js';
 import type { IPFamily } from '../model/ip.js';
+import type { ConntrackMetrics } from '../netfilter/conntrack/executor.js';
 
 export type TrafficPolicyKind = 'internal' | 'external';
 export type IptablesTable = 'filter' | 'nat' | 'mangle';
 
-export interface ProxyMetrics extends ChangeMetrics {
+/** Every metric the proxy records; kubeproxy_conntrack_reconciler_* come from ConntrackMetrics. */
+export interface ProxyMetrics extends ChangeMetrics, ConntrackMetrics {
   /** kubeproxy_sync_proxy_rules_duration_seconds, plus the full or partial histogram. */
   syncDuration(family: IPFamily, seconds: number, full: boolean): void;
   /** kubeproxy_sync_proxy_rules_last_timestamp_seconds (last successful sync). */
@@ -32,8 +34,6 @@ export interface ProxyMetrics extends ChangeMetrics {
   iptablesRestoreDuration(family: IPFamily, seconds: number): void;
   /** Beyond upstream: kubeproxy_iptables_lock_wait_seconds, time spent waiting for the xtables lock. */
   iptablesLockWait(family: IPFamily, seconds: number): void;
-  /** kubeproxy_conntrack_reconciler_sync_duration_seconds and _deleted_entries_total. */
-  conntrackReconcile(family: IPFamily, seconds: number, deletedEntries: number): void;
   /** kubeproxy_proxy_healthz_total{code}. */
   healthzResponse(code: number): void;
   /** kubeproxy_proxy_livez_total{code}. */

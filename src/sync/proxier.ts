@@ -2,8 +2,8 @@
 // something is pending, and in each sync checks the changes out, decides full or partial, hands the snapshot to
 // the backend, and reports the outcome (metrics, health, service health checks, conntrack). It knows nothing of
 // nft or iptables: the backend does (src/sync/backend.ts).
-import type { EndpointSlice, Node, Service } from '../kube/objects.js';
-import { LABEL_TOPOLOGY_ZONE } from '../kube/objects.js';
+import type { EndpointSlice, Node, Service } from '../api/objects.js';
+import { LABEL_TOPOLOGY_ZONE } from '../api/objects.js';
 import type { EndpointsMap } from '../model/endpoint-slice-cache.js';
 import { EndpointsChangeTracker, localReadyEndpoints } from '../model/endpoints-change-tracker.js';
 import type { FeatureGates } from '../model/feature-gates.js';
@@ -14,8 +14,8 @@ import { ServiceChangeTracker } from '../model/service-change-tracker.js';
 import type { ServicePort } from '../model/service-port.js';
 import type { NodeTopology } from '../model/topology.js';
 import type { BackendSyncResult, ProxyBackend, ProxySnapshot } from './backend.js';
-import type { Clock, TimerHandle } from './clock.js';
-import type { Logger } from './logger.js';
+import type { Clock, TimerHandle } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
 import type { ProxyMetrics } from './metrics.js';
 import { BoundedFrequencyRunner } from './runner.js';
 

@@ -1,7 +1,7 @@
 // The bounded-frequency runner (upstream pkg/proxy/runner): runs `fn` when asked, never more often than
 // minInterval measured from the *end* of one run to the *start* of the next, coalescing requests; retries a
 // failed run after retryInterval; runs at least every maxInterval. Single-flight: a run never overlaps another.
-import type { Clock, TimerHandle } from './clock.js';
+import type { Clock, TimerHandle } from '../util/clock.js';
 
 export interface BoundedFrequencyRunnerOptions {
   readonly name: string;

@@ -1,7 +1,7 @@
 // Builds a ProxySnapshot from whole sets of objects, through the same trackers the running proxier uses: for
 // `render`, benchmarks and tests, so that nothing renders from a different model than the daemon.
-import type { EndpointSlice, Node, Service } from '../kube/objects.js';
-import { LABEL_TOPOLOGY_ZONE } from '../kube/objects.js';
+import type { EndpointSlice, Node, Service } from '../api/objects.js';
+import { LABEL_TOPOLOGY_ZONE } from '../api/objects.js';
 import type { EndpointsMap } from '../model/endpoint-slice-cache.js';
 import { EndpointsChangeTracker } from '../model/endpoints-change-tracker.js';
 import type { FeatureGates } from '../model/feature-gates.js';

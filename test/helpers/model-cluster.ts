@@ -1,6 +1,6 @@
 // Services and EndpointSlices through the model's real change trackers, as the proxier drives them: live maps,
 // checked out once per sync. Shared by the iptables and nftables backend tests and the kernel tests built on them.
-import type { EndpointSlice, Service } from '../../src/kube/objects.js';
+import type { EndpointSlice, Service } from '../../src/api/objects.js';
 import type { EndpointsMap } from '../../src/model/endpoint-slice-cache.js';
 import { EndpointsChangeTracker } from '../../src/model/endpoints-change-tracker.js';
 import type { ServicePortMap } from '../../src/model/service-change-tracker.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { Service } from '../../src/kube/objects.js';
+import type { Service } from '../../src/api/objects.js';
 import type { ResourceSpec } from '../../src/kube/reflector.js';
 import type { FakeObject } from './helpers/fake-apiserver.js';
 import { harness, idOf, svc } from './helpers/setup.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Node } from '../../src/kube/objects.js';
+import type { Node } from '../../src/api/objects.js';
 import { nodeIPs, waitForNode } from '../../src/kube/wait-for-node.js';
 import type { WaitForNodeResult } from '../../src/kube/wait-for-node.js';
 import { ManualClock } from './helpers/clocks.js';

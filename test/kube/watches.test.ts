@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { summarizeHealth } from '../../src/kube/health.js';
-import type { EndpointSlice, Node, Service } from '../../src/kube/objects.js';
+import type { EndpointSlice, Node, Service } from '../../src/api/objects.js';
 import { endpointSliceReflector, nodeReflector, serviceReflector } from '../../src/kube/watches.js';
 import { waitForNode } from '../../src/kube/wait-for-node.js';
 import { realClock } from './helpers/clocks.js';

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { deepEqual } from '../../src/model/deep-equal.js';
 import { canonicalText, fingerprint } from '../../src/model/fingerprint.js';
 import { EndpointSliceCache } from '../../src/model/endpoint-slice-cache.js';
-import type { EndpointSlice } from '../../src/kube/objects.js';
+import type { EndpointSlice } from '../../src/api/objects.js';
 import { ep, slice } from './fixtures.js';
 
 /** A slice as the API server sends it: metadata with labels, annotations, managed fields; hints and conditions. */

@@ -4,7 +4,7 @@ import type {
   EndpointSliceEndpoint,
   EndpointSlicePort,
   Service,
-} from '../../src/kube/objects.js';
+} from '../../src/api/objects.js';
 import { servicePortKey } from '../../src/model/service-port-name.js';
 import type { Protocol } from '../../src/model/service-port-name.js';
 

@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Service } from '../../src/kube/objects.js';
+import type { Service } from '../../src/api/objects.js';
 import { recordingChangeMetrics } from '../../src/model/change-metrics.js';
 import { ServiceChangeTracker } from '../../src/model/service-change-tracker.js';
 import type { ServicePortMap, SkippedObject } from '../../src/model/service-change-tracker.js';

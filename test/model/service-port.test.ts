@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Service } from '../../src/kube/objects.js';
+import type { Service } from '../../src/api/objects.js';
 import {
   externallyAccessible,
   servicePortsFromService,

@@ -6,7 +6,7 @@ import type { ProxyMetrics } from '../../src/sync/metrics.js';
 import { ProxyHealth } from '../../src/server/proxy-health.js';
 import { ServiceHealthServers } from '../../src/server/service-health.js';
 import { createProxyMetrics } from '../../src/server/metrics.js';
-import { SILENT_LOGGER } from '../../src/sync/logger.js';
+import { SILENT_LOGGER } from '../../src/util/logger.js';
 import { ManualClock } from './manual-clock.js';
 
 test('ProxyHealth, ServiceHealthServers and the prom-client metrics implement the proxier-facing contracts', async () => {

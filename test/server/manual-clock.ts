@@ -1,6 +1,6 @@
-// A Clock for these tests that moves only when told (src/sync/clock.ts declares FakeClock; this one keeps the
+// A Clock for these tests that moves only when told (src/util/clock.ts declares FakeClock; this one keeps the
 // server tests independent of when that lands). Timers fire in due order inside advance().
-import type { Clock, TimerHandle } from '../../src/sync/clock.js';
+import type { Clock, TimerHandle } from '../../src/util/clock.js';
 
 export class ManualClock implements Clock {
   #now: number;

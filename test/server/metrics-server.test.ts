@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { createMetricsServer } from '../../src/server/metrics-server.js';
 import { createProxyMetrics } from '../../src/server/metrics.js';
 import type { ServerFatalError } from '../../src/server/retrying-server.js';
-import { recordingLogger } from '../../src/sync/logger.js';
+import { recordingLogger } from '../../src/util/logger.js';
 import { parseExposition } from './exposition.js';
 import { ManualClock } from './manual-clock.js';
 

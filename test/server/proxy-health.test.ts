@@ -1,10 +1,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Node } from '../../src/kube/objects.js';
+import type { Node } from '../../src/api/objects.js';
 import { ProxyHealth, nodeEligibility } from '../../src/server/proxy-health.js';
 import { createProxyHealthServer } from '../../src/server/proxy-health-server.js';
 import { formatRFC3339Nano } from '../../src/server/rfc3339.js';
-import { SILENT_LOGGER } from '../../src/sync/logger.js';
+import { SILENT_LOGGER } from '../../src/util/logger.js';
 import { createProxyMetrics } from '../../src/server/metrics.js';
 import { parseExposition } from './exposition.js';
 import { ManualClock } from './manual-clock.js';

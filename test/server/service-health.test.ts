@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ServiceHealthServers } from '../../src/server/service-health.js';
-import { recordingLogger } from '../../src/sync/logger.js';
+import { recordingLogger } from '../../src/util/logger.js';
 
 async function freePort(): Promise<number> {
   const s = createServer();

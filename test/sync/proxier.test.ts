@@ -3,11 +3,11 @@
 // minSyncPeriod; and what is reported after a successful sync.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { EndpointSlice, Node, Service } from '../../src/kube/objects.js';
+import type { EndpointSlice, Node, Service } from '../../src/api/objects.js';
 import type { IPFamily } from '../../src/model/ip.js';
 import type { BackendSyncResult, ProxyBackend, ProxySnapshot, SyncRequest } from '../../src/sync/backend.js';
-import { FakeClock } from '../../src/sync/clock.js';
-import { SILENT_LOGGER } from '../../src/sync/logger.js';
+import { FakeClock } from '../../src/util/clock.js';
+import { SILENT_LOGGER } from '../../src/util/logger.js';
 import { NO_PROXY_METRICS } from '../../src/sync/metrics.js';
 import type { ProxyMetrics } from '../../src/sync/metrics.js';
 import { FULL_SYNC_PERIOD_MS, Proxier } from '../../src/sync/proxier.js';

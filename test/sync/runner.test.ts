@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from '../../src/sync/clock.js';
+import { FakeClock } from '../../src/util/clock.js';
 import { BoundedFrequencyRunner } from '../../src/sync/runner.js';
 
 const HOUR = 3_600_000;

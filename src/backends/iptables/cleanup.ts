@@ -9,7 +9,7 @@ import { chainsInSave } from '../../netfilter/iptables/parse.js';
 import { serializeRestore } from '../../netfilter/iptables/serialize.js';
 import type { IptablesTableName, RestoreTable } from '../../netfilter/iptables/types.js';
 import type { IptablesVariant } from '../../netfilter/iptables/variant.js';
-import type { Clock } from '../../sync/clock.js';
+import type { Clock } from '../../util/clock.js';
 import { JUMP_RULES, jumpArgs, KUBELET_JUMP_RULES } from './jumps.js';
 import {
   isServiceChainName,

@@ -19,9 +19,9 @@ import type {
   ProxySnapshot,
   SyncRequest,
 } from '../../sync/backend.js';
-import type { Clock } from '../../sync/clock.js';
-import type { Logger } from '../../sync/logger.js';
-import { SILENT_LOGGER } from '../../sync/logger.js';
+import type { Clock } from '../../util/clock.js';
+import type { Logger } from '../../util/logger.js';
+import { SILENT_LOGGER } from '../../util/logger.js';
 import type { ProxyMetrics } from '../../sync/metrics.js';
 import { NO_PROXY_METRICS } from '../../sync/metrics.js';
 import { TABLE_NAME } from './naming.js';

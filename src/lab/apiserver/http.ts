@@ -4,8 +4,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
 import { parse as parseYaml } from 'yaml';
-import type { Clock } from '../../sync/clock.js';
-import type { Logger } from '../../sync/logger.js';
+import type { Clock } from '../../util/clock.js';
+import type { Logger } from '../../util/logger.js';
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, SERVER_VERSION } from './discovery.js';
 import { isObject, num, str, type JsonObject } from './json.js';
 import { patchTypeOf } from './patch.js';

@@ -3,7 +3,7 @@
 // generation, graceful Pod deletion, finalizers, owner-reference garbage collection, namespace lifecycle). Each
 // verb returns a Result: a bad request is a value, never an exception.
 import { randomUUID } from 'node:crypto';
-import type { Clock } from '../../sync/clock.js';
+import type { Clock } from '../../util/clock.js';
 import { arr, child, cloneJson, isObject, jsonEqual, num, str, type JsonObject } from './json.js';
 import { applyPatch, type PatchType } from './patch.js';
 import { apiVersionOf, resourceByKind, RESOURCES, type ResourceType } from './resources.js';

@@ -1,6 +1,6 @@
-// Typed subsets of the kinds the lab serves beyond src/kube/objects.ts (which has Service, EndpointSlice, Node).
+// Typed subsets of the kinds the lab serves beyond src/api/objects.ts (which has Service, EndpointSlice, Node).
 // Like those, these describe shapes we expect; the server validates before storing, controllers still check.
-import type { ObjectMeta, TypeMeta } from '../../kube/objects.js';
+import type { ObjectMeta, TypeMeta } from '../../api/objects.js';
 
 export interface ContainerPort {
   readonly name?: string;

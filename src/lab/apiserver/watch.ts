@@ -2,7 +2,7 @@
 // none is given), then follows the store live. Delivery is synchronous from the store's commit, so a stream never
 // skips or reorders events; a client that stops reading is cut off once its buffer passes a bound, and re-watches
 // from the last version it saw.
-import type { Clock, TimerHandle } from '../../sync/clock.js';
+import type { Clock, TimerHandle } from '../../util/clock.js';
 import type { JsonObject } from './json.js';
 import { apiVersionOf, type ResourceType } from './resources.js';
 import {

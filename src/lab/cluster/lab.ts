@@ -5,7 +5,7 @@
 import { mkdirSync, renameSync, writeFileSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { hostCommandRunner, type CommandRunner } from '../../netfilter/command.js';
-import { SILENT_LOGGER, type Logger } from '../../sync/logger.js';
+import { SILENT_LOGGER, type Logger } from '../../util/logger.js';
 import { defaultNodes, startApiServer, type ApiServer } from '../apiserver/index.js';
 import { child, str } from '../apiserver/json.js';
 import { kubeconfigYaml } from '../apiserver/kubeconfig.js';

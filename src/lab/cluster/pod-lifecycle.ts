@@ -3,7 +3,7 @@
 // server listens; stop() lets the Pod stay terminating for its grace period (its server keeps answering, as a
 // draining container would), then kills the server and removes the namespace.
 import type { CommandRunner } from '../../netfilter/command.js';
-import type { Logger } from '../../sync/logger.js';
+import type { Logger } from '../../util/logger.js';
 import type { Pod } from '../apiserver/types.js';
 import type { PodLifecycle } from '../controllers/pod-lifecycle.js';
 import { startPodServerIn, type PodServerHandle } from '../netns/pod-process.js';

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { CommandResult, CommandRunner } from '../../netfilter/command.js';
 import { checkNamespaceName } from '../netns/index.js';
-import { AGENT_NODE_FLAGS } from '../../cli/node-flags.js';
+import { AGENT_NODE_FLAGS } from '../../util/node-flags.js';
 
 // $KPTS_PIDFILE and $KPTS_LOG come from the environment, so no path is ever spliced into shell text.
 const LAUNCH = 'echo $$ > "$KPTS_PIDFILE"; exec "$@" >>"$KPTS_LOG" 2>&1 </dev/null';

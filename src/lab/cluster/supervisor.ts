@@ -2,7 +2,7 @@
 // again, after a back-off that grows while it keeps exiting quickly (CrashLoopBackOff, capped at 10 s here
 // rather than upstream's 5 minutes, so the lab recovers while someone watches).
 import type { CommandRunner } from '../../netfilter/command.js';
-import type { Logger } from '../../sync/logger.js';
+import type { Logger } from '../../util/logger.js';
 import { launchInNamespace, readPidFile } from './processes.js';
 
 export interface SupervisedSpec {

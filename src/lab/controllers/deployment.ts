@@ -3,8 +3,8 @@
 // round-robin across Nodes. A template change rolls forward: new Pods are created, and old ones are removed as
 // the new ones become ready. Scaling down removes not-ready Pods first, then the newest.
 import { createHash } from 'node:crypto';
-import type { Clock } from '../../sync/clock.js';
-import type { Logger } from '../../sync/logger.js';
+import type { Clock } from '../../util/clock.js';
+import type { Logger } from '../../util/logger.js';
 import { arr, child, cloneJson, jsonEqual, num, str, type JsonObject } from '../apiserver/json.js';
 import { rfc3339, type Registry } from '../apiserver/registry.js';
 import { resourceByKind } from '../apiserver/resources.js';

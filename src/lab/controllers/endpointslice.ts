@@ -2,14 +2,14 @@
 // or more slices (at most maxEndpointsPerSlice each, grouped by their resolved ports). Reconciling keeps
 // endpoints in the slice they are already in and writes only slices whose content changed, so an unchanged
 // Service never churns its slices; every written slice carries the time of the newest change that caused it.
-import type { Clock } from '../../sync/clock.js';
-import type { Logger } from '../../sync/logger.js';
+import type { Clock } from '../../util/clock.js';
+import type { Logger } from '../../util/logger.js';
 import {
   ANNOTATION_LAST_CHANGE_TRIGGER_TIME,
   LABEL_HEADLESS,
   LABEL_SERVICE_NAME,
   LABEL_TOPOLOGY_ZONE,
-} from '../../kube/objects.js';
+} from '../../api/objects.js';
 import { arr, child, isObject, jsonEqual, num, str, stringMap, type JsonObject } from '../apiserver/json.js';
 import type { Registry } from '../apiserver/registry.js';
 import { resourceByKind } from '../apiserver/resources.js';

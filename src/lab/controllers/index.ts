@@ -1,6 +1,6 @@
 // The lab's controllers, started together against one registry.
-import type { Clock } from '../../sync/clock.js';
-import type { Logger } from '../../sync/logger.js';
+import type { Clock } from '../../util/clock.js';
+import type { Logger } from '../../util/logger.js';
 import type { Registry } from '../apiserver/registry.js';
 import { DeploymentController } from './deployment.js';
 import { EndpointSliceController } from './endpointslice.js';

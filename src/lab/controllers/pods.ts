@@ -1,8 +1,8 @@
 // The scheduler and kubelet of the lab, in one small controller: Pods without a node get one (round-robin),
 // Pods on a node get an address from the node's podCIDR and are started through the PodLifecycle plug; deleted
 // Pods are stopped and removed when the plug says they are gone or their grace period ends.
-import type { Clock, TimerHandle } from '../../sync/clock.js';
-import type { Logger } from '../../sync/logger.js';
+import type { Clock, TimerHandle } from '../../util/clock.js';
+import type { Logger } from '../../util/logger.js';
 import { arr, child, cloneJson, str, type JsonObject } from '../apiserver/json.js';
 import { bigIntToIp, cidrContains, cidrSize, parseCidr } from '../apiserver/ipnet.js';
 import { rfc3339, type Registry } from '../apiserver/registry.js';

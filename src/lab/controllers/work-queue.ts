@@ -1,7 +1,7 @@
 // A deduplicating work queue. Store subscribers only enqueue keys (never write from inside a commit, which would
 // reorder events for the other subscribers); the queue drains on a later turn of the event loop, one key at a
 // time, so a burst of events for one object costs one reconcile.
-import type { Logger } from '../../sync/logger.js';
+import type { Logger } from '../../util/logger.js';
 
 export class WorkQueue {
   private readonly pending = new Set<string>();

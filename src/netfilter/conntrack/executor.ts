@@ -8,19 +8,23 @@ import { join } from 'node:path';
 import type { Endpoint } from '../../model/endpoint.js';
 import type { IPFamily } from '../../model/ip.js';
 import type { ServicePort } from '../../model/service-port.js';
-import type { Clock } from '../../sync/clock.js';
-import type { Logger } from '../../sync/logger.js';
-import type { ProxyMetrics } from '../../sync/metrics.js';
+import type { Clock } from '../../util/clock.js';
+import type { Logger } from '../../util/logger.js';
 import type { CommandRunner } from '../command.js';
 import { parseConntrackListing } from './flow.js';
 import { deletionArgs, planStaleFlowDeletions } from './reconcile.js';
 import type { ConntrackDeletion } from './reconcile.js';
 
+/** What a reconcile pass reports (kubeproxy_conntrack_reconciler_*); the proxier's metrics implement it. */
+export interface ConntrackMetrics {
+  conntrackReconcile(family: IPFamily, seconds: number, deletedEntries: number): void;
+}
+
 export interface ConntrackReconcilerOptions {
   readonly runner: CommandRunner;
   readonly clock: Clock;
   readonly logger: Logger;
-  readonly metrics?: Pick<ProxyMetrics, 'conntrackReconcile'>;
+  readonly metrics?: ConntrackMetrics;
   /** Per conntrack invocation; default 30 s. */
   readonly timeoutMs?: number;
   /** The tool's path; default "conntrack". */

@@ -5,7 +5,7 @@
 // These are host-wide (the root network namespace's nf_conntrack_max is global): tests point `root` at a temp dir.
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Logger } from '../../sync/logger.js';
+import type { Logger } from '../../util/logger.js';
 
 export interface ConntrackSysctlConfig {
   /** conntrack.maxPerCore (default 32768); 0 leaves nf_conntrack_max alone. */

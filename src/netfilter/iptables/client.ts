@@ -9,7 +9,7 @@
 // restore is not attempted: it would only wait the same time again and fail the same way. iptables-nft takes no
 // lock, so nothing is measured there (wait 0).
 import type { IPFamily } from '../../model/ip.js';
-import type { Clock } from '../../sync/clock.js';
+import type { Clock } from '../../util/clock.js';
 import type { CommandResult, CommandRunner } from '../command.js';
 import type { IptablesTableName } from './types.js';
 import type { IptablesBackendKind, IptablesBinaries, IptablesVariant, IptablesVersion } from './variant.js';

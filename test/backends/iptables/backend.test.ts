@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import { IptablesBackend } from '../../../src/backends/iptables/backend.js';
 import { cleanupIptables } from '../../../src/backends/iptables/cleanup.js';
 import { renderIptablesRestore } from '../../../src/backends/iptables/render.js';
-import type { EndpointSlice, Service } from '../../../src/kube/objects.js';
+import type { EndpointSlice, Service } from '../../../src/api/objects.js';
 import { FakeIptables } from '../../../src/netfilter/iptables/fake.js';
 import { serializeRestore } from '../../../src/netfilter/iptables/serialize.js';
 import type { NodeNetworkConfig } from '../../../src/sync/backend.js';

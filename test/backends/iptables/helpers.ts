@@ -1,11 +1,11 @@
 // Shared by the iptables backend tests: upstream's vectors, their node config, a manual clock and upstream's
 // canonical ordering of iptables-restore text (the model pipeline is test/helpers/model-cluster.ts).
 import { readFileSync } from 'node:fs';
-import type { EndpointSlice, Service } from '../../../src/kube/objects.js';
+import type { EndpointSlice, Service } from '../../../src/api/objects.js';
 import type { IptablesExtras } from '../../../src/backends/iptables/render.js';
 import { tokenizeLine } from '../../../src/netfilter/iptables/parse.js';
 import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
-import type { Clock, TimerHandle } from '../../../src/sync/clock.js';
+import type { Clock, TimerHandle } from '../../../src/util/clock.js';
 import { nodeNetworkConfig } from '../../../src/sync/node-network.js';
 
 import { VECTORS_DIR } from '../../helpers/vectors.js';

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { EndpointSlice, Service } from '../../../src/kube/objects.js';
+import type { EndpointSlice, Service } from '../../../src/api/objects.js';
 import { NftablesBackend, renderFullSyncTransaction } from '../../../src/backends/nftables/backend.js';
 import { hashAndTruncate } from '../../../src/backends/nftables/naming.js';
 import { NftError } from '../../../src/netfilter/nft/errors.js';
 import { FakeNft } from '../../../src/netfilter/nft/fake.js';
 import type { CommandRunner } from '../../../src/netfilter/command.js';
-import { FakeClock } from '../../../src/sync/clock.js';
+import { FakeClock } from '../../../src/util/clock.js';
 import { NO_PROXY_METRICS } from '../../../src/sync/metrics.js';
 import type { ProxyMetrics } from '../../../src/sync/metrics.js';
 import { loadVector, nodeConfigFromVector } from './helpers.js';

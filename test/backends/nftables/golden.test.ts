@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import { NftablesBackend } from '../../../src/backends/nftables/backend.js';
 import { FakeNft } from '../../../src/netfilter/nft/fake.js';
 import type { CommandRunner } from '../../../src/netfilter/command.js';
-import { FakeClock } from '../../../src/sync/clock.js';
+import { FakeClock } from '../../../src/util/clock.js';
 import { loadVector, nodeConfigFromVector, normaliseNft } from './helpers.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
 import type { NftVector } from './helpers.js';

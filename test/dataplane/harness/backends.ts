@@ -2,8 +2,9 @@
 // scenario fails. The table is typed Record<ProxyMode, …>, so a new mode does not compile until it has an entry;
 // a mode whose backend is not written yet has `create: null` and its scenarios skip, saying so.
 import type { CommandRunner } from '../../../src/netfilter/command.js';
-import type { NodeNetworkConfig, ProxyBackend, ProxyMode } from '../../../src/sync/backend.js';
-import type { Clock } from '../../../src/sync/clock.js';
+import type { ProxyMode } from '../../../src/config/proxy-mode.js';
+import type { NodeNetworkConfig, ProxyBackend } from '../../../src/sync/backend.js';
+import type { Clock } from '../../../src/util/clock.js';
 import { NftablesBackend } from '../../../src/backends/nftables/backend.js';
 import { IptablesBackend } from '../../../src/backends/iptables/backend.js';
 import { DEFAULT_IPTABLES_EXTRAS } from '../../../src/backends/iptables/render.js';

@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { EndpointSlice, Service } from '../../../src/kube/objects.js';
+import type { EndpointSlice, Service } from '../../../src/api/objects.js';
 import type { EndpointsMap } from '../../../src/model/endpoint-slice-cache.js';
 import { EndpointsChangeTracker } from '../../../src/model/endpoints-change-tracker.js';
 import type { IPFamily } from '../../../src/model/ip.js';
@@ -13,8 +13,9 @@ import type { ServicePortMap, SkippedObject } from '../../../src/model/service-c
 import { ServiceChangeTracker } from '../../../src/model/service-change-tracker.js';
 import type { CommandRunner } from '../../../src/netfilter/command.js';
 import { hostCommandRunner } from '../../../src/netfilter/command.js';
-import type { BackendSyncResult, ProxyBackend, ProxyMode } from '../../../src/sync/backend.js';
-import { FakeClock } from '../../../src/sync/clock.js';
+import type { ProxyMode } from '../../../src/config/proxy-mode.js';
+import type { BackendSyncResult, ProxyBackend } from '../../../src/sync/backend.js';
+import { FakeClock } from '../../../src/util/clock.js';
 import { nodeNetworkConfig } from '../../../src/sync/node-network.js';
 import { inNamespace } from '../../../src/lab/netns/exec.js';
 import { listAddresses } from '../../../src/lab/netns/link.js';

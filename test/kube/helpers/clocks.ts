@@ -1,6 +1,6 @@
 // Clocks for the kube tests: the reflector talks to a real HTTP server, so its timers are real (with short limits);
 // the pure pieces (token bucket, backoff, waitForNode) run on a manual clock.
-import type { Clock, TimerHandle } from '../../../src/sync/clock.js';
+import type { Clock, TimerHandle } from '../../../src/util/clock.js';
 
 export function realClock(): Clock {
   const timers = new Map<number, ReturnType<typeof setTimeout>>();

@@ -2,7 +2,7 @@
 // store or other watchers; a version older than the history gets an ERROR 410 event; bookmarks come on the clock.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from '../../../src/sync/clock.js';
+import { FakeClock } from '../../../src/util/clock.js';
 import { ObjectStore } from '../../../src/lab/apiserver/store.js';
 import { resourceByKind } from '../../../src/lab/apiserver/resources.js';
 import { startWatch, type WatchSink } from '../../../src/lab/apiserver/watch.js';

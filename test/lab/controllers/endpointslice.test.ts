@@ -3,11 +3,11 @@
 // and no writes for an unchanged Service.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from '../../../src/sync/clock.js';
+import { FakeClock } from '../../../src/util/clock.js';
 import { startApiServer, type ApiServer } from '../../../src/lab/apiserver/index.js';
 import { resourceByKind } from '../../../src/lab/apiserver/resources.js';
 import { lingeringPodLifecycle } from '../../../src/lab/controllers/pod-lifecycle.js';
-import type { EndpointSlice } from '../../../src/kube/objects.js';
+import type { EndpointSlice } from '../../../src/api/objects.js';
 
 const SVC = resourceByKind('Service');
 const DEPLOY = resourceByKind('Deployment');

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ConntrackSink } from '../../../src/sync/proxier.js';
 import { ConntrackReconciler } from '../../../src/netfilter/conntrack/executor.js';
-import { SILENT_LOGGER } from '../../../src/sync/logger.js';
+import { SILENT_LOGGER } from '../../../src/util/logger.js';
 import { ManualClock } from '../../server/manual-clock.js';
 
 test('ConntrackReconciler is a ConntrackSink and keeps the last pass', async () => {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import type { CommandOptions, CommandResult, CommandRunner } from '../../../src/netfilter/command.js';
 import { reconcileConntrack } from '../../../src/netfilter/conntrack/executor.js';
-import { recordingLogger } from '../../../src/sync/logger.js';
+import { recordingLogger } from '../../../src/util/logger.js';
 import { ManualClock } from '../../server/manual-clock.js';
 import { endpoint, servicePort } from './fixtures.js';
 

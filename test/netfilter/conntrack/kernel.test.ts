@@ -8,7 +8,7 @@ import { parseConntrackListing } from '../../../src/netfilter/conntrack/flow.js'
 import { reconcileConntrack } from '../../../src/netfilter/conntrack/executor.js';
 import type { Endpoint } from '../../../src/model/endpoint.js';
 import type { ServicePort } from '../../../src/model/service-port.js';
-import { recordingLogger } from '../../../src/sync/logger.js';
+import { recordingLogger } from '../../../src/util/logger.js';
 import { kernelOptions, runPrefix } from '../../helpers/kernel.js';
 import { ManualClock } from '../../server/manual-clock.js';
 import { endpoint, servicePort } from './fixtures.js';

@@ -9,7 +9,7 @@ import {
   applyConntrackSysctls,
   desiredConntrackMax,
 } from '../../../src/netfilter/conntrack/sysctls.js';
-import { SILENT_LOGGER } from '../../../src/sync/logger.js';
+import { SILENT_LOGGER } from '../../../src/util/logger.js';
 
 async function fakeRoot(values: Partial<Record<keyof typeof P, number>>): Promise<string> {
   const root = await mkdtemp(join(tmpdir(), 'kpts-sysctl-'));

@@ -9,7 +9,7 @@ import { NftCommandExecutor } from '../../../src/netfilter/nft/executor.js';
 import { FakeNft } from '../../../src/netfilter/nft/fake.js';
 import { parseOperations } from '../../../src/netfilter/nft/parse.js';
 import { NftTransaction } from '../../../src/netfilter/nft/transaction.js';
-import { FakeClock } from '../../../src/sync/clock.js';
+import { FakeClock } from '../../../src/util/clock.js';
 import { kernelOptions, runPrefix } from '../../helpers/kernel.js';
 import { loadVector, nodeConfigFromVector } from '../../backends/nftables/helpers.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
