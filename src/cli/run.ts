@@ -358,6 +358,7 @@ class Agent {
           clock,
           metrics,
           logger: flog,
+          featureGates: config.gates,
           iptables: {
             variant: 'auto',
             localhostNodePorts: config.iptables.localhostNodePorts,

@@ -3,7 +3,9 @@
 // rules are cached per service port, so an unchanged service costs neither rendering nor restore lines. Stale
 // per-service chains are found with iptables-save and deleted in the same restore.
 import type { Endpoint } from '../../model/endpoint.js';
+import type { FeatureGates } from '../../model/feature-gates.js';
 import type { IPFamily } from '../../model/ip.js';
+import { policyNode, servicePortPolicy } from '../../model/port-policy.js';
 import type { ServicePort } from '../../model/service-port.js';
 import type { CommandRunner } from '../../netfilter/command.js';
 import { IptablesClient, IptablesError } from '../../netfilter/iptables/client.js';
@@ -57,6 +59,7 @@ export interface IptablesBackendOptions {
   readonly iptables: IptablesModeOptions;
   readonly metrics?: ProxyMetrics;
   readonly logger?: Logger;
+  readonly featureGates?: FeatureGates;
 }
 
 /** Tables that hold the canary (upstream Monitor): mangle is the one polled first. */
@@ -139,6 +142,7 @@ export class IptablesBackend implements ProxyBackend {
   private readonly metrics: ProxyMetrics;
   private readonly logger: Logger;
   private readonly syncPeriodMs: number;
+  private readonly featureGates: FeatureGates | undefined;
   private readonly cache = new Map<string, CacheEntry>();
   /** The cached entries in sync order. */
   private order: CacheEntry[] = [];
@@ -161,6 +165,7 @@ export class IptablesBackend implements ProxyBackend {
     this.metrics = options.metrics ?? NO_PROXY_METRICS;
     this.logger = (options.logger ?? SILENT_LOGGER).child({ ipFamily: this.family, proxyMode: 'iptables' });
     this.syncPeriodMs = options.iptables.syncPeriodMs ?? 30_000;
+    this.featureGates = options.featureGates;
     this.client = new IptablesClient({
       family: this.family,
       commands: options.commands,
@@ -346,12 +351,8 @@ export class IptablesBackend implements ProxyBackend {
       this.cacheTopology = topologyKey;
     }
     this.large = totalEndpoints(snapshot) > LARGE_CLUSTER_ENDPOINTS_THRESHOLD;
-    const ctx: RenderContext = {
-      node: this.node,
-      extras: this.extras,
-      topology: snapshot.topology,
-      largeClusterMode: this.large,
-    };
+    const ctx: RenderContext = { node: this.node, extras: this.extras, largeClusterMode: this.large };
+    const forNode = policyNode(snapshot.topology, this.node.nodeIPs[0], this.featureGates);
 
     const renderedEntries: CacheEntry[] = [];
     const addedEntries: CacheEntry[] = [];
@@ -368,7 +369,7 @@ export class IptablesBackend implements ProxyBackend {
         entry.endpoints !== endpoints ||
         (full && entry.largeClusterMode !== this.large)
       ) {
-        const text = servicePortText(renderServicePort(sp, endpoints, ctx));
+        const text = servicePortText(renderServicePort(servicePortPolicy(sp, endpoints, forNode), ctx));
         if (entry === undefined || entry.name !== sp.nameString) {
           if (entry !== undefined) this.order = this.order.filter((e) => e !== entry);
           entry = {

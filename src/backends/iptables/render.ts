@@ -2,13 +2,12 @@
 // port at a time (renderServicePort, cached by the backend between syncs), the fixed top-level rules, and the
 // assembly into one iptables-restore input. No I/O; every function is a function of its arguments.
 import type { Endpoint } from '../../model/endpoint.js';
-import { cidrContains } from '../../model/ip.js';
+import type { FeatureGates } from '../../model/feature-gates.js';
 import type { LocalTrafficDetector } from '../../model/local-detector.js';
 import { nodePortIPs } from '../../model/nodeport-addresses.js';
+import type { NoEndpointsVerdict, ServicePortPolicy } from '../../model/port-policy.js';
+import { policyNode, servicePortPolicy } from '../../model/port-policy.js';
 import type { ServicePort } from '../../model/service-port.js';
-import { externallyAccessible, usesClusterEndpoints, usesLocalEndpoints } from '../../model/service-port.js';
-import { categorizeEndpoints } from '../../model/topology.js';
-import type { NodeTopology } from '../../model/topology.js';
 import type { IptablesRule, RestoreInput } from '../../netfilter/iptables/types.js';
 import { commentMatch } from '../../netfilter/iptables/types.js';
 import type { NodeNetworkConfig, ProxySnapshot } from '../../sync/backend.js';
@@ -64,7 +63,6 @@ const NODEPORTS_LAST_COMMENT = 'kubernetes service nodeports; NOTE: this must be
 export interface RenderContext {
   readonly node: NodeNetworkConfig;
   readonly extras: IptablesExtras;
-  readonly topology: NodeTopology;
   readonly largeClusterMode: boolean;
 }
 
@@ -106,18 +104,15 @@ export function localhostNodePortsActive(node: NodeNetworkConfig, extras: Iptabl
   return node.family === 'IPv4' && extras.localhostNodePorts && node.nodePortAddresses.containsIPv4Loopback;
 }
 
-/** Rules for one service port and its endpoints. */
-export function renderServicePort(
-  sp: ServicePort,
-  endpoints: readonly Endpoint[],
-  ctx: RenderContext,
-): ServicePortRules {
+/** Rules for one service port, from its policy (src/model/port-policy.ts), which decided all but the rules. */
+export function renderServicePort(policy: ServicePortPolicy, ctx: RenderContext): ServicePortRules {
   const { node, extras } = ctx;
+  const sp = policy.servicePort;
+  const { internal, external, hasEndpoints } = policy;
   const name = sp.nameString;
   const proto = sp.protocol.toLowerCase();
   const port = String(sp.port);
   const names = servicePortChainNames(name, sp.protocol);
-  const cat = categorizeEndpoints(endpoints, sp, ctx.topology);
   // Each endpoint's chain name is needed by the selection rules and by the endpoint chain: hash it once.
   const epChainNames = new Map<string, string>();
   const epChain = (ep: Endpoint): string => {
@@ -128,41 +123,25 @@ export function renderServicePort(
     }
     return c;
   };
-  const clusterEndpoints = cat.clusterEndpoints ?? [];
-  const localEndpoints = cat.localEndpoints ?? [];
-  const hasEndpoints = cat.hasAnyEndpoints;
-  const hasInternalEndpoints = sp.internalPolicyLocal ? localEndpoints.length > 0 : hasEndpoints;
-  const hasExternalEndpoints = sp.externalPolicyLocal ? localEndpoints.length > 0 : hasEndpoints;
-
-  const usesClusterPolicyChain = clusterEndpoints.length > 0 && usesClusterEndpoints(sp);
-  const usesLocalPolicyChain = localEndpoints.length > 0 && usesLocalEndpoints(sp);
   const clusterPolicyChain = names.clusterPolicy;
   const internalTrafficChain = sp.internalPolicyLocal ? names.localPolicy : names.clusterPolicy;
   const externalPolicyChain = sp.externalPolicyLocal ? names.localPolicy : names.clusterPolicy;
   const externalTrafficChain = names.external;
-  const usesExternalTrafficChain = hasEndpoints && externallyAccessible(sp);
-  const usesFWChain =
-    hasEndpoints && sp.loadBalancerVIPs.length > 0 && sp.loadBalancerSourceRanges.length > 0;
-  const loadBalancerTrafficChain = usesFWChain ? names.firewall : externalTrafficChain;
+  // The firewall chain ends in the external chain, which exists only while the Service has endpoints.
+  const firewall = hasEndpoints ? policy.firewall : undefined;
+  const loadBalancerTrafficChain = firewall !== undefined ? names.firewall : externalTrafficChain;
 
-  // Filter verdicts for frontends whose policy leaves no endpoint: REJECT when the service has none at all, DROP
-  // when endpoints exist but none is local for a Local policy.
-  let internalFilter: { target: string; comment: string } | undefined;
-  let externalFilter: { target: string; comment: string } | undefined;
-  let noLocalInternal = false;
-  let noLocalExternal = false;
-  if (!hasEndpoints) {
-    internalFilter = externalFilter = { target: 'REJECT', comment: `${name} has no endpoints` };
-  } else {
-    if (!hasInternalEndpoints) {
-      internalFilter = { target: 'DROP', comment: `${name} has no local endpoints` };
-      noLocalInternal = true;
-    }
-    if (!hasExternalEndpoints) {
-      externalFilter = { target: 'DROP', comment: `${name} has no local endpoints` };
-      noLocalExternal = true;
-    }
-  }
+  // Filter verdicts for frontends whose policy leaves no endpoint.
+  const filterVerdict = (
+    v: NoEndpointsVerdict | undefined,
+  ): { target: string; comment: string } | undefined =>
+    v === undefined
+      ? undefined
+      : v === 'reject'
+        ? { target: 'REJECT', comment: `${name} has no endpoints` }
+        : { target: 'DROP', comment: `${name} has no local endpoints` };
+  const internalFilter = filterVerdict(internal.noEndpoints);
+  const externalFilter = filterVerdict(external.noEndpoints);
 
   const filterRules: IptablesRule[] = [];
   const natTopRules: IptablesRule[] = [];
@@ -180,7 +159,7 @@ export function renderServicePort(
   ];
 
   // ClusterIP.
-  if (hasInternalEndpoints) {
+  if (internal.noEndpoints === undefined) {
     natTopRules.push({
       chain: KUBE_SERVICES,
       args: [...frontendMatch(`${name} cluster IP`, sp.clusterIP), '-j', internalTrafficChain],
@@ -216,7 +195,7 @@ export function renderServicePort(
         args: [...frontendMatch(`${name} loadbalancer IP`, ip), '-j', loadBalancerTrafficChain],
       });
     }
-    if (usesFWChain) {
+    if (firewall !== undefined) {
       filterRules.push({
         chain: KUBE_PROXY_FIREWALL,
         args: [...frontendMatch(`${name} traffic not accepted by ${names.firewall}`, ip), '-j', 'DROP'],
@@ -299,7 +278,7 @@ export function renderServicePort(
   }
 
   // From here on: the port's own chains.
-  if (hasInternalEndpoints) {
+  if (internal.noEndpoints === undefined) {
     const clusterIPMatch = frontendMatch(`${name} cluster IP`, sp.clusterIP);
     if (node.masqueradeAll) {
       chainRules.push({ chain: internalTrafficChain, args: [...clusterIPMatch, '-j', KUBE_MARK_MASQ] });
@@ -312,7 +291,7 @@ export function renderServicePort(
     }
   }
 
-  if (usesExternalTrafficChain) {
+  if (external.viaExternalChain) {
     chains.push(externalTrafficChain);
     if (!sp.externalPolicyLocal) {
       // Cluster policy may send the packet to another node: masquerade so the reply returns through us.
@@ -357,31 +336,18 @@ export function renderServicePort(
         ],
       });
     }
-    if (hasExternalEndpoints)
+    if (external.noEndpoints === undefined)
       chainRules.push({ chain: externalTrafficChain, args: ['-j', externalPolicyChain] });
   }
 
-  if (usesFWChain) {
+  if (firewall !== undefined) {
     chains.push(names.firewall);
     const lbComment = commentMatch(`${name} loadbalancer IP`);
-    let allowFromNode = false;
-    const primaryNodeIP = node.nodeIPs[0];
-    for (const cidr of sp.loadBalancerSourceRanges) {
+    for (const source of [...firewall.sourceRanges, ...firewall.allowedVIPs]) {
       chainRules.push({
         chain: names.firewall,
-        args: [...lbComment, '-s', cidr, '-j', externalTrafficChain],
+        args: [...lbComment, '-s', source, '-j', externalTrafficChain],
       });
-      if (primaryNodeIP !== undefined && cidrContains(cidr, primaryNodeIP)) allowFromNode = true;
-    }
-    // A VIP-style LB address is often local to the node, so node → LB traffic comes back with the LB IP as its
-    // source: let it through when the ranges admit the node itself.
-    if (allowFromNode) {
-      for (const ip of sp.loadBalancerVIPs) {
-        chainRules.push({
-          chain: names.firewall,
-          args: [...lbComment, '-s', ip, '-j', externalTrafficChain],
-        });
-      }
     }
     // Reaching the end means no DNAT happened: KUBE-PROXY-FIREWALL (filter) drops it.
     chainRules.push({
@@ -390,16 +356,16 @@ export function renderServicePort(
     });
   }
 
-  if (usesClusterPolicyChain) {
+  if (policy.usesClusterEndpoints) {
     chains.push(names.clusterPolicy);
-    writeEndpointSelection(chainRules, sp, names.clusterPolicy, clusterEndpoints, epChain, ctx);
+    writeEndpointSelection(chainRules, sp, names.clusterPolicy, policy.clusterEndpoints, epChain, ctx);
   }
-  if (usesLocalPolicyChain) {
+  if (policy.usesLocalEndpoints) {
     chains.push(names.localPolicy);
-    writeEndpointSelection(chainRules, sp, names.localPolicy, localEndpoints, epChain, ctx);
+    writeEndpointSelection(chainRules, sp, names.localPolicy, policy.localEndpoints, epChain, ctx);
   }
 
-  for (const ep of cat.allReachableEndpoints) {
+  for (const ep of policy.reachableEndpoints) {
     const chain = epChain(ep);
     chains.push(chain);
     const comment = ctx.largeClusterMode ? [] : commentMatch(name);
@@ -417,8 +383,8 @@ export function renderServicePort(
     natTopRules,
     chains,
     chainRules,
-    noLocalEndpointsInternal: noLocalInternal,
-    noLocalEndpointsExternal: noLocalExternal,
+    noLocalEndpointsInternal: policy.noLocalEndpointsInternal,
+    noLocalEndpointsExternal: policy.noLocalEndpointsExternal,
   };
 }
 
@@ -645,15 +611,16 @@ export function renderIptablesRestore(
   snapshot: ProxySnapshot,
   node: NodeNetworkConfig,
   extras: IptablesExtras = DEFAULT_IPTABLES_EXTRAS,
+  featureGates?: FeatureGates,
 ): RestoreInput {
   const ctx: RenderContext = {
     node,
     extras,
-    topology: snapshot.topology,
     largeClusterMode: totalEndpoints(snapshot) > LARGE_CLUSTER_ENDPOINTS_THRESHOLD,
   };
+  const forNode = policyNode(snapshot.topology, node.nodeIPs[0], featureGates);
   const all = orderedServicePorts(snapshot).map((sp) =>
-    renderServicePort(sp, snapshot.endpointsMap.get(sp.key) ?? [], ctx),
+    renderServicePort(servicePortPolicy(sp, snapshot.endpointsMap.get(sp.key) ?? [], forNode), ctx),
   );
   return assembleRestore({ top: renderTopLevel(node, extras), all, written: all, staleChains: [] });
 }

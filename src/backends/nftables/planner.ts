@@ -20,6 +20,7 @@ import {
 } from './naming.js';
 import type { RenderedServicePort } from './service-port.js';
 import { renderServicePort } from './service-port.js';
+import { policyNode, servicePortPolicy } from '../../model/port-policy.js';
 import { renderSetup } from './setup.js';
 
 /** The shared sets and maps whose elements are diffed against the kernel. */
@@ -137,11 +138,9 @@ export class SyncPlanner {
   ): RenderedServicePort | undefined {
     const sp = snapshot.serviceMap.get(key);
     if (!sp) return undefined;
-    const r = renderServicePort(sp, snapshot.endpointsMap.get(key) ?? [], {
-      node: this.#node,
-      topology: snapshot.topology,
-      ...(this.#featureGates ? { featureGates: this.#featureGates } : {}),
-    });
+    const node = policyNode(snapshot.topology, this.#node.nodeIPs[0], this.#featureGates);
+    const policy = servicePortPolicy(sp, snapshot.endpointsMap.get(key) ?? [], node);
+    const r = renderServicePort(policy, { node: this.#node });
     if (r.ok) {
       this.#skipped.delete(key);
       return r.value;

@@ -3,12 +3,7 @@
 import type { NftChain, NftElement, NftOperation, NftRule, NftSet } from '../../netfilter/nft/objects.js';
 import { validateOperation } from '../../netfilter/nft/validate.js';
 import type { Endpoint } from '../../model/endpoint.js';
-import type { ServicePort } from '../../model/service-port.js';
-import { externallyAccessible, usesClusterEndpoints, usesLocalEndpoints } from '../../model/service-port.js';
-import type { NodeTopology } from '../../model/topology.js';
-import { categorizeEndpoints } from '../../model/topology.js';
-import type { FeatureGates } from '../../model/feature-gates.js';
-import { cidrContains } from '../../model/ip.js';
+import type { NoEndpointsVerdict, ServicePortPolicy } from '../../model/port-policy.js';
 import type { NodeNetworkConfig } from '../../sync/backend.js';
 import {
   AFFINITY_SET_PREFIX,
@@ -50,16 +45,13 @@ export type RenderResult =
 
 export interface RenderContext {
   readonly node: NodeNetworkConfig;
-  readonly topology: NodeTopology;
-  readonly featureGates?: FeatureGates;
 }
 
-export function renderServicePort(
-  sp: ServicePort,
-  endpoints: readonly Endpoint[],
-  ctx: RenderContext,
-): RenderResult {
+/** Renders one service port from its policy (src/model/port-policy.ts), which decided everything but the text. */
+export function renderServicePort(policy: ServicePortPolicy, ctx: RenderContext): RenderResult {
   const { node } = ctx;
+  const sp = policy.servicePort;
+  const { internal, external, firewall } = policy;
   const w = familyWords(node);
   const proto = sp.protocol.toLowerCase();
   const port = String(sp.port);
@@ -68,28 +60,8 @@ export function renderServicePort(
   const localChain = LOCAL_CHAIN_PREFIX + base;
   const externalChain = EXTERNAL_CHAIN_PREFIX + base;
   const firewallChain = FIREWALL_CHAIN_PREFIX + base;
-
-  const cat = categorizeEndpoints(endpoints, sp, ctx.topology, ctx.featureGates);
-  const clusterEndpoints = cat.clusterEndpoints ?? [];
-  const localEndpoints = cat.localEndpoints ?? [];
-  const hasEndpoints = cat.hasAnyEndpoints;
-
-  const usesClusterChain = clusterEndpoints.length > 0 && usesClusterEndpoints(sp);
-  const usesLocalChain = localEndpoints.length > 0 && usesLocalEndpoints(sp);
-  const internalChain = sp.internalPolicyLocal ? localChain : clusterChain;
-  const hasInternalEndpoints = hasEndpoints && !(sp.internalPolicyLocal && localEndpoints.length === 0);
-  const externalPolicyChain = sp.externalPolicyLocal ? localChain : clusterChain;
-  const hasExternalEndpoints = hasEndpoints && !(sp.externalPolicyLocal && localEndpoints.length === 0);
-  const usesExternalChain = hasEndpoints && externallyAccessible(sp);
-
-  let internalVerdict = 'drop';
-  let externalVerdict = 'drop';
-  if (!hasEndpoints) {
-    internalVerdict = `goto ${REJECT_CHAIN}`;
-    externalVerdict = `goto ${REJECT_CHAIN}`;
-  }
-  const noLocalInternal = hasEndpoints && !hasInternalEndpoints;
-  const noLocalExternal = hasEndpoints && !hasExternalEndpoints;
+  const policyChain = (local: boolean): string => (local ? localChain : clusterChain);
+  const verdict = (v: NoEndpointsVerdict): string => (v === 'reject' ? `goto ${REJECT_CHAIN}` : 'drop');
 
   const elements: NftElement[] = [];
   const el = (set: string, key: string[], value?: string, comment?: string): void =>
@@ -103,24 +75,28 @@ export function renderServicePort(
   const comment = sp.nameString;
 
   el(CLUSTER_IPS_SET, [sp.clusterIP]);
-  if (hasInternalEndpoints) el(SERVICE_IPS_MAP, [sp.clusterIP, proto, port], `goto ${internalChain}`);
-  else el(NO_ENDPOINT_SERVICES_MAP, [sp.clusterIP, proto, port], internalVerdict, comment);
+  if (internal.noEndpoints === undefined)
+    el(SERVICE_IPS_MAP, [sp.clusterIP, proto, port], `goto ${policyChain(sp.internalPolicyLocal)}`);
+  else el(NO_ENDPOINT_SERVICES_MAP, [sp.clusterIP, proto, port], verdict(internal.noEndpoints), comment);
 
+  // External frontends reach the external chain whenever the Service has endpoints (it short-circuits pod and
+  // node traffic before applying a Local policy); the no-endpoint maps take what the policy leaves without one.
+  const noExternal = external.noEndpoints;
   for (const ip of sp.externalIPs) {
-    if (hasEndpoints) el(SERVICE_IPS_MAP, [ip, proto, port], `goto ${externalChain}`);
-    if (!hasExternalEndpoints) el(NO_ENDPOINT_SERVICES_MAP, [ip, proto, port], externalVerdict, comment);
+    if (policy.hasEndpoints) el(SERVICE_IPS_MAP, [ip, proto, port], `goto ${externalChain}`);
+    if (noExternal !== undefined)
+      el(NO_ENDPOINT_SERVICES_MAP, [ip, proto, port], verdict(noExternal), comment);
   }
-
-  const usesFirewall = sp.loadBalancerVIPs.length > 0 && sp.loadBalancerSourceRanges.length > 0;
   for (const ip of sp.loadBalancerVIPs) {
-    if (hasEndpoints) el(SERVICE_IPS_MAP, [ip, proto, port], `goto ${externalChain}`);
-    if (usesFirewall) el(FIREWALL_IPS_MAP, [ip, proto, port], `goto ${firewallChain}`);
-    if (!hasExternalEndpoints) el(NO_ENDPOINT_SERVICES_MAP, [ip, proto, port], externalVerdict, comment);
+    if (policy.hasEndpoints) el(SERVICE_IPS_MAP, [ip, proto, port], `goto ${externalChain}`);
+    if (firewall !== undefined) el(FIREWALL_IPS_MAP, [ip, proto, port], `goto ${firewallChain}`);
+    if (noExternal !== undefined)
+      el(NO_ENDPOINT_SERVICES_MAP, [ip, proto, port], verdict(noExternal), comment);
   }
   if (sp.nodePort !== 0) {
-    if (hasEndpoints) el(SERVICE_NODEPORTS_MAP, [proto, String(sp.nodePort)], `goto ${externalChain}`);
-    if (!hasExternalEndpoints)
-      el(NO_ENDPOINT_NODEPORTS_MAP, [proto, String(sp.nodePort)], externalVerdict, comment);
+    if (policy.hasEndpoints) el(SERVICE_NODEPORTS_MAP, [proto, String(sp.nodePort)], `goto ${externalChain}`);
+    if (noExternal !== undefined)
+      el(NO_ENDPOINT_NODEPORTS_MAP, [proto, String(sp.nodePort)], verdict(noExternal), comment);
   }
 
   // Chains and rules.
@@ -136,9 +112,9 @@ export function renderServicePort(
       ...(ruleComment !== undefined ? { comment: ruleComment } : {}),
     });
 
-  if (usesClusterChain) chain(clusterChain);
-  if (usesLocalChain) chain(localChain);
-  if (usesExternalChain) {
+  if (policy.usesClusterEndpoints) chain(clusterChain);
+  if (policy.usesLocalEndpoints) chain(localChain);
+  if (external.viaExternalChain) {
     chain(externalChain);
     if (!sp.externalPolicyLocal) {
       rule(externalChain, markSet(node), 'masquerade');
@@ -149,16 +125,12 @@ export function renderServicePort(
       rule(externalChain, `fib saddr type local ${markSet(node)}`, 'masquerade local traffic');
       rule(externalChain, `fib saddr type local goto ${clusterChain}`, 'short-circuit local traffic');
     }
-    if (hasExternalEndpoints) rule(externalChain, `goto ${externalPolicyChain}`);
+    if (external.noEndpoints === undefined)
+      rule(externalChain, `goto ${policyChain(sp.externalPolicyLocal)}`);
   }
-  if (usesFirewall) {
+  if (firewall !== undefined) {
     chain(firewallChain);
-    const sources = [...sp.loadBalancerSourceRanges];
-    const nodeIP = node.nodeIPs[0];
-    if (nodeIP !== undefined && sp.loadBalancerSourceRanges.some((cidr) => cidrContains(cidr, nodeIP))) {
-      // A VIP that is also a local address makes node → LB traffic loop back with the VIP as its source.
-      sources.push(...sp.loadBalancerVIPs);
-    }
+    const sources = [...firewall.sourceRanges, ...firewall.allowedVIPs];
     rule(firewallChain, `${w.ip} saddr != { ${sources.join(' , ')} } drop`);
   }
 
@@ -177,10 +149,10 @@ export function renderServicePort(
       );
     }
   };
-  if (usesClusterChain) writeEndpointSelection(clusterChain, clusterEndpoints);
-  if (usesLocalChain) writeEndpointSelection(localChain, localEndpoints);
+  if (policy.usesClusterEndpoints) writeEndpointSelection(clusterChain, policy.clusterEndpoints);
+  if (policy.usesLocalEndpoints) writeEndpointSelection(localChain, policy.localEndpoints);
 
-  for (const ep of cat.allReachableEndpoints) {
+  for (const ep of policy.reachableEndpoints) {
     if (ep.isLocal) el(HAIRPIN_SET, [ep.ip, ep.ip, proto, String(ep.port)]);
     if (!sp.sessionAffinityClientIP) continue;
     const epChain = endpointChain(ep);
@@ -227,8 +199,8 @@ export function renderServicePort(
       chains: chainOrder.map((c) => c.name),
       affinitySets: affinitySets.map((s) => s.name),
       elements,
-      noLocalInternal,
-      noLocalExternal,
+      noLocalInternal: policy.noLocalEndpointsInternal,
+      noLocalExternal: policy.noLocalEndpointsExternal,
     },
   };
 }
