@@ -4,6 +4,7 @@
 import type { Endpoint } from '../../model/endpoint.js';
 import type { FeatureGates } from '../../model/feature-gates.js';
 import type { LocalTrafficDetector } from '../../model/local-detector.js';
+import { clusterIPMasquerade } from '../../model/local-detector.js';
 import { nodePortIPs } from '../../model/nodeport-addresses.js';
 import type { NoEndpointsVerdict, ServicePortPolicy } from '../../model/port-policy.js';
 import { policyNode, servicePortPolicy } from '../../model/port-policy.js';
@@ -280,9 +281,10 @@ export function renderServicePort(policy: ServicePortPolicy, ctx: RenderContext)
   // From here on: the port's own chains.
   if (internal.noEndpoints === undefined) {
     const clusterIPMatch = frontendMatch(`${name} cluster IP`, sp.clusterIP);
-    if (node.masqueradeAll) {
+    const masquerade = clusterIPMasquerade(node.masqueradeAll, node.localDetector);
+    if (masquerade === 'all') {
       chainRules.push({ chain: internalTrafficChain, args: [...clusterIPMatch, '-j', KUBE_MARK_MASQ] });
-    } else if (node.localDetector.mode !== 'None') {
+    } else if (masquerade === 'from-outside-cluster') {
       // Masquerade off-cluster traffic to the ClusterIP, so replies come back through this node.
       chainRules.push({
         chain: internalTrafficChain,

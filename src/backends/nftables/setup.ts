@@ -11,6 +11,7 @@ import type {
   NftSet,
   NftVerb,
 } from '../../netfilter/nft/objects.js';
+import { clusterIPMasquerade } from '../../model/local-detector.js';
 import type { NodeNetworkConfig } from '../../sync/backend.js';
 import {
   CLUSTER_IPS_CHECK_CHAIN,
@@ -206,21 +207,19 @@ export function renderSetup(node: NodeNetworkConfig, options: SetupOptions): Nft
 
   for (const j of JUMPS) rule(j.from, j.match ? `${j.match} jump ${j.to}` : `jump ${j.to}`);
 
-  if (node.masqueradeAll) {
+  const masquerade = clusterIPMasquerade(node.masqueradeAll, node.localDetector);
+  if (masquerade === 'all') {
     rule(
       SERVICES_CHAIN,
       `${w.ip} daddr @${CLUSTER_IPS_SET} ${markSet(node)}`,
       'masquerade all clusterIP traffic',
     );
-  } else {
-    const notLocal = localTrafficMatch(node, true);
-    if (notLocal !== undefined) {
-      rule(
-        SERVICES_CHAIN,
-        `${w.ip} daddr @${CLUSTER_IPS_SET} ${notLocal} ${markSet(node)}`,
-        'masquerade clusterIP traffic from outside cluster',
-      );
-    }
+  } else if (masquerade === 'from-outside-cluster') {
+    rule(
+      SERVICES_CHAIN,
+      `${w.ip} daddr @${CLUSTER_IPS_SET} ${localTrafficMatch(node, true) ?? ''} ${markSet(node)}`,
+      'masquerade clusterIP traffic from outside cluster',
+    );
   }
   rule(SERVICES_CHAIN, `${w.ip} daddr . meta l4proto . th dport vmap @${SERVICE_IPS_MAP}`);
   if (matchAll) {
