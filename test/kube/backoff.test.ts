@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DEFAULT_BACKOFF, exponentialBackoff } from '../../src/kube/backoff.js';
-import { ManualClock } from './helpers/clocks.js';
+import { FakeClock } from '../../src/util/clock.js';
 
 test('defaults are client-go reflector backoff: 800 ms doubling to 30 s, jitter 1, reset after 2 min', () => {
   assert.deepEqual(DEFAULT_BACKOFF, {
@@ -14,7 +14,7 @@ test('defaults are client-go reflector backoff: 800 ms doubling to 30 s, jitter 
 });
 
 test('doubles up to the cap without jitter', () => {
-  const clock = new ManualClock();
+  const clock = new FakeClock();
   const b = exponentialBackoff({ ...DEFAULT_BACKOFF, jitter: 0 }, clock, () => 0.5);
   const delays = Array.from({ length: 8 }, () => {
     const d = b.next();
@@ -25,7 +25,7 @@ test('doubles up to the cap without jitter', () => {
 });
 
 test('jitter stretches each delay by up to (1 + jitter), never past the cap', () => {
-  const clock = new ManualClock();
+  const clock = new FakeClock();
   const low = exponentialBackoff(DEFAULT_BACKOFF, clock, () => 0);
   const high = exponentialBackoff(DEFAULT_BACKOFF, clock, () => 0.999);
   assert.equal(low.next(), 800);
@@ -34,7 +34,7 @@ test('jitter stretches each delay by up to (1 + jitter), never past the cap', ()
 });
 
 test('resets to the initial delay after a healthy period longer than resetAfterMs', () => {
-  const clock = new ManualClock();
+  const clock = new FakeClock();
   const b = exponentialBackoff({ ...DEFAULT_BACKOFF, jitter: 0 }, clock);
   b.next();
   b.next();

@@ -10,7 +10,7 @@ import type { ClientConfig, ClientConfigResult } from '../../src/kube/client-con
 import { UNLIMITED } from '../../src/kube/rate-limiter.js';
 import { opensslAvailable, selfSigned } from './helpers/certs.js';
 import type { CertPair } from './helpers/certs.js';
-import { realClock } from './helpers/clocks.js';
+import { systemClock } from '../../src/util/clock.js';
 import { FakeApiServer } from './helpers/fake-apiserver.js';
 
 let dir = '';
@@ -46,7 +46,7 @@ function ok(result: ClientConfigResult): ClientConfig {
 
 /** One GET through our own HTTP client; returns the status. */
 async function get(config: ClientConfig): Promise<number> {
-  const client = createApiClient(config, { clock: realClock(), rateLimiter: UNLIMITED });
+  const client = createApiClient(config, { clock: systemClock, rateLimiter: UNLIMITED });
   const res = await client.get('/api/v1/nodes', { limit: '1' }, new AbortController().signal);
   await readBody(res, 1 << 20);
   return res.status;

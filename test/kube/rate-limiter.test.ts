@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { tokenBucket, UNLIMITED } from '../../src/kube/rate-limiter.js';
-import { ManualClock } from './helpers/clocks.js';
+import { FakeClock } from '../../src/util/clock.js';
 
 async function settled(): Promise<void> {
   for (let i = 0; i < 5; i++) await Promise.resolve();
 }
 
 test('burst requests pass at once; the rest at qps, in arrival order', async () => {
-  const clock = new ManualClock();
+  const clock = new FakeClock();
   const limiter = tokenBucket(5, 10, clock); // upstream's clientConnection defaults
   const granted: number[] = [];
   for (let i = 0; i < 13; i++) void limiter.acquire().then(() => granted.push(i));
@@ -26,7 +26,7 @@ test('burst requests pass at once; the rest at qps, in arrival order', async () 
 });
 
 test('tokens refill with time up to the burst', async () => {
-  const clock = new ManualClock();
+  const clock = new FakeClock();
   const limiter = tokenBucket(2, 3, clock);
   for (let i = 0; i < 3; i++) await limiter.acquire();
   clock.advance(10_000); // refills to 3, not 20
@@ -37,7 +37,7 @@ test('tokens refill with time up to the burst', async () => {
 });
 
 test('an aborted wait rejects and gives its place back', async () => {
-  const clock = new ManualClock();
+  const clock = new FakeClock();
   const limiter = tokenBucket(1, 1, clock);
   await limiter.acquire();
   const ac = new AbortController();
@@ -52,5 +52,5 @@ test('an aborted wait rejects and gives its place back', async () => {
 });
 
 test('qps ≤ 0 disables limiting', () => {
-  assert.equal(tokenBucket(0, 10, new ManualClock()), UNLIMITED);
+  assert.equal(tokenBucket(0, 10, new FakeClock()), UNLIMITED);
 });

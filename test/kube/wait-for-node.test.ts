@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import type { Node } from '../../src/api/objects.js';
 import { nodeIPs, waitForNode } from '../../src/kube/wait-for-node.js';
 import type { WaitForNodeResult } from '../../src/kube/wait-for-node.js';
-import { ManualClock } from './helpers/clocks.js';
+import { FakeClock } from '../../src/util/clock.js';
 
 const node = (addresses: { type: string; address: string }[], spec: Node['spec'] = {}): Node => ({
   metadata: { name: 'node-a', resourceVersion: '1' },
@@ -33,7 +33,7 @@ test('node IPs: InternalIP addresses first; ExternalIP only when there is no Int
 });
 
 test('waits, polling every pollMs, until the Node exists with node IPs', async () => {
-  const clock = new ManualClock();
+  const clock = new FakeClock();
   let current: Node | undefined;
   const asked: number[] = [];
   const done = waitForNode('node-a', {
@@ -66,7 +66,7 @@ test('waits, polling every pollMs, until the Node exists with node IPs', async (
 });
 
 test('gives up after timeoutMs with the reason; NodeCIDR mode also needs podCIDRs', async () => {
-  const clock = new ManualClock();
+  const clock = new FakeClock();
   const withoutCidr = node([{ type: 'InternalIP', address: '198.18.0.2' }]);
   const done = waitForNode('node-a', { clock, requirePodCIDRs: true, lookup: () => withoutCidr });
   let result: Awaited<typeof done> | undefined;
@@ -94,7 +94,7 @@ test('gives up after timeoutMs with the reason; NodeCIDR mode also needs podCIDR
 });
 
 test('an abort ends the wait', async () => {
-  const clock = new ManualClock();
+  const clock = new FakeClock();
   const ac = new AbortController();
   const done = waitForNode('node-a', { clock, lookup: () => undefined, signal: ac.signal });
   ac.abort();

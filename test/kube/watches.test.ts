@@ -4,7 +4,7 @@ import { summarizeHealth } from '../../src/kube/health.js';
 import type { EndpointSlice, Node, Service } from '../../src/api/objects.js';
 import { endpointSliceReflector, nodeReflector, serviceReflector } from '../../src/kube/watches.js';
 import { waitForNode } from '../../src/kube/wait-for-node.js';
-import { realClock } from './helpers/clocks.js';
+import { systemClock } from '../../src/util/clock.js';
 import { FakeApiServer } from './helpers/fake-apiserver.js';
 import { Recorder } from './helpers/recorder.js';
 import { clientFor, FAST_TIMING, WatchedLog } from './helpers/setup.js';
@@ -18,7 +18,7 @@ test("the three watches ask for upstream's paths and selectors on both list and 
   });
   const common = {
     client: clientFor(server),
-    clock: realClock(),
+    clock: systemClock,
     logger: new WatchedLog().logger,
     timing: FAST_TIMING,
   };
@@ -51,7 +51,7 @@ test("the three watches ask for upstream's paths and selectors on both list and 
   ]);
 
   // The Node is cluster-scoped: stored under its name, which is what waitForNode looks up.
-  const found = await waitForNode('node-a', { clock: realClock(), pollMs: 10, lookup: (n) => node.get(n) });
+  const found = await waitForNode('node-a', { clock: systemClock, pollMs: 10, lookup: (n) => node.get(n) });
   assert.ok(found.ok);
   assert.deepEqual(found.nodeIPs, ['198.18.0.2']);
 

@@ -7,10 +7,10 @@ import { ProxyHealth } from '../../src/server/proxy-health.js';
 import { ServiceHealthServers } from '../../src/server/service-health.js';
 import { createProxyMetrics } from '../../src/server/metrics.js';
 import { SILENT_LOGGER } from '../../src/util/logger.js';
-import { ManualClock } from './manual-clock.js';
+import { FakeClock } from '../../src/util/clock.js';
 
 test('ProxyHealth, ServiceHealthServers and the prom-client metrics implement the proxier-facing contracts', async () => {
-  const health: ProxyHealthSink = new ProxyHealth({ clock: new ManualClock(), syncPeriodMs: 30_000 });
+  const health: ProxyHealthSink = new ProxyHealth({ clock: new FakeClock(), syncPeriodMs: 30_000 });
   const services: ServiceHealthSink = new ServiceHealthServers({
     proxyHealth: { isHealthy: () => true },
     logger: SILENT_LOGGER,

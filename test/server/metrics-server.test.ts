@@ -7,7 +7,7 @@ import { createProxyMetrics } from '../../src/server/metrics.js';
 import type { ServerFatalError } from '../../src/server/retrying-server.js';
 import { recordingLogger } from '../../src/util/logger.js';
 import { parseExposition } from './exposition.js';
-import { ManualClock } from './manual-clock.js';
+import { FakeClock } from '../../src/util/clock.js';
 
 async function get(url: string): Promise<{ status: number; type: string | null; text: string }> {
   const res = await fetch(url);
@@ -31,7 +31,7 @@ describe('metrics server', () => {
       registry: metrics.registry,
       mode: 'nftables',
       configz: () => ({ mode: 'nftables', metricsBindAddress: '127.0.0.1:10249' }),
-      clock: new ManualClock(),
+      clock: new FakeClock(),
       logger: recordingLogger(),
       hardFail: false,
     });
@@ -71,7 +71,7 @@ describe('metrics server', () => {
   });
 
   test('a failed bind is logged and retried every 5 s on the clock', async () => {
-    const clock = new ManualClock();
+    const clock = new FakeClock();
     const logger = recordingLogger();
     const held = await occupyPort();
     const metrics = createProxyMetrics({ mode: 'iptables', processMetrics: false });
@@ -109,7 +109,7 @@ describe('metrics server', () => {
   });
 
   test('with bindAddressHardFail a failed bind is reported as fatal, not retried', async () => {
-    const clock = new ManualClock();
+    const clock = new FakeClock();
     const held = await occupyPort();
     const fatal: ServerFatalError[] = [];
     const created = createMetricsServer({
@@ -141,7 +141,7 @@ describe('metrics server', () => {
       registry: createProxyMetrics({ mode: 'iptables', processMetrics: false }).registry,
       mode: 'iptables',
       configz: () => ({}),
-      clock: new ManualClock(),
+      clock: new FakeClock(),
       logger: recordingLogger(),
       hardFail: false,
     });

@@ -7,14 +7,14 @@ import { formatRFC3339Nano } from '../../src/server/rfc3339.js';
 import { SILENT_LOGGER } from '../../src/util/logger.js';
 import { createProxyMetrics } from '../../src/server/metrics.js';
 import { parseExposition } from './exposition.js';
-import { ManualClock } from './manual-clock.js';
+import { FakeClock } from '../../src/util/clock.js';
 
 const SYNC_PERIOD_MS = 30_000; // upstream default; timeout 60 s
 const T0 = Date.UTC(2026, 0, 2, 3, 4, 5);
 const NODE: Node = { metadata: { name: 'node-a' } };
 
 function setup() {
-  const clock = new ManualClock(T0);
+  const clock = new FakeClock(T0);
   const codes = { healthz: [] as number[], livez: [] as number[] };
   const health = new ProxyHealth({
     clock,
@@ -168,7 +168,7 @@ describe('ProxyHealth', () => {
 
 describe('proxy health metrics', () => {
   test('answers are counted in kubeproxy_proxy_healthz_total and _livez_total by code', async () => {
-    const clock = new ManualClock(T0);
+    const clock = new FakeClock(T0);
     const metrics = createProxyMetrics({ mode: 'nftables', processMetrics: false });
     const health = new ProxyHealth({ clock, syncPeriodMs: SYNC_PERIOD_MS, metrics });
     health.syncNode(NODE);

@@ -10,7 +10,7 @@ import { Reflector } from '../../../src/kube/reflector.js';
 import type { ReflectorLimits, ReflectorTiming, ResourceSpec } from '../../../src/kube/reflector.js';
 import { recordingLogger } from '../../../src/util/logger.js';
 import type { LogRecord } from '../../../src/util/logger.js';
-import { realClock } from './clocks.js';
+import { systemClock } from '../../../src/util/clock.js';
 import { FakeApiServer } from './fake-apiserver.js';
 import type { FakeApiServerOptions, FakeObject } from './fake-apiserver.js';
 import { Recorder, waitUntil } from './recorder.js';
@@ -65,7 +65,7 @@ export class WatchedLog {
 export function clientFor(server: FakeApiServer): ApiClient {
   const loaded = loadClientConfig({ master: server.url });
   if (!loaded.ok) throw new Error(loaded.error.message);
-  return createApiClient(loaded.config, { clock: realClock(), rateLimiter: UNLIMITED });
+  return createApiClient(loaded.config, { clock: systemClock, rateLimiter: UNLIMITED });
 }
 
 export interface Harness<T extends KubeObject> {
@@ -93,7 +93,7 @@ export async function harness<T extends KubeObject>(
     client: clientFor(server),
     resource,
     handlers: rec.handlers,
-    clock: realClock(),
+    clock: systemClock,
     logger: log.logger,
     timing: { ...FAST_TIMING, ...opts.timing },
     ...(opts.limits ? { limits: opts.limits } : {}),

@@ -4,12 +4,12 @@ import assert from 'node:assert/strict';
 import type { ConntrackSink } from '../../../src/sync/proxier.js';
 import { ConntrackReconciler } from '../../../src/netfilter/conntrack/executor.js';
 import { SILENT_LOGGER } from '../../../src/util/logger.js';
-import { ManualClock } from '../../server/manual-clock.js';
+import { FakeClock } from '../../../src/util/clock.js';
 
 test('ConntrackReconciler is a ConntrackSink and keeps the last pass', async () => {
   const reconciler = new ConntrackReconciler({
     runner: { run: async () => ({ code: 0, stdout: '', stderr: '' }) },
-    clock: new ManualClock(),
+    clock: new FakeClock(),
     logger: SILENT_LOGGER,
   });
   const sink: ConntrackSink = reconciler;

@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { CommandOptions, CommandResult, CommandRunner } from '../../../src/netfilter/command.js';
 import { reconcileConntrack } from '../../../src/netfilter/conntrack/executor.js';
 import { recordingLogger } from '../../../src/util/logger.js';
-import { ManualClock } from '../../server/manual-clock.js';
+import { FakeClock } from '../../../src/util/clock.js';
 import { endpoint, servicePort } from './fixtures.js';
 
 interface Call {
@@ -57,7 +57,7 @@ describe('reconcileConntrack', () => {
     const r = await reconcileConntrack(
       {
         runner,
-        clock: new ManualClock(),
+        clock: new FakeClock(),
         logger: recordingLogger(),
         metrics: { conntrackReconcile: (f, s, d) => reports.push([f, s, d]) },
       },
@@ -93,7 +93,7 @@ describe('reconcileConntrack', () => {
       },
     ]);
     const r = await reconcileConntrack(
-      { runner, clock: new ManualClock(), logger: recordingLogger() },
+      { runner, clock: new FakeClock(), logger: recordingLogger() },
       'IPv4',
       SERVICES,
       ENDPOINTS,
@@ -123,7 +123,7 @@ describe('reconcileConntrack', () => {
     const r = await reconcileConntrack(
       {
         runner,
-        clock: new ManualClock(),
+        clock: new FakeClock(),
         logger: recordingLogger(),
         metrics: { conntrackReconcile: (_f, _s, d) => reports.push(d) },
       },
@@ -142,7 +142,7 @@ describe('reconcileConntrack', () => {
     ]);
     const logger = recordingLogger();
     const r = await reconcileConntrack(
-      { runner, clock: new ManualClock(), logger },
+      { runner, clock: new FakeClock(), logger },
       'IPv6',
       SERVICES,
       ENDPOINTS,

@@ -10,7 +10,7 @@ import type { Endpoint } from '../../../src/model/endpoint.js';
 import type { ServicePort } from '../../../src/model/service-port.js';
 import { recordingLogger } from '../../../src/util/logger.js';
 import { kernelOptions, runPrefix } from '../../helpers/kernel.js';
-import { ManualClock } from '../../server/manual-clock.js';
+import { FakeClock } from '../../../src/util/clock.js';
 import { endpoint, servicePort } from './fixtures.js';
 
 const NODE_IP = '198.18.0.1';
@@ -105,7 +105,7 @@ test(
       const result = await reconcileConntrack(
         {
           runner,
-          clock: new ManualClock(),
+          clock: new FakeClock(),
           logger: recordingLogger(),
           metrics: { conntrackReconcile: (_f, _s, deleted) => reports.push(deleted) },
         },
