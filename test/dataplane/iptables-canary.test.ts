@@ -10,7 +10,8 @@ import { iptablesBinaries } from '../../src/netfilter/iptables/variant.js';
 import { kernelOptions } from '../helpers/kernel.js';
 import { ModelCluster } from '../helpers/model-cluster.js';
 import { testNode } from '../backends/iptables/helpers.js';
-import { modeOptions, wallClock, withSandbox } from '../backends/iptables/kernel-fixture.js';
+import { systemClock } from '../../src/util/clock.js';
+import { modeOptions, withSandbox } from '../backends/iptables/kernel-fixture.js';
 
 for (const variant of ['legacy', 'nft'] as const) {
   const bins = iptablesBinaries('IPv4', variant);
@@ -23,7 +24,7 @@ for (const variant of ['legacy', 'nft'] as const) {
           const backend = new IptablesBackend({
             node: testNode(),
             commands,
-            clock: wallClock,
+            clock: systemClock,
             iptables: modeOptions(variant, lockFile),
           });
           const model = new ModelCluster('IPv4', 'node-a');
@@ -102,7 +103,7 @@ for (const variant of ['legacy', 'nft'] as const) {
           const backend = new IptablesBackend({
             node: testNode(),
             commands: recorded,
-            clock: wallClock,
+            clock: systemClock,
             // Localhost NodePorts add kubelet's comment-less KUBE-FIREWALL jumps to the ones checked.
             iptables: { ...modeOptions(variant, lockFile), localhostNodePorts: true },
           });

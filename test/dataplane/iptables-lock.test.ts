@@ -13,7 +13,8 @@ import { NO_PROXY_METRICS } from '../../src/sync/metrics.js';
 import { kernelOptions } from '../helpers/kernel.js';
 import { ModelCluster } from '../helpers/model-cluster.js';
 import { testNode } from '../backends/iptables/helpers.js';
-import { modeOptions, wallClock, withSandbox } from '../backends/iptables/kernel-fixture.js';
+import { systemClock } from '../../src/util/clock.js';
+import { modeOptions, withSandbox } from '../backends/iptables/kernel-fixture.js';
 
 const TOOLS = ['ip', 'flock', 'iptables-legacy', 'iptables-legacy-restore', 'iptables-legacy-save'];
 
@@ -55,7 +56,7 @@ test(
       const backend = new IptablesBackend({
         node: testNode(),
         commands,
-        clock: wallClock,
+        clock: systemClock,
         metrics,
         iptables: modeOptions('legacy', lockFile),
       });

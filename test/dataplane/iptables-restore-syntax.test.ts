@@ -13,7 +13,8 @@ import { iptablesBinaries } from '../../src/netfilter/iptables/variant.js';
 import type { ProxySnapshot } from '../../src/sync/backend.js';
 import { kernelOptions } from '../helpers/kernel.js';
 import { testNode } from '../backends/iptables/helpers.js';
-import { modeOptions, wallClock, withSandbox } from '../backends/iptables/kernel-fixture.js';
+import { systemClock } from '../../src/util/clock.js';
+import { modeOptions, withSandbox } from '../backends/iptables/kernel-fixture.js';
 
 const HOSTILE = [
   'ns"quote',
@@ -99,7 +100,7 @@ for (const variant of ['legacy', 'nft'] as const) {
           const client = new IptablesClient({
             family: 'IPv4',
             commands,
-            clock: wallClock,
+            clock: systemClock,
             variant,
             lockFile,
           });

@@ -12,7 +12,8 @@ import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
 import type { ProxyMetrics } from '../../../src/sync/metrics.js';
 import { NO_PROXY_METRICS } from '../../../src/sync/metrics.js';
 import { nodeNetworkConfig } from '../../../src/sync/node-network.js';
-import { manualClock, testNode } from './helpers.js';
+import { FakeClock } from '../../../src/util/clock.js';
+import { testNode } from './helpers.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
 
 function node6(): NodeNetworkConfig {
@@ -89,11 +90,11 @@ function setup(
   options: {
     node?: NodeNetworkConfig;
     fake?: FakeIptables;
-    clock?: ReturnType<typeof manualClock>;
+    clock?: FakeClock;
     syncPeriodMs?: number;
   } = {},
 ) {
-  const clock = options.clock ?? manualClock();
+  const clock = options.clock ?? new FakeClock();
   const fake = options.fake ?? new FakeIptables({ clock });
   const metrics = recordingMetrics();
   const node = options.node ?? testNode();
@@ -287,7 +288,7 @@ describe('canary', () => {
 
 describe('failures and the xtables lock', () => {
   test('a lock held past the wait fails the sync, counts it, and the next (full) sync succeeds', async () => {
-    const clock = manualClock();
+    const clock = new FakeClock();
     const fake = new FakeIptables({ backend: 'legacy', clock });
     const { backend, metrics, model, sync } = setup({ fake, clock });
     model.upsertService(svc('ns', 'web', '198.18.100.1'));
@@ -406,7 +407,7 @@ describe('base chains and jumps on full syncs', () => {
   });
 
   test('when iptables-save fails, the base chains are still ensured one command at a time', async () => {
-    const clock = manualClock();
+    const clock = new FakeClock();
     const inner = new FakeIptables({ clock });
     const failingSave = {
       run: (cmd: string, args: readonly string[], options?: { stdin?: string }) =>

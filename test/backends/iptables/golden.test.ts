@@ -9,14 +9,8 @@ import { FakeIptables } from '../../../src/netfilter/iptables/fake.js';
 import { serializeRestore } from '../../../src/netfilter/iptables/serialize.js';
 import type { ProxyMetrics } from '../../../src/sync/metrics.js';
 import { NO_PROXY_METRICS } from '../../../src/sync/metrics.js';
-import {
-  canonicalRestore,
-  loadVector,
-  manualClock,
-  natConsistencyProblems,
-  vectorExtras,
-  vectorNode,
-} from './helpers.js';
+import { FakeClock } from '../../../src/util/clock.js';
+import { canonicalRestore, loadVector, natConsistencyProblems, vectorExtras, vectorNode } from './helpers.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
 
 function countingMetrics(): ProxyMetrics & { restoreFailures: number; partialFailures: number } {
@@ -48,7 +42,7 @@ for (const file of ['ipt-TestOverallIPTablesRules.json', 'ipt-TestBadIPs.json'])
       const backend = new IptablesBackend({
         node,
         commands: fake,
-        clock: manualClock(),
+        clock: new FakeClock(),
         iptables: { ...extras, variant: 'auto' },
       });
       const { snapshot, changedServices } = model.checkout();
@@ -80,7 +74,7 @@ describe('ipt-TestSyncProxyRulesRepeated.json', () => {
     const backend = new IptablesBackend({
       node,
       commands: fake,
-      clock: manualClock(),
+      clock: new FakeClock(),
       iptables: { ...extras, variant: 'auto' },
       metrics,
     });

@@ -1,11 +1,10 @@
-// Shared by the iptables backend tests: upstream's vectors, their node config, a manual clock and upstream's
-// canonical ordering of iptables-restore text (the model pipeline is test/helpers/model-cluster.ts).
+// Shared by the iptables backend tests: upstream's vectors, their node config and upstream's canonical ordering
+// of iptables-restore text (the model pipeline is test/helpers/model-cluster.ts).
 import { readFileSync } from 'node:fs';
 import type { EndpointSlice, Service } from '../../../src/api/objects.js';
 import type { IptablesExtras } from '../../../src/backends/iptables/render.js';
 import { tokenizeLine } from '../../../src/netfilter/iptables/parse.js';
 import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
-import type { Clock, TimerHandle } from '../../../src/util/clock.js';
 import { nodeNetworkConfig } from '../../../src/sync/node-network.js';
 
 import { VECTORS_DIR } from '../../helpers/vectors.js';
@@ -92,19 +91,6 @@ export function testNode(): NodeNetworkConfig {
     masqueradeAll: false,
     masqueradeBit: 14,
   }).config;
-}
-
-/** A clock that moves only when told (no timers needed by these tests). */
-export function manualClock(start = 1_000_000): Clock & { advance(ms: number): void } {
-  let now = start;
-  return {
-    now: () => now,
-    setTimeout: (): TimerHandle => ({ id: 0 }),
-    clearTimeout: () => {},
-    advance: (ms: number) => {
-      now += ms;
-    },
-  };
 }
 
 const NODEPORTS_LAST = 'kubernetes service nodeports; NOTE: this must be the last rule in this chain';

@@ -6,14 +6,7 @@ import { createNamespace, deleteNamespace, sweepNamespaces } from '../../../src/
 import type { CommandRunner } from '../../../src/netfilter/command.js';
 import { hostCommandRunner, netnsCommandRunner } from '../../../src/netfilter/command.js';
 import type { IptablesVariant } from '../../../src/netfilter/iptables/variant.js';
-import type { Clock, TimerHandle } from '../../../src/util/clock.js';
 import { runPrefix } from '../../helpers/kernel.js';
-
-export const wallClock: Clock = {
-  now: () => Date.now(),
-  setTimeout: (): TimerHandle => ({ id: 0 }),
-  clearTimeout: () => {},
-};
 
 export function modeOptions(variant: IptablesVariant, lockFile: string): IptablesModeOptions {
   return {

@@ -12,7 +12,7 @@ import {
   parseIptablesVersion,
   restoreWaitFlags,
 } from '../../../src/netfilter/iptables/variant.js';
-import { manualClock } from '../../backends/iptables/helpers.js';
+import { FakeClock } from '../../../src/util/clock.js';
 
 describe('versions and variants', () => {
   test('parses both back ends', () => {
@@ -66,7 +66,7 @@ describe('IptablesClient over the fake', () => {
     const client = new IptablesClient({
       family: 'IPv4',
       commands: fake,
-      clock: manualClock(),
+      clock: new FakeClock(),
       variant: 'nft',
       lockFile: '/tmp/test.lock',
     });
@@ -82,7 +82,7 @@ describe('IptablesClient over the fake', () => {
   });
 
   test('legacy: the lock wait is measured with flock on the lock file', async () => {
-    const clock = manualClock();
+    const clock = new FakeClock();
     const fake = new FakeIptables({ backend: 'legacy', clock });
     const client = new IptablesClient({
       family: 'IPv4',
@@ -107,7 +107,7 @@ describe('IptablesClient over the fake', () => {
 
   test('ensureRule checks, then prepends once', async () => {
     const fake = new FakeIptables();
-    const client = new IptablesClient({ family: 'IPv4', commands: fake, clock: manualClock() });
+    const client = new IptablesClient({ family: 'IPv4', commands: fake, clock: new FakeClock() });
     assert.equal(await client.ensureChain('nat', 'KUBE-SERVICES'), false);
     assert.equal(await client.ensureChain('nat', 'KUBE-SERVICES'), true);
     const args = ['-m', 'comment', '--comment', 'kubernetes service portals', '-j', 'KUBE-SERVICES'];
@@ -128,7 +128,7 @@ describe('IptablesClient over the fake', () => {
 
   test('a failed restore names the failing line', async () => {
     const fake = new FakeIptables();
-    const client = new IptablesClient({ family: 'IPv6', commands: fake, clock: manualClock() });
+    const client = new IptablesClient({ family: 'IPv6', commands: fake, clock: new FakeClock() });
     await assert.rejects(
       client.restore('*nat\n:KUBE-A - [0:0]\n-A KUBE-A -j KUBE-MISSING\nCOMMIT\n'),
       (e: unknown) => e instanceof IptablesError && e.kind === 'restore' && e.failedLine === 3,
