@@ -6,6 +6,7 @@ import { EndpointsChangeTracker } from '../../src/model/endpoints-change-tracker
 import type { ServicePortMap } from '../../src/model/service-change-tracker.js';
 import { ServiceChangeTracker } from '../../src/model/service-change-tracker.js';
 import type { BackendSyncResult, ProxyBackend, ProxySnapshot } from '../../src/sync/backend.js';
+import { FakeClock } from '../../src/util/clock.js';
 
 export class ModelCluster {
   readonly #services: ServiceChangeTracker;
@@ -15,6 +16,8 @@ export class ModelCluster {
   readonly endpointsMap: EndpointsMap = new Map();
   /** Objects the trackers skipped, as "kind name: reason". */
   readonly skipped: string[] = [];
+  /** When slices are seen (the trackers' trigger-time fallback); never moves unless a test moves it. */
+  readonly clock = new FakeClock();
 
   constructor(
     readonly family: 'IPv4' | 'IPv6',
@@ -23,7 +26,7 @@ export class ModelCluster {
     const onSkip = (s: { kind: string; name: string; reason: string }): void =>
       void this.skipped.push(`${s.kind} ${s.name}: ${s.reason}`);
     this.#services = new ServiceChangeTracker({ family, onSkip });
-    this.#endpoints = new EndpointsChangeTracker({ family, nodeName, onSkip, now: () => 0 });
+    this.#endpoints = new EndpointsChangeTracker({ family, nodeName, onSkip, now: () => this.clock.now() });
   }
 
   upsertService(svc: Service): void {

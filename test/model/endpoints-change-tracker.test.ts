@@ -5,6 +5,7 @@ import { EndpointsChangeTracker, localReadyEndpoints } from '../../src/model/end
 import type { EndpointsMap } from '../../src/model/endpoint-slice-cache.js';
 import type { Endpoint } from '../../src/model/endpoint.js';
 import type { SkippedObject } from '../../src/model/service-change-tracker.js';
+import { FakeClock } from '../../src/util/clock.js';
 import { ep, key, slice } from './fixtures.js';
 
 const CREATED = Date.UTC(2025, 0, 1, 12, 0, 0);
@@ -13,11 +14,12 @@ const TRIGGER = 'endpoints.kubernetes.io/last-change-trigger-time';
 function newTracker(family: 'IPv4' | 'IPv6' = 'IPv4') {
   const metrics = recordingChangeMetrics();
   const skipped: SkippedObject[] = [];
+  const clock = new FakeClock(CREATED);
   const tracker = new EndpointsChangeTracker({
     family,
     nodeName: 'node-a',
     metrics,
-    now: () => CREATED,
+    now: () => clock.now(),
     onSkip: (s) => skipped.push(s),
   });
   return { tracker, metrics, skipped };

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { recordingChangeMetrics } from '../../src/model/change-metrics.js';
 import { EndpointsChangeTracker } from '../../src/model/endpoints-change-tracker.js';
 import { ServiceChangeTracker } from '../../src/model/service-change-tracker.js';
+import { FakeClock } from '../../src/util/clock.js';
 import { ep, service, slice } from './fixtures.js';
 
 test('§10.5 trackers differ: service tracker compares port maps and returns "anything pending"', () => {
@@ -23,7 +24,8 @@ test('§10.5 trackers differ: service tracker compares port maps and returns "an
 });
 
 test('§10.5 trackers differ: slice tracker compares whole objects and returns "this call changed something"', () => {
-  const t = new EndpointsChangeTracker({ family: 'IPv4', nodeName: 'n', now: () => 0 });
+  const clock = new FakeClock();
+  const t = new EndpointsChangeTracker({ family: 'IPv4', nodeName: 'n', now: () => clock.now() });
   const s1 = slice('s1', { endpoints: [ep('198.18.1.1')] });
   const s2 = slice('s2', { service: 'other', endpoints: [ep('198.18.1.2')] });
   assert.equal(t.endpointSliceUpdate(s1, false), true);
