@@ -11,7 +11,8 @@ import { SILENT_LOGGER } from '../../src/util/logger.js';
 import { NO_PROXY_METRICS } from '../../src/sync/metrics.js';
 import type { ProxyMetrics } from '../../src/sync/metrics.js';
 import { FULL_SYNC_PERIOD_MS, Proxier } from '../../src/sync/proxier.js';
-import type { ProxierOptions } from '../../src/sync/proxier.js';
+import type { ProxierOptions, ProxierSyncEvent } from '../../src/sync/proxier.js';
+import { settle } from '../helpers/settle.js';
 
 class RecordingBackend implements ProxyBackend {
   readonly mode = 'nftables' as const;
@@ -97,9 +98,17 @@ function setup(extra: Partial<ProxierOptions> = {}) {
   return { clock, backend, rec, health, conntrack, proxier };
 }
 
-/** Lets the runner's promise chain settle (it awaits the backend). */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+/**
+ * Runs `trigger` and resolves with the sync it causes, once the runner is done with that sync: nextSync() resolves
+ * inside the sync, and the runner arms its min-interval, retry and max timers just after it, which must happen
+ * before the test moves the clock (as it would in real time).
+ */
+async function syncAfter(proxier: Proxier, trigger: () => void): Promise<ProxierSyncEvent> {
+  const synced = proxier.nextSync();
+  trigger();
+  const event = await synced;
+  await settle();
+  return event;
 }
 
 describe('Proxier', () => {
@@ -111,8 +120,7 @@ describe('Proxier', () => {
     proxier.onServicesSynced();
     await settle();
     assert.equal(backend.calls.length, 0, 'no sync before EndpointSlices are synced');
-    proxier.onEndpointSlicesSynced();
-    await settle();
+    await syncAfter(proxier, () => proxier.onEndpointSlicesSynced());
     assert.deepEqual(backend.calls, [{ full: true, changed: ['ns/a'], ports: 1 }]);
   });
 
@@ -122,8 +130,7 @@ describe('Proxier', () => {
     proxier.onServiceAdd(service('a', '198.19.0.1'));
     proxier.onServiceAdd(service('b', '198.19.0.2'));
     proxier.onServicesSynced();
-    proxier.onEndpointSlicesSynced();
-    await settle();
+    await syncAfter(proxier, () => proxier.onEndpointSlicesSynced());
     assert.equal(backend.calls.length, 1);
     // Three slice events for one Service and one for another, all inside minSyncPeriod: one partial sync.
     proxier.onEndpointSliceAdd(slice('a', ['198.18.10.2'], '1'));
@@ -134,8 +141,7 @@ describe('Proxier', () => {
     proxier.onEndpointSliceAdd(slice('b', ['198.18.10.4'], '1'));
     await settle();
     assert.equal(backend.calls.length, 1, 'held by minSyncPeriod');
-    clock.advance(1_000);
-    await settle();
+    await syncAfter(proxier, () => clock.advance(1_000));
     assert.deepEqual(backend.calls[1], { full: false, changed: ['ns/a', 'ns/b'], ports: 2 });
     // Nothing changes: no further sync.
     clock.advance(10_000);
@@ -147,18 +153,15 @@ describe('Proxier', () => {
     const { clock, backend, proxier } = setup();
     proxier.start();
     proxier.onServicesSynced();
-    proxier.onEndpointSlicesSynced();
-    await settle();
+    await syncAfter(proxier, () => proxier.onEndpointSlicesSynced());
     clock.advance(1_000);
     backend.failNext = true;
-    proxier.onServiceAdd(service('a', '198.19.0.1'));
-    await settle();
+    await syncAfter(proxier, () => proxier.onServiceAdd(service('a', '198.19.0.1')));
     assert.deepEqual(backend.calls[1], { full: false, changed: ['ns/a'], ports: 1 });
     clock.advance(29_000);
     await settle();
     assert.equal(backend.calls.length, 2, 'no retry before syncPeriod');
-    clock.advance(1_000);
-    await settle();
+    await syncAfter(proxier, () => clock.advance(1_000));
     assert.deepEqual(backend.calls[2], { full: true, changed: [], ports: 1 });
   });
 
@@ -166,14 +169,12 @@ describe('Proxier', () => {
     const { clock, backend, proxier } = setup();
     proxier.start();
     proxier.onServicesSynced();
-    proxier.onEndpointSlicesSynced();
-    await settle();
+    await syncAfter(proxier, () => proxier.onEndpointSlicesSynced());
     clock.advance(1_000);
     const node = (zone: string): Node => ({
       metadata: { name: 'node-a', labels: { 'topology.kubernetes.io/zone': zone } },
     });
-    proxier.onNode(node('z1'));
-    await settle();
+    await syncAfter(proxier, () => proxier.onNode(node('z1')));
     assert.equal(backend.calls.at(-1)?.full, true);
     const count = backend.calls.length;
     clock.advance(1_000);
@@ -186,13 +187,11 @@ describe('Proxier', () => {
     const { clock, backend, proxier } = setup();
     proxier.start();
     proxier.onServicesSynced();
-    proxier.onEndpointSlicesSynced();
-    await settle();
+    await syncAfter(proxier, () => proxier.onEndpointSlicesSynced());
     clock.advance(FULL_SYNC_PERIOD_MS - 1);
     await settle();
     assert.equal(backend.calls.length, 1);
-    clock.advance(1);
-    await settle();
+    await syncAfter(proxier, () => clock.advance(1));
     assert.deepEqual(
       backend.calls.map((c) => c.full),
       [true, true],
@@ -205,8 +204,7 @@ describe('Proxier', () => {
     proxier.onServiceAdd(service('tcp', '198.19.0.1'));
     proxier.onServiceAdd(service('udp', '198.19.0.2', 'UDP'));
     proxier.onServicesSynced();
-    proxier.onEndpointSlicesSynced();
-    await settle();
+    await syncAfter(proxier, () => proxier.onEndpointSlicesSynced());
     assert.deepEqual(conntrack, [], 'no endpoint changes yet');
     assert.ok(rec.calls.includes('syncDuration full=true'));
     assert.ok(rec.calls.includes('noLocal internal=1') && rec.calls.includes('noLocal external=2'));
@@ -214,15 +212,13 @@ describe('Proxier', () => {
     assert.equal(health.at(-1), 'updated IPv4');
 
     clock.advance(1_000);
-    proxier.onEndpointSliceAdd(slice('tcp', ['198.18.10.2']));
-    await settle();
+    await syncAfter(proxier, () => proxier.onEndpointSliceAdd(slice('tcp', ['198.18.10.2'])));
     assert.deepEqual(conntrack, [], 'TCP endpoint changes need no conntrack cleanup');
     // The slice's trigger time is 1,000.5 s; the sync finished at 1,001 s (fake clock): 0.5 s of latency.
     assert.ok(rec.calls.includes('programming 0.5'), rec.calls.join('\n'));
 
     clock.advance(1_000);
-    proxier.onEndpointSliceAdd(slice('udp', ['198.18.10.3'], '1', 'UDP'));
-    await settle();
+    await syncAfter(proxier, () => proxier.onEndpointSliceAdd(slice('udp', ['198.18.10.3'], '1', 'UDP')));
     assert.deepEqual(conntrack, ['IPv4']);
   });
 });
