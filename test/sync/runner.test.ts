@@ -2,11 +2,9 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/util/clock.js';
 import { BoundedFrequencyRunner } from '../../src/sync/runner.js';
+import { settle } from '../helpers/settle.js';
 
 const HOUR = 3_600_000;
-
-/** Lets every pending promise continuation run (no time passes on the FakeClock). */
-const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 interface Deferred {
   readonly promise: Promise<void>;
