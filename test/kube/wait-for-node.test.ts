@@ -4,16 +4,13 @@ import type { Node } from '../../src/api/objects.js';
 import { nodeIPs, waitForNode } from '../../src/kube/wait-for-node.js';
 import type { WaitForNodeResult } from '../../src/kube/wait-for-node.js';
 import { FakeClock } from '../../src/util/clock.js';
+import { settle } from '../helpers/settle.js';
 
 const node = (addresses: { type: string; address: string }[], spec: Node['spec'] = {}): Node => ({
   metadata: { name: 'node-a', resourceVersion: '1' },
   spec,
   status: { addresses },
 });
-
-async function settled(): Promise<void> {
-  for (let i = 0; i < 5; i++) await Promise.resolve();
-}
 
 test('node IPs: InternalIP addresses first; ExternalIP only when there is no InternalIP; invalid ones skipped', () => {
   assert.deepEqual(
@@ -51,13 +48,12 @@ test('waits, polling every pollMs, until the Node exists with node IPs', async (
   clock.advance(2_000);
   current = node([{ type: 'Hostname', address: 'node-a' }]); // exists, no IPs yet
   clock.advance(1_000);
-  await settled();
+  await settle();
   assert.equal(box.result, undefined);
   current = node([{ type: 'InternalIP', address: '198.18.0.2' }]);
   clock.advance(1_000);
-  await settled();
-  const result = box.result as WaitForNodeResult | undefined; // (the assertion above narrowed it)
-  assert.ok(result?.ok);
+  const result = await done;
+  assert.ok(result.ok);
   assert.deepEqual(result.nodeIPs, ['198.18.0.2']);
   assert.deepEqual(
     asked.map((t) => t - asked[0]!),
@@ -72,11 +68,10 @@ test('gives up after timeoutMs with the reason; NodeCIDR mode also needs podCIDR
   let result: Awaited<typeof done> | undefined;
   void done.then((r) => (result = r));
   clock.advance(299_999);
-  await settled();
+  await settle();
   assert.equal(result, undefined, 'still waiting before five minutes');
   clock.advance(1);
-  await settled();
-  assert.deepEqual(result, { ok: false, reason: 'node node-a has no podCIDRs after 300 s' });
+  assert.deepEqual(await done, { ok: false, reason: 'node node-a has no podCIDRs after 300 s' });
   assert.equal(clock.pendingTimers, 0);
 
   const missing = await new Promise((resolve) => {
