@@ -46,6 +46,14 @@ function backendOn(fake: FakeNft, metrics: ProxyMetrics = NO_PROXY_METRICS): Nft
   });
 }
 
+// The fixed operations of a full sync on this node, counted from upstream-backends.md §1.2–1.4 as golden.test.ts
+// counts them: 1 table; 3 sets + 5 maps; 7 regular chains × (add, flush); 22 fixed rules; nodeport-ips flush + its
+// one element; 8 base chains × (add, flush), or × (add, delete, add, flush) on the backend's first full sync.
+const setupOps = (firstSync: boolean): number => 1 + 8 + 8 * (firstSync ? 4 : 2) + 7 * 2 + 22 + 2;
+// One new ClusterIP port whose endpoints are all on other nodes: its cluster-ips and service-ips elements, and its
+// service chain's add, flush and one dnat rule.
+const NEW_CLUSTER_IP_PORT_OPS = 2 + 3;
+
 describe('naming', () => {
   test('the verified examples of upstream-backends.md §1.5', () => {
     assert.equal(hashAndTruncate('ns1/svc1/tcp/p80'), 'ULMVA6XW-ns1/svc1/tcp/p80');
@@ -78,7 +86,7 @@ describe('NftablesBackend', () => {
       );
     }
     const full = await cluster.sync(backend, true);
-    assert.ok(full.operations > 1000 * 5, `full sync wrote ${full.operations} operations`);
+    assert.equal(full.operations, setupOps(true) + 1000 * NEW_CLUSTER_IP_PORT_OPS);
     const before = fake.dump();
 
     cluster.upsertSlice(slice(500, ['10.1.2.1', '10.9.9.9']));
@@ -123,7 +131,13 @@ describe('NftablesBackend', () => {
 
     fake.failOperation = undefined;
     const next = await cluster.sync(backend); // asked for partial, but the backend must do a full sync
-    assert.ok(next.operations > 40, `expected a full sync, got ${next.operations} operations`);
+    // A full sync: the setup again, both service chains rewritten (add, flush, rule), and svc2's two elements
+    // (svc1's are in the table already); a partial one would have been svc2's 5 operations alone.
+    assert.equal(
+      next.operations,
+      setupOps(false) + 2 * 3 + 2,
+      `expected a full sync, got ${next.operations}`,
+    );
     assert.match(
       fake.dump(),
       /service-ips \{ 172\.30\.0\.3 \. tcp \. 80 : goto service-\S+-ns\/svc2\/tcp\/p80 \}/,
@@ -147,7 +161,11 @@ describe('NftablesBackend', () => {
     cluster.upsertService(service(8));
     cluster.upsertSlice(slice(8, ['10.1.0.8']));
     const r = await cluster.sync(backend, true);
-    assert.ok(r.operations > 0);
+    assert.equal(
+      r.operations,
+      setupOps(true) + NEW_CLUSTER_IP_PORT_OPS,
+      'svc8 only: the hostile port sends nothing',
+    );
     const dump = fake.dump();
     assert.match(dump, /ns\/svc8\/tcp\/p80/);
     assert.doesNotMatch(dump, /flush ruleset/);
