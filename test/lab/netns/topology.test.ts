@@ -125,7 +125,18 @@ describe('buildTopology and destroyTopology commands', () => {
     const runner = recordingRunner();
     await buildTopology(runner, plan);
     await destroyTopology(runner, plan);
-    assert.ok(runner.commands.length > 20);
+    // Build: the underlay 10 (netns, lo, bridge add and up, 2 addresses, 4 sysctls); the client 12 (netns, lo, veth,
+    // 2 ups, master, 2 addresses, 4 routes); per node 22 (netns, lo, veth, 2 ups, master, 2 addresses, 2 routes to
+    // the client, 2 default routes, 2 forwarding sysctls, bridge add and up, 2 bridge addresses, 2 bridge-nf sysctls
+    // each set and read back) plus 2 routes per other node's pods; per pod 11 (netns, lo, veth, 2 ups, master,
+    // hairpin, 2 addresses, 2 default routes). Destroy: one listing, then per namespace a listing, pids, delete.
+    const nodes = 2;
+    const pods = nodes * 2;
+    const namespaces = 2 + nodes + pods;
+    assert.equal(
+      runner.commands.length,
+      10 + 12 + nodes * (22 + 2 * (nodes - 1)) + pods * 11 + 1 + 3 * namespaces,
+    );
     for (const line of runner.commands) {
       assert.ok(
         staysOutOfRoot(line, 'kptsabcdef-'),
