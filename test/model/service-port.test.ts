@@ -443,11 +443,25 @@ describe('bad ports are dropped with a reason; the others are kept', () => {
         },
       ),
     ];
-    for (const w of weird) {
-      const r = servicePortsFromService(w as Service, 'IPv4');
-      assert.ok(Array.isArray(r.ports));
-      assert.ok(r.skipped !== undefined || r.ports.length >= 0);
-    }
+    // Per input: skipped, and how many ports. A field of the wrong type is ignored and the port kept; a missing
+    // name, an unreadable object, or ipFamilies without IPv4 (upstream's GetClusterIPByFamily) skips the Service.
+    const expected = [
+      { skipped: false, ports: 0 },
+      { skipped: false, ports: 1 },
+      { skipped: true, ports: 0 },
+      { skipped: false, ports: 1 },
+      { skipped: false, ports: 1 },
+      { skipped: true, ports: 0 },
+      { skipped: true, ports: 0 },
+    ];
+    assert.deepEqual(
+      weird.map((w) => {
+        const r = servicePortsFromService(w as Service, 'IPv4');
+        assert.ok(Array.isArray(r.ports));
+        return { skipped: r.skipped !== undefined, ports: r.ports.length };
+      }),
+      expected,
+    );
     // The wrong-typed ports field is a problem, not a skip.
     const r0 = servicePortsFromService(weird[0] as Service, 'IPv4');
     assert.equal(r0.skipped, undefined);
