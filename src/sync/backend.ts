@@ -16,13 +16,19 @@ export interface ProxySnapshot {
 }
 
 export interface SyncRequest {
-  /** Rewrite everything (start, after a failure, topology change, canary gone, hourly). */
-  readonly full: boolean;
+  /**
+   * The caller wants everything rewritten this time (the hourly resync, tests). The backend also rewrites
+   * everything whenever it needs to on its own (first sync, after a failure, after requestFullSync, its rules
+   * found flushed); `BackendSyncResult.full` says what it did.
+   */
+  readonly full?: boolean;
   /** "ns/name" of Services whose Service or EndpointSlices changed since the last sync. */
   readonly changedServices: ReadonlySet<string>;
 }
 
 export interface BackendSyncResult {
+  /** Whether this sync rewrote everything (a full sync) or only what changed (partial). */
+  readonly full: boolean;
   /** Service ports whose ClusterIP traffic is dropped for want of a local endpoint (iTP=Local). */
   readonly noLocalEndpointsInternal: number;
   /** Service ports whose external traffic is dropped for want of a local endpoint (eTP=Local). */
@@ -33,10 +39,27 @@ export interface BackendSyncResult {
   readonly operations: number;
 }
 
+/** How a backend's sync rejects: the cause, and whether the failed sync was a full one. */
+export class BackendSyncError extends Error {
+  readonly full: boolean;
+
+  constructor(message: string, options: { readonly full: boolean; readonly cause: unknown }) {
+    super(message, { cause: options.cause });
+    this.name = 'BackendSyncError';
+    this.full = options.full;
+  }
+}
+
+/**
+ * A backend owns the decision "full or partial": it keeps the one flag that says its next sync must rewrite
+ * everything, and reports in each result what it did.
+ */
 export interface ProxyBackend {
   readonly mode: ProxyMode;
   readonly family: IPFamily;
-  /** Brings the kernel to the state for `snapshot`. Rejects with an error naming what failed. */
+  /** Makes the next sync a full one (the node's topology changed; rules were found flushed). */
+  requestFullSync(): void;
+  /** Brings the kernel to the state for `snapshot`. Rejects with a BackendSyncError naming what failed. */
   sync(snapshot: ProxySnapshot, request: SyncRequest): Promise<BackendSyncResult>;
 }
 

@@ -14,6 +14,7 @@ import { ServiceChangeTracker } from '../model/service-change-tracker.js';
 import type { ServicePort } from '../model/service-port.js';
 import type { NodeTopology } from '../model/topology.js';
 import type { BackendSyncResult, ProxyBackend, ProxySnapshot } from './backend.js';
+import { BackendSyncError } from './backend.js';
 import type { Clock, TimerHandle } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { ProxyMetrics } from './metrics.js';
@@ -61,7 +62,10 @@ export interface ProxierOptions {
   readonly health?: ProxyHealthSink;
   readonly serviceHealth?: ServiceHealthSink;
   readonly conntrack?: ConntrackSink;
-  /** Checked every syncPeriod; false means someone flushed our rules (iptables canary): force a full sync. */
+  /**
+   * Checked every syncPeriod; false means someone flushed our rules (iptables canary). The check marks the
+   * backend's next sync full itself; the proxier then runs it.
+   */
   readonly canary?: () => Promise<boolean>;
 }
 
@@ -86,7 +90,7 @@ export class Proxier {
   private topology: NodeTopology;
   private servicesSynced = false;
   private endpointSlicesSynced = false;
-  private needFullSync = true;
+  /** When the last full sync started (the hourly resync asks for the next one). */
   private lastFullSync = 0;
   private conntrackCleanupPending = false;
   private canaryTimer: TimerHandle | undefined;
@@ -172,7 +176,7 @@ export class Proxier {
     if (zone === this.topology.zone) return;
     this.topology =
       zone === undefined ? { nodeName: this.opts.nodeName } : { nodeName: this.opts.nodeName, zone };
-    this.needFullSync = true;
+    this.opts.backend.requestFullSync();
     if (this.initialized) this.sync();
   }
 
@@ -202,7 +206,7 @@ export class Proxier {
 
   /** Forces the next sync to be full and requests it. */
   requestFullSync(): void {
-    this.needFullSync = true;
+    this.opts.backend.requestFullSync();
     this.sync();
   }
 
@@ -232,14 +236,16 @@ export class Proxier {
     const endpoints = this.endpointsChanges.checkout(this.endpointsMap);
     if (endpoints.conntrackCleanupRequired) this.conntrackCleanupPending = true;
     const changedServices = new Set([...services.updatedServices, ...endpoints.updatedServices]);
-    // >=: the runner's max timer fires exactly one period after the last run, and that run must be full.
-    const full = this.needFullSync || startedAt - this.lastFullSync >= FULL_SYNC_PERIOD_MS;
+    // >=: the runner's max timer fires exactly one period after the last run, and that run must be full. Every
+    // other reason for a full sync is the backend's to know; it says in its result which kind it ran.
+    const hourly = startedAt - this.lastFullSync >= FULL_SYNC_PERIOD_MS;
 
     let result: BackendSyncResult;
     try {
-      result = await backend.sync(this.snapshot(), { full, changedServices });
+      result = await backend.sync(this.snapshot(), { full: hourly, changedServices });
     } catch (error) {
-      this.needFullSync = true;
+      // The backend has already marked its next sync full.
+      const full = error instanceof BackendSyncError ? error.full : hourly;
       const finishedAt = clock.now();
       logger.error('sync failed; the next sync will be a full one', {
         ipFamily: this.family,
@@ -251,7 +257,7 @@ export class Proxier {
     }
 
     const finishedAt = clock.now();
-    this.needFullSync = false;
+    const full = result.full;
     if (full) this.lastFullSync = startedAt;
     metrics.syncDuration(this.family, (finishedAt - startedAt) / 1000, full);
     metrics.lastSyncTimestamp(this.family, finishedAt / 1000);
@@ -304,12 +310,8 @@ export class Proxier {
     this.canaryTimer = this.opts.clock.setTimeout(() => {
       void check()
         .then((present) => {
-          if (!present) {
-            this.opts.logger.info('rules were flushed by someone else (canary gone); forcing a full sync', {
-              ipFamily: this.family,
-            });
-            this.requestFullSync();
-          }
+          // The backend saw its rules gone, has logged it and marked its next sync full: just run it.
+          if (!present) this.sync();
         })
         .catch((error: unknown) => {
           this.opts.logger.error('canary check failed', { ipFamily: this.family, error: String(error) });

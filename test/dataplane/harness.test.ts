@@ -10,6 +10,7 @@ import type { ModeSupport } from './harness/backends.js';
 import { makeTestCluster } from './harness/cluster.js';
 
 const NOTHING_DONE: BackendSyncResult = {
+  full: true,
   noLocalEndpointsInternal: 0,
   noLocalEndpointsExternal: 0,
   timings: { ownMs: 0, kernelMs: 0 },
@@ -18,7 +19,12 @@ const NOTHING_DONE: BackendSyncResult = {
 
 function supportWith(sync: () => Promise<BackendSyncResult>): ModeSupport {
   return {
-    create: ({ node }): ProxyBackend => ({ mode: 'nftables', family: node.family, sync }),
+    create: ({ node }): ProxyBackend => ({
+      mode: 'nftables',
+      family: node.family,
+      requestFullSync: () => undefined,
+      sync,
+    }),
     dump: [['nft', 'list', 'ruleset']],
     nodePortAddresses: ['primary'],
   };

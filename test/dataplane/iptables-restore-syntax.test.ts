@@ -3,12 +3,11 @@
 // comment must come back as written (control characters as spaces, cut to the kernel's 255 bytes).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { renderIptablesRestore } from '../../src/backends/iptables/render.js';
+import { renderIptablesRestore } from '../../src/backends/iptables/render-cache.js';
 import type { Endpoint } from '../../src/model/endpoint.js';
 import type { ServicePort } from '../../src/model/service-port.js';
 import { IptablesClient, IptablesError } from '../../src/netfilter/iptables/client.js';
 import { parseRestore } from '../../src/netfilter/iptables/parse.js';
-import { serializeRestore } from '../../src/netfilter/iptables/serialize.js';
 import { iptablesBinaries } from '../../src/netfilter/iptables/variant.js';
 import type { ProxySnapshot } from '../../src/sync/backend.js';
 import { kernelOptions } from '../helpers/kernel.js';
@@ -96,7 +95,7 @@ for (const variant of ['legacy', 'nft'] as const) {
       async () => {
         await withSandbox(async ({ commands, lockFile }) => {
           const options = modeOptions(variant, lockFile);
-          const text = serializeRestore(renderIptablesRestore(hostileSnapshot(), testNode(), options));
+          const text = renderIptablesRestore(hostileSnapshot(), testNode(), options);
           const client = new IptablesClient({
             family: 'IPv4',
             commands,

@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import type { EndpointSlice, Node, Service } from '../../src/api/objects.js';
 import type { IPFamily } from '../../src/model/ip.js';
 import type { BackendSyncResult, ProxyBackend, ProxySnapshot, SyncRequest } from '../../src/sync/backend.js';
+import { BackendSyncError } from '../../src/sync/backend.js';
 import { FakeClock } from '../../src/util/clock.js';
 import { SILENT_LOGGER } from '../../src/util/logger.js';
 import { NO_PROXY_METRICS } from '../../src/sync/metrics.js';
@@ -14,22 +15,38 @@ import { FULL_SYNC_PERIOD_MS, Proxier } from '../../src/sync/proxier.js';
 import type { ProxierOptions, ProxierSyncEvent } from '../../src/sync/proxier.js';
 import { settle } from '../helpers/settle.js';
 
+/**
+ * Keeps the one "next sync is full" flag as a real backend does (set at start, after a failure and on
+ * requestFullSync) and records what it was asked and what it did.
+ */
 class RecordingBackend implements ProxyBackend {
   readonly mode = 'nftables' as const;
   readonly family: IPFamily = 'IPv4';
-  readonly calls: { full: boolean; changed: string[]; ports: number }[] = [];
+  readonly calls: { full: boolean; requested: boolean; changed: string[]; ports: number }[] = [];
   failNext = false;
+  fullRequests = 0;
+  private needFullSync = true;
+  requestFullSync(): void {
+    this.fullRequests++;
+    this.needFullSync = true;
+  }
   async sync(snapshot: ProxySnapshot, request: SyncRequest): Promise<BackendSyncResult> {
+    const requested = request.full === true;
+    const full = requested || this.needFullSync;
+    this.needFullSync = true;
     this.calls.push({
-      full: request.full,
+      full,
+      requested,
       changed: [...request.changedServices].sort(),
       ports: snapshot.serviceMap.size,
     });
     if (this.failNext) {
       this.failNext = false;
-      throw new Error('nft: boom');
+      throw new BackendSyncError('nftables IPv4 sync: nft: boom', { full, cause: new Error('nft: boom') });
     }
+    this.needFullSync = false;
     return {
+      full,
       noLocalEndpointsInternal: 1,
       noLocalEndpointsExternal: 2,
       timings: { ownMs: 0, kernelMs: 0 },
@@ -121,7 +138,7 @@ describe('Proxier', () => {
     await settle();
     assert.equal(backend.calls.length, 0, 'no sync before EndpointSlices are synced');
     await syncAfter(proxier, () => proxier.onEndpointSlicesSynced());
-    assert.deepEqual(backend.calls, [{ full: true, changed: ['ns/a'], ports: 1 }]);
+    assert.deepEqual(backend.calls, [{ full: true, requested: false, changed: ['ns/a'], ports: 1 }]);
   });
 
   test('later changes are partial, name exactly the changed Services, and coalesce within minSyncPeriod', async () => {
@@ -142,7 +159,12 @@ describe('Proxier', () => {
     await settle();
     assert.equal(backend.calls.length, 1, 'held by minSyncPeriod');
     await syncAfter(proxier, () => clock.advance(1_000));
-    assert.deepEqual(backend.calls[1], { full: false, changed: ['ns/a', 'ns/b'], ports: 2 });
+    assert.deepEqual(backend.calls[1], {
+      full: false,
+      requested: false,
+      changed: ['ns/a', 'ns/b'],
+      ports: 2,
+    });
     // Nothing changes: no further sync.
     clock.advance(10_000);
     await settle();
@@ -150,19 +172,26 @@ describe('Proxier', () => {
   });
 
   test('a failed sync is retried after syncPeriod as a full sync', async () => {
-    const { clock, backend, proxier } = setup();
+    const { clock, backend, proxier, rec } = setup();
     proxier.start();
     proxier.onServicesSynced();
     await syncAfter(proxier, () => proxier.onEndpointSlicesSynced());
     clock.advance(1_000);
     backend.failNext = true;
     await syncAfter(proxier, () => proxier.onServiceAdd(service('a', '198.19.0.1')));
-    assert.deepEqual(backend.calls[1], { full: false, changed: ['ns/a'], ports: 1 });
+    assert.deepEqual(backend.calls[1], { full: false, requested: false, changed: ['ns/a'], ports: 1 });
     clock.advance(29_000);
     await settle();
     assert.equal(backend.calls.length, 2, 'no retry before syncPeriod');
     await syncAfter(proxier, () => clock.advance(1_000));
-    assert.deepEqual(backend.calls[2], { full: true, changed: [], ports: 1 });
+    // The backend's own flag makes the retry full; the proxier only reports what it did.
+    assert.deepEqual(backend.calls[2], { full: true, requested: false, changed: [], ports: 1 });
+    assert.equal(backend.fullRequests, 0, 'a failure needs no second request from the proxier');
+    assert.deepEqual(
+      rec.calls.filter((c) => c.startsWith('syncDuration')),
+      ['syncDuration full=true', 'syncDuration full=true'],
+      'the retry is recorded as the full sync it was',
+    );
   });
 
   test('a topology change forces a full sync; an unchanged zone does not sync', async () => {
@@ -175,12 +204,14 @@ describe('Proxier', () => {
       metadata: { name: 'node-a', labels: { 'topology.kubernetes.io/zone': zone } },
     });
     await syncAfter(proxier, () => proxier.onNode(node('z1')));
-    assert.equal(backend.calls.at(-1)?.full, true);
+    assert.equal(backend.fullRequests, 1, 'the proxier asks the backend once');
+    assert.deepEqual(backend.calls.at(-1), { full: true, requested: false, changed: [], ports: 0 });
     const count = backend.calls.length;
     clock.advance(1_000);
     proxier.onNode(node('z1'));
     await settle();
     assert.equal(backend.calls.length, count);
+    assert.equal(backend.fullRequests, 1);
   });
 
   test('with no events a full sync still runs hourly', async () => {
@@ -193,8 +224,12 @@ describe('Proxier', () => {
     assert.equal(backend.calls.length, 1);
     await syncAfter(proxier, () => clock.advance(1));
     assert.deepEqual(
-      backend.calls.map((c) => c.full),
-      [true, true],
+      backend.calls.map((c) => [c.full, c.requested]),
+      [
+        [true, false],
+        [true, true],
+      ],
+      "the first is full by the backend's own flag, the hourly one by request",
     );
   });
 

@@ -1,15 +1,13 @@
 // Pure rendering of iptables mode's rules (upstream pkg/proxy/iptables/proxier.go syncProxyRules): one service
-// port at a time (renderServicePort, cached by the backend between syncs), the fixed top-level rules, and the
-// assembly into one iptables-restore input. No I/O; every function is a function of its arguments.
+// port at a time from its policy (renderServicePort, cached between syncs by render-cache.ts), and the fixed
+// top-level rules. No I/O; every function is a function of its arguments.
 import type { Endpoint } from '../../model/endpoint.js';
-import type { FeatureGates } from '../../model/feature-gates.js';
 import type { LocalTrafficDetector } from '../../model/local-detector.js';
 import { clusterIPMasquerade } from '../../model/local-detector.js';
 import { nodePortIPs } from '../../model/nodeport-addresses.js';
 import type { NoEndpointsVerdict, ServicePortPolicy } from '../../model/port-policy.js';
-import { policyNode, servicePortPolicy } from '../../model/port-policy.js';
 import type { ServicePort } from '../../model/service-port.js';
-import type { IptablesRule, RestoreInput } from '../../netfilter/iptables/types.js';
+import type { IptablesRule } from '../../netfilter/iptables/types.js';
 import { commentMatch } from '../../netfilter/iptables/types.js';
 import type { NodeNetworkConfig, ProxySnapshot } from '../../sync/backend.js';
 import {
@@ -549,40 +547,6 @@ export function renderTopLevel(node: NodeNetworkConfig, extras: IptablesExtras):
   return { filterChains, filterRules, natChains: [...NAT_TOP_CHAINS], natRules };
 }
 
-export interface AssembleInput {
-  readonly top: TopLevelRules;
-  /** Every service port in use (their top-level contributions are always written). */
-  readonly all: readonly ServicePortRules[];
-  /** The service ports whose own chains are (re)written this time. */
-  readonly written: readonly ServicePortRules[];
-  /** Stale per-service chains to flush and delete. */
-  readonly staleChains: readonly string[];
-}
-
-/** One iptables-restore input: filter then nat, top-level chains always rewritten. */
-export function assembleRestore(input: AssembleInput): RestoreInput {
-  const filterRules: IptablesRule[] = [];
-  const natRules: IptablesRule[] = [];
-  for (const s of input.all) {
-    for (const r of s.filterRules) filterRules.push(r);
-    for (const r of s.natTopRules) natRules.push(r);
-  }
-  filterRules.push(...input.top.filterRules);
-  natRules.push(...input.top.natRules);
-  const natChains: string[] = [...input.top.natChains];
-  for (const s of input.written) {
-    for (const c of s.chains) natChains.push(c);
-    for (const r of s.chainRules) natRules.push(r);
-  }
-  natChains.push(...input.staleChains);
-  return {
-    tables: [
-      { table: 'filter', chains: input.top.filterChains, rules: filterRules, deleteChains: [] },
-      { table: 'nat', chains: natChains, rules: natRules, deleteChains: input.staleChains },
-    ],
-  };
-}
-
 /** Total endpoints of the service ports in use (upstream counts only ports that have a Service). */
 export function totalEndpoints(snapshot: ProxySnapshot): number {
   let n = 0;
@@ -603,26 +567,4 @@ export function orderedServicePorts(snapshot: ProxySnapshot): ServicePort[] {
             ? 1
             : 0,
   );
-}
-
-/**
- * The full iptables-restore input for a snapshot, as a first sync would write it (no stale chains). Pure: for
- * `kube-proxy-ts render --proxy-mode iptables` and tests.
- */
-export function renderIptablesRestore(
-  snapshot: ProxySnapshot,
-  node: NodeNetworkConfig,
-  extras: IptablesExtras = DEFAULT_IPTABLES_EXTRAS,
-  featureGates?: FeatureGates,
-): RestoreInput {
-  const ctx: RenderContext = {
-    node,
-    extras,
-    largeClusterMode: totalEndpoints(snapshot) > LARGE_CLUSTER_ENDPOINTS_THRESHOLD,
-  };
-  const forNode = policyNode(snapshot.topology, node.nodeIPs[0], featureGates);
-  const all = orderedServicePorts(snapshot).map((sp) =>
-    renderServicePort(servicePortPolicy(sp, snapshot.endpointsMap.get(sp.key) ?? [], forNode), ctx),
-  );
-  return assembleRestore({ top: renderTopLevel(node, extras), all, written: all, staleChains: [] });
 }

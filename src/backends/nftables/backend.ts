@@ -19,6 +19,7 @@ import type {
   ProxySnapshot,
   SyncRequest,
 } from '../../sync/backend.js';
+import { BackendSyncError } from '../../sync/backend.js';
 import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/logger.js';
 import { SILENT_LOGGER } from '../../util/logger.js';
@@ -84,6 +85,10 @@ export class NftablesBackend implements ProxyBackend {
     this.#planner = new SyncPlanner(options.node, () => nftNodePortIPs(options.node), options.featureGates);
   }
 
+  requestFullSync(): void {
+    this.#needFullSync = true;
+  }
+
   /** Names of chains that were flushed and wait for deletion (tests compare with upstream's staleChains). */
   get staleChains(): string[] {
     return [...this.#planner.staleChains.keys()].sort();
@@ -93,7 +98,7 @@ export class NftablesBackend implements ProxyBackend {
     const started = performance.now();
     let kernelMs = 0;
     const now = this.#clock.now();
-    let full = request.full || this.#needFullSync;
+    let full = request.full === true || this.#needFullSync;
 
     // Chains flushed at least a second ago go first, in their own transaction.
     const expired = this.#planner.chainsToDelete(now);
@@ -150,13 +155,20 @@ export class NftablesBackend implements ProxyBackend {
               code: 'Failed',
             });
       this.#logger.error('nftables sync failed', { error: error.message, full, operations: tx.size });
-      throw error;
+      throw new BackendSyncError(
+        `nftables ${this.family} ${full ? 'full' : 'partial'} sync: ${error.message}`,
+        {
+          full,
+          cause: error,
+        },
+      );
     }
     plan.commit();
     this.#needFullSync = false;
     if (full) this.#flushedBaseChains = true;
     this.#logger.v(4, () => ({ msg: 'nftables sync done', fields: { full, operations: tx.size } }));
     return {
+      full,
       noLocalEndpointsInternal: plan.noLocalInternal,
       noLocalEndpointsExternal: plan.noLocalExternal,
       timings: { ownMs: performance.now() - started - kernelMs, kernelMs },

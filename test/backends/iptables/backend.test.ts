@@ -4,10 +4,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { IptablesBackend } from '../../../src/backends/iptables/backend.js';
 import { cleanupIptables } from '../../../src/backends/iptables/cleanup.js';
-import { renderIptablesRestore } from '../../../src/backends/iptables/render.js';
+import { renderIptablesRestore } from '../../../src/backends/iptables/render-cache.js';
 import type { EndpointSlice, Service } from '../../../src/api/objects.js';
 import { FakeIptables } from '../../../src/netfilter/iptables/fake.js';
-import { serializeRestore } from '../../../src/netfilter/iptables/serialize.js';
 import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
 import type { ProxyMetrics } from '../../../src/sync/metrics.js';
 import { NO_PROXY_METRICS } from '../../../src/sync/metrics.js';
@@ -486,7 +485,7 @@ describe('the text cache', () => {
       // into an empty fake. Our chains must hold exactly the same rules in the same order.
       const ref = new FakeIptables();
       const { snapshot } = model.checkout();
-      const text = serializeRestore(renderIptablesRestore(snapshot, testNode(), EXTRAS));
+      const text = renderIptablesRestore(snapshot, testNode(), EXTRAS);
       const applied = await ref.run('iptables-restore', ['--noflush', '--counters'], { stdin: text });
       assert.equal(applied.code, 0, applied.stderr);
       for (const table of ['nat', 'filter'] as const) {

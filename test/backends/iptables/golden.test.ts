@@ -4,9 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { IptablesBackend } from '../../../src/backends/iptables/backend.js';
-import { renderIptablesRestore } from '../../../src/backends/iptables/render.js';
+import { renderIptablesRestore } from '../../../src/backends/iptables/render-cache.js';
 import { FakeIptables } from '../../../src/netfilter/iptables/fake.js';
-import { serializeRestore } from '../../../src/netfilter/iptables/serialize.js';
 import type { ProxyMetrics } from '../../../src/sync/metrics.js';
 import { NO_PROXY_METRICS } from '../../../src/sync/metrics.js';
 import { FakeClock } from '../../../src/util/clock.js';
@@ -56,7 +55,7 @@ for (const file of ['ipt-TestOverallIPTablesRules.json', 'ipt-TestBadIPs.json'])
       const model = new ModelCluster(v.proxierConfig.ipFamily, v.proxierConfig.nodeName);
       for (const s of v.services ?? []) model.upsertService(s);
       for (const e of v.endpointSlices ?? []) model.upsertSlice(e);
-      const text = serializeRestore(renderIptablesRestore(model.checkout().snapshot, node, extras));
+      const text = renderIptablesRestore(model.checkout().snapshot, node, extras);
       assert.equal(canonicalRestore(text), v.expected);
     });
   });

@@ -1,10 +1,10 @@
-// The cached-text path must write exactly what the structured path writes: the same rules through
-// assembleRestore + serializeRestore (the reference) and through servicePortText + assembleRestoreText (the cache).
-// Counts are checked against the text itself.
+// The cached-text path must write exactly what the structured serializer writes for the same rules: the test
+// builds the reference as a RestoreInput (filter then nat; top-level chains whole; the written ports' chains; stale
+// chains declared, then deleted) and serializes it with serializeRestore; the cache goes through servicePortText +
+// assembleRestoreText. Counts are checked against the text itself.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ServicePortRules, TopLevelRules } from '../../../src/backends/iptables/render.js';
-import { assembleRestore } from '../../../src/backends/iptables/render.js';
 import {
   assembleRestoreText,
   joinTopRules,
@@ -12,6 +12,33 @@ import {
   topLevelText,
 } from '../../../src/backends/iptables/restore-text.js';
 import { serializeRestore } from '../../../src/netfilter/iptables/serialize.js';
+import type { IptablesRule, RestoreInput } from '../../../src/netfilter/iptables/types.js';
+
+/** The reference: the restore input as structured data, in the order iptables-restore must read it. */
+function referenceRestore(
+  top: TopLevelRules,
+  all: readonly ServicePortRules[],
+  written: readonly ServicePortRules[],
+  staleChains: readonly string[],
+): RestoreInput {
+  const filterRules: IptablesRule[] = [...all.flatMap((p) => p.filterRules), ...top.filterRules];
+  const natRules: IptablesRule[] = [
+    ...all.flatMap((p) => p.natTopRules),
+    ...top.natRules,
+    ...written.flatMap((p) => p.chainRules),
+  ];
+  return {
+    tables: [
+      { table: 'filter', chains: top.filterChains, rules: filterRules, deleteChains: [] },
+      {
+        table: 'nat',
+        chains: [...top.natChains, ...written.flatMap((p) => p.chains), ...staleChains],
+        rules: natRules,
+        deleteChains: staleChains,
+      },
+    ],
+  };
+}
 
 function port(n: number, withFilter: boolean): ServicePortRules {
   const svc = `KUBE-SVC-PORT${n}`;
@@ -67,12 +94,12 @@ describe('assembleRestoreText', () => {
   ] as const) {
     test(`${label}: the same text as the structured path, and counts that match it`, () => {
       const expected = serializeRestore(
-        assembleRestore({
-          top: TOP,
-          all: ports,
-          written: writtenIdx.map((i) => ports[i] as ServicePortRules),
-          staleChains: stale,
-        }),
+        referenceRestore(
+          TOP,
+          ports,
+          writtenIdx.map((i) => ports[i] as ServicePortRules),
+          stale,
+        ),
       );
       const got = assembleRestoreText({
         top: topLevelText(TOP),

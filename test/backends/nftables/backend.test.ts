@@ -4,6 +4,7 @@ import type { EndpointSlice, Service } from '../../../src/api/objects.js';
 import { NftablesBackend, renderFullSyncTransaction } from '../../../src/backends/nftables/backend.js';
 import { hashAndTruncate } from '../../../src/backends/nftables/naming.js';
 import { NftError } from '../../../src/netfilter/nft/errors.js';
+import { BackendSyncError } from '../../../src/sync/backend.js';
 import { FakeNft } from '../../../src/netfilter/nft/fake.js';
 import type { CommandRunner } from '../../../src/netfilter/command.js';
 import { FakeClock } from '../../../src/util/clock.js';
@@ -126,11 +127,19 @@ describe('NftablesBackend', () => {
         : undefined;
     cluster.upsertService(service(2));
     cluster.upsertSlice(slice(2, ['10.1.0.2']));
-    await assert.rejects(cluster.sync(backend), (e) => e instanceof NftError && /svc2/.test(e.message));
+    await assert.rejects(
+      cluster.sync(backend),
+      (e) =>
+        e instanceof BackendSyncError &&
+        e.full === false &&
+        e.cause instanceof NftError &&
+        /^nftables IPv4 partial sync: .*svc2/.test(e.message),
+    );
     assert.equal(failures, 1);
 
     fake.failOperation = undefined;
     const next = await cluster.sync(backend); // asked for partial, but the backend must do a full sync
+    assert.equal(next.full, true, 'the result says the backend did a full sync');
     // A full sync: the setup again, both service chains rewritten (add, flush, rule), and svc2's two elements
     // (svc1's are in the table already); a partial one would have been svc2's 5 operations alone.
     assert.equal(
