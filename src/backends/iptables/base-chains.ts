@@ -9,11 +9,10 @@ import type { IptablesRule, IptablesTableName, RestoreTable } from '../../netfil
 import { IPTABLES_TABLES } from '../../netfilter/iptables/types.js';
 import type { NodeNetworkConfig } from '../../sync/backend.js';
 import type { Logger } from '../../util/logger.js';
-import { JUMP_RULES, jumpArgs, KUBELET_JUMP_RULES } from './jumps.js';
+import { JUMP_RULES, jumpArgs, jumpRulesFor } from './jumps.js';
 import type { JumpRule } from './jumps.js';
 import { KUBE_FORWARD, KUBE_PROXY_CANARY } from './naming.js';
 import type { IptablesExtras } from './render.js';
-import { localhostNodePortsActive } from './render.js';
 
 /** Tables that hold the canary (upstream Monitor): mangle is the one polled first. */
 export const CANARY_TABLES: readonly IptablesTableName[] = ['mangle', 'nat', 'filter'];
@@ -43,9 +42,7 @@ export class IptablesBaseChains {
 
   /** The jump rules this node needs (kubelet's KUBE-FIREWALL ones only with IPv4 localhost NodePorts). */
   jumpRules(): readonly JumpRule[] {
-    return localhostNodePortsActive(this.node, this.extras)
-      ? [...JUMP_RULES, ...KUBELET_JUMP_RULES]
-      : JUMP_RULES;
+    return jumpRulesFor(this.node, this.extras);
   }
 
   /**

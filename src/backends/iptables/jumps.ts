@@ -1,6 +1,7 @@
 // The jump rules from the built-in chains into ours (upstream iptablesJumpChains). They are ensured one by one
 // (`-C`, then `-I` to prepend) rather than restored, because a restore would have to own all of PREROUTING etc.
 import type { IptablesTableName } from '../../netfilter/iptables/types.js';
+import type { NodeNetworkConfig } from '../../sync/backend.js';
 import {
   KUBE_EXTERNAL_SERVICES,
   KUBE_FORWARD,
@@ -10,6 +11,8 @@ import {
   KUBE_SERVICES,
   KUBELET_FIREWALL,
 } from './naming.js';
+import type { IptablesExtras } from './render.js';
+import { localhostNodePortsActive } from './render.js';
 
 export interface JumpRule {
   readonly table: IptablesTableName;
@@ -106,4 +109,12 @@ export function jumpArgs(j: JumpRule): string[] {
     '-j',
     j.to,
   ];
+}
+
+/**
+ * The jump rules a node ensures: kubelet's KUBE-FIREWALL ones only with IPv4 localhost NodePorts. Pure, so the
+ * backend and `kube-proxy-ts render` (which prints them after the restore input) ask the same question.
+ */
+export function jumpRulesFor(node: NodeNetworkConfig, extras: IptablesExtras): readonly JumpRule[] {
+  return localhostNodePortsActive(node, extras) ? [...JUMP_RULES, ...KUBELET_JUMP_RULES] : JUMP_RULES;
 }

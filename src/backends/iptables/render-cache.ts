@@ -8,11 +8,11 @@ import { policyNode, servicePortPolicy } from '../../model/port-policy.js';
 import type { ServicePort } from '../../model/service-port.js';
 import type { NodeNetworkConfig, ProxySnapshot } from '../../sync/backend.js';
 import { isServiceChainName } from './naming.js';
+import { renderServicePort } from './service-port.js';
 import type { IptablesExtras, RenderContext } from './render.js';
 import {
   DEFAULT_IPTABLES_EXTRAS,
   LARGE_CLUSTER_ENDPOINTS_THRESHOLD,
-  renderServicePort,
   renderTopLevel,
   totalEndpoints,
 } from './render.js';
