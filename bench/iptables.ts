@@ -1,11 +1,14 @@
-// iptables mode benchmark, in bench/types.ts's shape: a full sync and a one-endpoint-change sync for N Services × E
-// endpoints, each split into our own work (render, serialize, reading iptables-save's output) and the kernel tools'
-// (iptables-restore, plus the jump-rule commands on a full sync and iptables-save when stale chains are scanned),
-// beside the floor: the very same iptables-restore call (binary, flags, lock file, stdin) replayed alone from the
-// same starting state. Run once per back end (legacy and nft, or KPTS_BENCH_IPTABLES_VARIANTS), each with its own
-// xtables lock file so no other process's lock is involved. A line per size on stderr splits kernel time by phase.
+// iptables mode benchmark, in bench/types.ts's shape: the first (full) sync and a one-endpoint-change sync for N
+// Services × E endpoints, timed from handing the objects to the trackers until the sync resolved
+// (bench/measure.ts). Kernel time is the kernel tools' own run: iptables-restore and iptables-save
+// (lastKernelPhases' restoreMs + saveMs). Ours is the rest, including the base-chain step (its planning and the
+// restore it runs), the flock probes (legacy), rendering, serializing and parsing iptables-save's output. Beside it,
+// the floor: the very same iptables-restore call (binary, flags, lock file, stdin) replayed alone from the same
+// starting state. Run once per back end (legacy and nft, or KPTS_BENCH_IPTABLES_VARIANTS), each with its own xtables
+// lock file so no other process's lock is involved. A line per size on stderr splits the sync by phase.
 import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import { basename } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
@@ -17,10 +20,12 @@ import type { CommandOptions, CommandRunner } from '../src/netfilter/command.js'
 import { netnsCommandRunner } from '../src/netfilter/command.js';
 import type { IptablesVariant } from '../src/netfilter/iptables/variant.js';
 import { iptablesBinaries } from '../src/netfilter/iptables/variant.js';
-import type { BackendSyncResult, NodeNetworkConfig } from '../src/sync/backend.js';
+import type { NodeNetworkConfig } from '../src/sync/backend.js';
 import { masqueradeMarkFor } from '../src/sync/backend.js';
-import { systemClock } from '../src/util/clock.js';
-import type { BenchContext, BenchModule, BenchRow } from './types.js';
+import { sampleChildPeakRss } from './child-rss.js';
+import type { SyncSample } from './measure.js';
+import { benchClock, benchContext, median, peakRssMiB, rowFrom, SETTLE_MS, timedSync } from './measure.js';
+import type { BenchContext, BenchModule, BenchRow, SyncKind } from './types.js';
 import { BenchCluster } from './workload.js';
 
 const NODE: NodeNetworkConfig = {
@@ -62,20 +67,20 @@ function recording(
   };
 }
 
-// After a large restore or cleanup the kernel may still be freeing the old ruleset (nf_tables does it in a
-// worker); each floor and each measured sync starts after this pause, so neither pays for the other's leftovers.
-const SETTLE_MS = 1000;
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] ?? 0;
+/** The kernel tools' own run time in the last sync: iptables-restore and iptables-save. */
+function iptablesKernelMs(backend: IptablesBackend, what: string): number {
+  const p = backend.lastKernelPhases;
+  if (p === undefined) throw new Error(`${what}: the backend reported no kernel phases`);
+  return p.restoreMs + p.saveMs;
 }
 
-const peakRssMiB = (): number => process.resourceUsage().maxRSS / 1024;
-
 async function runSize(ctx: BenchContext, variant: IptablesVariant, services: number): Promise<BenchRow[]> {
+  const mode = `iptables (${variant})`;
+  const what = `${mode} ${services}`;
   const lockFile = `/tmp/kpts${randomBytes(3).toString('hex')}-bench-xtables.lock`;
   const bins = iptablesBinaries('IPv4', variant);
+  // The tool's process name as /proc shows it (`ip netns exec` execs it in place; comm is 15 characters).
+  const toolName = basename(bins.restore).slice(0, 15);
   const floorRun = async (call: RecordedCall): Promise<number> => {
     const t0 = performance.now();
     const r = await ctx.commands.run(call.cmd, call.args, call.options);
@@ -90,7 +95,7 @@ async function runSize(ctx: BenchContext, variant: IptablesVariant, services: nu
     const backend = new IptablesBackend({
       node: NODE,
       commands: rec.runner,
-      clock: systemClock,
+      clock: benchClock,
       iptables: {
         variant,
         lockFile,
@@ -104,72 +109,73 @@ async function runSize(ctx: BenchContext, variant: IptablesVariant, services: nu
       },
     });
     const cluster = new BenchCluster(NODE.nodeName, ctx.endpointsPerService);
-    const sync = (full: boolean): Promise<BackendSyncResult> =>
-      backend.sync(cluster.snapshot, cluster.checkout(full));
-    cluster.load(services);
+    const sync = (kind: SyncKind, handIn: () => void): Promise<SyncSample> =>
+      timedSync(what, cluster, backend, kind, handIn, () => iptablesKernelMs(backend, what));
+
+    // The first sync, cold: every Service and slice handed in, empty tables, a new backend in a fresh process.
     await sleep(SETTLE_MS);
-    const full = await sync(true);
+    let rssBeforeSync = 0;
+    const first = await sync('full', () => {
+      cluster.load(services);
+      rssBeforeSync = peakRssMiB();
+    });
     const fullCall = rec.last();
     const fullPhases = backend.lastKernelPhases;
 
     // One endpoint of the middle Service changes (and changes back), repeatedly. Each floor replays the change's
     // restore call from the state the change started from (after the revert).
     const target = Math.floor(services / 2);
-    const own: number[] = [];
-    const kernel: number[] = [];
+    const changes: SyncSample[] = [];
     const floor: number[] = [];
-    let operations = 0;
-    let partialPhases = backend.lastKernelPhases;
+    const partialPhases: IptablesKernelPhases[] = [];
+    let toolSmallRss = 0;
     for (let r = 0; r < ctx.repeats; r++) {
-      cluster.setSlice(target, r + 1);
-      const change = await sync(false);
-      partialPhases = backend.lastKernelPhases;
+      changes.push(await sync('one-endpoint', () => cluster.setSlice(target, r + 1)));
+      if (backend.lastKernelPhases !== undefined) partialPhases.push(backend.lastKernelPhases);
       const changeCall = rec.last();
-      cluster.setSlice(target, 0);
-      await sync(false);
+      await sync('one-endpoint', () => cluster.setSlice(target, 0));
       const revertCall = rec.last();
-      own.push(change.timings.ownMs);
-      kernel.push(change.timings.kernelMs);
-      operations = change.operations;
+      const sampler = sampleChildPeakRss([toolName]);
       floor.push(await floorRun(changeCall));
+      toolSmallRss = Math.max(toolSmallRss, sampler.stop());
       await floorRun(revertCall);
     }
 
-    // The proxy's peak: taken before the cleanup and floor runs below, whose iptables-save of a whole large table
-    // (cleanup) and replayed input would otherwise be charged to the syncs.
-    const syncPeakRssMiB = peakRssMiB();
+    // The proxy's peak: the model, the first sync and the changes; taken before the cleanup and floor runs below,
+    // whose iptables-save of a whole large table (cleanup) and replayed input would otherwise be charged to us.
+    const base = {
+      mode,
+      services,
+      endpointsPerService: ctx.endpointsPerService,
+      peakRssMiB: peakRssMiB(),
+      rssBeforeSyncMiB: rssBeforeSync,
+    };
 
     // The full sync's floor starts, like the sync did, from empty tables (the sync's restore also found our empty
-    // top-level chains, made by its -N commands: no rules, no measurable difference).
+    // top-level chains, made by its base-chain step: no rules, no measurable difference). Once, like the sync.
     await clean();
     await sleep(SETTLE_MS);
+    const sampler = sampleChildPeakRss([toolName]);
     const fullFloor = await floorRun(fullCall);
-    const ms = (n: number | undefined): string => (n ?? 0).toFixed(0);
+    const toolFullRss = sampler.stop();
+
+    const ms = (n: number | undefined): string => (n ?? 0).toFixed(1);
     const phaseText = (p: IptablesKernelPhases | undefined): string =>
-      `jumps ${ms(p?.jumpsMs)}, save ${ms(p?.saveMs)}, lock ${ms(p?.lockMs)}, restore ${ms(p?.restoreMs)}`;
+      `kernel: save ${ms(p?.saveMs)} + restore ${ms(p?.restoreMs)}; ours: base chains ${ms(p?.jumpsMs)}, ` +
+      `lock probe ${ms(p?.lockMs)}`;
+    const medianPhases: IptablesKernelPhases = {
+      lockMs: median(partialPhases.map((p) => p.lockMs)),
+      jumpsMs: median(partialPhases.map((p) => p.jumpsMs)),
+      saveMs: median(partialPhases.map((p) => p.saveMs)),
+      restoreMs: median(partialPhases.map((p) => p.restoreMs)),
+    };
     console.error(
-      `iptables (${variant}) ${services} kernel ms by phase: full sync [${phaseText(fullPhases)}] floor ` +
-        `${ms(fullFloor)}; one-endpoint [${phaseText(partialPhases)}] floor ${ms(median(floor))}`,
+      `${what} ms by phase: full sync [${phaseText(fullPhases)}] floor ${ms(fullFloor)}; ` +
+        `one-endpoint, medians [${phaseText(medianPhases)}] floor ${ms(median(floor))}`,
     );
-    const mode = `iptables (${variant})`;
-    const row = { mode, services, endpointsPerService: ctx.endpointsPerService, peakRssMiB: syncPeakRssMiB };
     return [
-      {
-        ...row,
-        sync: 'full',
-        ownMs: full.timings.ownMs,
-        kernelMs: full.timings.kernelMs,
-        floorMs: fullFloor,
-        operations: full.operations,
-      },
-      {
-        ...row,
-        sync: 'one-endpoint',
-        ownMs: median(own),
-        kernelMs: median(kernel),
-        floorMs: median(floor),
-        operations,
-      },
+      rowFrom(base, 'full', [first], [fullFloor], toolFullRss),
+      rowFrom(base, 'one-endpoint', changes, floor, toolSmallRss),
     ];
   } finally {
     await clean();
@@ -187,34 +193,34 @@ function variants(): IptablesVariant[] {
 
 const NFT_VARIANT_MAX_SERVICES = Number(process.env.KPTS_BENCH_IPTABLES_NFT_MAX ?? '1000');
 
-export const iptablesBench: BenchModule = {
+/**
+ * One module per back end (KPTS_BENCH_IPTABLES_VARIANTS), so bench/main.ts gives each (back end, size) a process
+ * of its own. iptables-nft stops at KPTS_BENCH_IPTABLES_NFT_MAX Services (default 1,000): iptables-nft-restore of
+ * ~430,000 rules ran for over 8 minutes here without finishing (the scaling trouble of k/k #96018); legacy
+ * iptables shows the mode's own cost at that size.
+ */
+export const iptablesBenches: readonly BenchModule[] = variants().map((variant) => ({
   mode: 'iptables',
-  async run(ctx) {
+  label: `iptables (${variant})`,
+  ...(variant === 'nft' ? { maxServices: NFT_VARIANT_MAX_SERVICES } : {}),
+  async run(ctx: BenchContext): Promise<BenchRow[]> {
     const rows: BenchRow[] = [];
-    for (const v of variants()) {
-      for (const n of ctx.sizes) {
-        if (v === 'nft' && n > NFT_VARIANT_MAX_SERVICES) {
-          // iptables-nft-restore of ~430,000 rules ran for over 8 minutes here without finishing (the scaling
-          // trouble of k/k #96018); legacy iptables shows the mode's own cost at that size.
-          process.stderr.write(
-            `iptables (nft) ${n}: skipped above ${NFT_VARIANT_MAX_SERVICES} Services (KPTS_BENCH_IPTABLES_NFT_MAX)\n`,
-          );
-          continue;
-        }
-        rows.push(...(await runSize(ctx, v, n)));
-      }
-    }
+    for (const n of ctx.sizes) rows.push(...(await runSize(ctx, variant, n)));
     return rows;
   },
-};
+}));
 
-/** The brief's entry point, for running this mode alone. */
-export function benchIptables(ctx: BenchContext): Promise<BenchRow[]> {
-  return iptablesBench.run(ctx);
+/** Every back end's rows, in this one process (bench/main.ts runs each in its own). */
+export async function benchIptables(ctx: BenchContext): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  for (const m of iptablesBenches)
+    rows.push(...(await m.run({ ...ctx, sizes: ctx.sizes.filter((n) => n <= (m.maxServices ?? Infinity)) })));
+  return rows;
 }
 
-// Run alone (`npm run build && node dist/bench/iptables.js`, or with tsx): this mode's rows in their own private
-// namespace, as JSON lines, without the other modes. Compiled, no loader skews the peak RSS.
+// Run alone (`npm run build && node dist/bench/iptables.js`): this mode's rows in their own private namespace, as
+// JSON lines, every back end and size in this one process (so a later run's peak RSS includes the earlier ones';
+// `KPTS_BENCH_MODES=iptables node dist/bench/main.js` gives each its own process and prints the table).
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const ns = `kpts${randomBytes(3).toString('hex')}-bench`;
   execFileSync('ip', ['netns', 'add', ns]);
@@ -223,12 +229,7 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
       .split(',')
       .map((s) => Number(s.trim()))
       .filter((n) => Number.isInteger(n) && n > 0);
-    const rows = await benchIptables({
-      commands: netnsCommandRunner(ns),
-      sizes,
-      endpointsPerService: 10,
-      repeats: 5,
-    });
+    const rows = await benchIptables(benchContext(netnsCommandRunner(ns), sizes));
     for (const r of rows) console.log(JSON.stringify(r));
   } finally {
     execFileSync('ip', ['netns', 'del', ns]);

@@ -2,21 +2,45 @@
 // inside one private network namespace and adds its rows to one table, so modes compare side by side.
 // Needs root, `ip` and the modes' tools; touches nothing outside its namespace.
 //
-// Each (mode, size) runs in a fresh Node process, so its peak RSS is that run's alone (not the garbage of an
-// earlier, smaller run or of another mode). Run the compiled build to measure what a user runs: under tsx the
-// loader's own thread adds ~25 MiB to every process.
+// Each (mode, size) runs in a fresh Node process (each iptables back end counts as a mode), so its peak RSS is
+// that run's alone (not the garbage of an earlier, smaller run or of another mode), and its first sync is cold.
+// Run the compiled build to measure what a user runs: under tsx the loader's own thread adds ~25 MiB.
 //   npm run build; KPTS_BENCH_MODES=nftables KPTS_BENCH_SIZES=1000,10000 node dist/bench/main.js
+// KPTS_BENCH_MODES: nftables, iptables (default both); KPTS_BENCH_SIZES: Services (default 1000,10000);
+// KPTS_BENCH_IPTABLES_VARIANTS: legacy,nft; KPTS_BENCH_IPTABLES_NFT_MAX: iptables-nft's largest size (1000).
+//
+// Accounting, the same for every mode (bench/measure.ts does it for all of them):
+// - What is timed is what a user waits for: from the moment the API objects are handed in (Services and
+//   EndpointSlices into the real change trackers: BenchCluster.load or setSlice) until backend.sync() has
+//   resolved, the kernel programmed. total = that wall time. Nothing of the sync happens outside it.
+// - kernel = the kernel tools' own run time only: for nftables the backend's kernelMs (nft -f applying the
+//   transaction, and waiting on nft's listing on a full sync); for iptables restoreMs + saveMs (iptables-restore
+//   and iptables-save running). own = total - kernel: everything else is ours, including the model, the
+//   backend's render/diff/serialize, parsing iptables-save's output, iptables' base-chain step (our planning and
+//   the commands it runs) and the flock probes (legacy).
+// - model = the part of own spent in the change trackers (parsing, fingerprinting, update) and checkout.
+// - Runs: the "full" row is the process's first sync (every Service handed in at once, empty tables, new
+//   backend), cold, one run: what a proxy's start costs. The "one-endpoint" row is REPEATS (9) changes of one
+//   endpoint of the middle Service, in every mode (each changed back by a sync that is checked, not reported).
+//   Each column is the median of its per-run values (total is the median of per-run totals, not a sum of
+//   medians), so own + kernel need not add up to total exactly.
+// - floor = the kernel tool alone applying the very text (iptables: the very restore call) from the same
+//   starting state, as many runs as its row, median. total/floor: what the user waits beyond the tool's own need.
+// - The backend decides full or partial by itself; a full row whose sync was partial, or a one-endpoint run that
+//   did a full sync, fails the bench run (BenchKindError) rather than print a number for the wrong thing.
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { AGENT_NODE_FLAGS } from '../src/util/node-flags.js';
 import { netnsCommandRunner } from '../src/netfilter/command.js';
-import { iptablesBench } from './iptables.js';
+import { iptablesBenches } from './iptables.js';
+import { benchContext, REPEATS } from './measure.js';
 import { nftablesBench } from './nftables.js';
-import type { BenchContext, BenchModule, BenchRow } from './types.js';
+import type { BenchModule, BenchRow } from './types.js';
 
-const MODULES: readonly BenchModule[] = [nftablesBench, iptablesBench];
+const MODULES: readonly BenchModule[] = [nftablesBench, ...iptablesBenches];
+const labelOf = (m: BenchModule): string => m.label ?? m.mode;
 
-/** Set in the per-run child: `{ mode, size, ns }`. */
+/** Set in the per-run child: `{ label, size, ns }`. */
 const CHILD_ENV = 'KPTS_BENCH_CHILD';
 const ROWS_MARK = 'KPTS_BENCH_ROWS ';
 
@@ -33,10 +57,6 @@ function selectedModules(): BenchModule[] {
   return MODULES.filter((m) => !modes || modes.includes(m.mode));
 }
 
-function context(ns: string, sizes: readonly number[]): BenchContext {
-  return { commands: netnsCommandRunner(ns), sizes, endpointsPerService: 10, repeats: 9 };
-}
-
 function fmt(n: number, digits = 1): string {
   return n.toFixed(digits);
 }
@@ -47,10 +67,13 @@ function printTable(rows: readonly BenchRow[]): void {
     'services',
     'eps',
     'sync',
+    'runs',
     'ops',
-    'own ms',
-    'kernel ms',
     'total ms',
+    'own ms',
+    'model ms',
+    'model/own',
+    'kernel ms',
     'floor ms',
     'total/floor',
     'own/full own',
@@ -61,18 +84,20 @@ function printTable(rows: readonly BenchRow[]): void {
   const lines: string[][] = [header];
   for (const r of rows) {
     const fullRow = rows.find((x) => x.mode === r.mode && x.services === r.services && x.sync === 'full');
-    const total = r.ownMs + r.kernelMs;
     lines.push([
       r.mode,
       String(r.services),
       String(r.endpointsPerService),
       r.sync,
+      String(r.runs),
       String(r.operations),
+      fmt(r.totalMs),
       fmt(r.ownMs, 2),
+      fmt(r.modelMs, 2),
+      r.ownMs > 0 ? `${fmt((100 * r.modelMs) / r.ownMs, 0)}%` : '',
       fmt(r.kernelMs),
-      fmt(total),
       fmt(r.floorMs),
-      fmt(total / r.floorMs, 2),
+      fmt(r.totalMs / r.floorMs, 2),
       fullRow && r.sync !== 'full' ? `${fmt((100 * r.ownMs) / fullRow.ownMs, 2)}%` : '',
       fmt(r.peakRssMiB, 0),
       r.rssBeforeSyncMiB === undefined ? '' : fmt(r.rssBeforeSyncMiB, 0),
@@ -80,15 +105,20 @@ function printTable(rows: readonly BenchRow[]): void {
     ]);
   }
   const widths = header.map((_, i) => Math.max(...lines.map((l) => (l[i] ?? '').length)));
+  console.log(
+    `total = objects handed to the trackers -> sync resolved; kernel = the kernel tools' own run; own = total - ` +
+      `kernel; model = trackers + checkout (part of own). full: the first sync, cold, 1 run; one-endpoint: ` +
+      `${REPEATS} runs; each column the median of its per-run values. floor: the tool alone, same text.`,
+  );
   for (const l of lines) console.log(l.map((c, i) => c.padStart(widths[i] ?? 0)).join('  '));
 }
 
 /** Runs one (mode, size) in a fresh process (this script, same loader flags) and collects its rows. */
-function runChild(mode: string, size: number, ns: string): Promise<BenchRow[]> {
+function runChild(label: string, size: number, ns: string): Promise<BenchRow[]> {
   return new Promise((resolve, reject) => {
     const script = process.argv[1] ?? '';
     const child = spawn(process.execPath, [...process.execArgv, ...AGENT_NODE_FLAGS, script], {
-      env: { ...process.env, [CHILD_ENV]: JSON.stringify({ mode, size, ns }) },
+      env: { ...process.env, [CHILD_ENV]: JSON.stringify({ label, size, ns }) },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
@@ -98,7 +128,7 @@ function runChild(mode: string, size: number, ns: string): Promise<BenchRow[]> {
     child.on('close', (code) => {
       const line = out.split('\n').find((l) => l.startsWith(ROWS_MARK));
       if (code !== 0 || line === undefined) {
-        reject(new Error(`${mode} at ${size} Services: child exited with ${code}\n${out}`));
+        reject(new Error(`${label} at ${size} Services: child exited with ${code}\n${out}`));
         return;
       }
       resolve(JSON.parse(line.slice(ROWS_MARK.length)) as BenchRow[]);
@@ -107,10 +137,10 @@ function runChild(mode: string, size: number, ns: string): Promise<BenchRow[]> {
 }
 
 async function child(spec: string): Promise<void> {
-  const { mode, size, ns } = JSON.parse(spec) as { mode: string; size: number; ns: string };
-  const m = MODULES.find((x) => x.mode === mode);
-  if (!m) throw new Error(`no bench module ${mode}`);
-  const rows = await m.run(context(ns, [size]));
+  const { label, size, ns } = JSON.parse(spec) as { label: string; size: number; ns: string };
+  const m = MODULES.find((x) => labelOf(x) === label);
+  if (!m) throw new Error(`no bench module ${label}`);
+  const rows = await m.run(benchContext(netnsCommandRunner(ns), [size]));
   process.stdout.write(ROWS_MARK + JSON.stringify(rows) + '\n');
 }
 
@@ -132,8 +162,15 @@ async function main(): Promise<void> {
   process.once('SIGTERM', onSignal);
   try {
     const rows: BenchRow[] = [];
-    for (const m of selectedModules())
-      for (const n of parseSizes()) rows.push(...(await runChild(m.mode, n, ns)));
+    for (const m of selectedModules()) {
+      for (const n of parseSizes()) {
+        if (n > (m.maxServices ?? Infinity)) {
+          process.stderr.write(`${labelOf(m)} ${n}: skipped above ${m.maxServices} Services\n`);
+          continue;
+        }
+        rows.push(...(await runChild(labelOf(m), n, ns)));
+      }
+    }
     printTable(rows);
   } finally {
     cleanup();

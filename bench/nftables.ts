@@ -1,13 +1,16 @@
-// nftables mode benchmark: full sync and a one-endpoint-change sync for N Services × E endpoints, each split into
-// our own work and nft's, beside the floor (`nft -f` alone applying the same transaction text).
+// nftables mode benchmark: the first (full) sync and a one-endpoint-change sync for N Services × E endpoints, timed
+// from handing the objects to the trackers until the sync resolved (bench/measure.ts), split into our own work and
+// nft's, beside the floor (`nft -f` alone applying the same transaction text).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { NftablesBackend } from '../src/backends/nftables/backend.js';
 import type { CommandRunner } from '../src/netfilter/command.js';
 import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
 import type { BackendSyncResult, NodeNetworkConfig } from '../src/sync/backend.js';
 import { masqueradeMarkFor } from '../src/sync/backend.js';
-import { systemClock } from '../src/util/clock.js';
 import { sampleChildPeakRss } from './child-rss.js';
-import type { BenchContext, BenchModule, BenchRow } from './types.js';
+import type { SyncSample } from './measure.js';
+import { benchClock, peakRssMiB, rowFrom, SETTLE_MS, timedSync } from './measure.js';
+import type { BenchContext, BenchModule, BenchRow, SyncKind } from './types.js';
 import { BenchCluster } from './workload.js';
 
 /** Leaves no kube-proxy table (nft 1.0.6 has no `destroy`: add, then delete). */
@@ -52,103 +55,66 @@ async function time(commands: CommandRunner, text: string): Promise<number> {
   return ms;
 }
 
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] ?? 0;
-}
-
-const peakRssMiB = (): number => process.resourceUsage().maxRSS / 1024;
-
-/** Full syncs per size (each from an empty table, with a new backend); the median is reported. */
-const FULL_REPEATS = 5;
+/** nft's own run: the backend's kernelMs is `nft -f` applying the transaction, plus, on a full sync, waiting on
+ * the listing nft prints while we render (and a stale-chain deletion's `nft -f` when one is due). */
+const nftKernelMs = (result: BackendSyncResult): number => result.timings.kernelMs;
 
 async function runSize(ctx: BenchContext, services: number): Promise<BenchRow[]> {
+  const what = `nftables ${services}`;
   const rec = recording(ctx.commands);
-  const newBackend = (): NftablesBackend =>
-    new NftablesBackend({ node: NODE, commands: rec.runner, clock: systemClock });
+  const backend = new NftablesBackend({ node: NODE, commands: rec.runner, clock: benchClock });
   const cluster = new BenchCluster(NODE.nodeName, ctx.endpointsPerService);
-  let backend = newBackend();
-  const sync = (full: boolean): Promise<BackendSyncResult> =>
-    backend.sync(cluster.snapshot, cluster.checkout(full));
-  cluster.load(services);
-  const rssBeforeSync = peakRssMiB();
+  const sync = (kind: SyncKind, handIn: () => void): Promise<SyncSample> =>
+    timedSync(what, cluster, backend, kind, handIn, nftKernelMs);
+  const emptyTable = (): Promise<unknown> => ctx.commands.run('nft', ['-f', '-'], { stdin: EMPTY_TABLE });
 
-  // A cold start, FULL_REPEATS times: empty table, new backend, full sync; then the floor, the same text applied
-  // by `nft -f` alone to the same empty table. The floor leaves the table exactly as the sync did, so the
-  // partial syncs below continue from the state the last backend knows.
-  const fullOwn: number[] = [];
-  const fullKernel: number[] = [];
-  const fullFloor: number[] = [];
-  let fullOps = 0;
-  let nftFullRss = 0;
-  let firstSyncRss = 0;
-  for (let r = 0; r < FULL_REPEATS; r++) {
-    await ctx.commands.run('nft', ['-f', '-'], { stdin: EMPTY_TABLE });
-    if (r > 0) backend = newBackend();
-    const full = await sync(true);
-    // What a proxy holds at its peak: the model plus one cold full sync (later repeats and the floor runs are
-    // the benchmark's own doing).
-    if (r === 0) firstSyncRss = peakRssMiB();
-    fullOwn.push(full.timings.ownMs);
-    fullKernel.push(full.timings.kernelMs);
-    fullOps = full.operations;
-    await ctx.commands.run('nft', ['-f', '-'], { stdin: EMPTY_TABLE });
-    const sampler = sampleChildPeakRss(['nft']);
-    fullFloor.push(await time(ctx.commands, rec.last()));
-    nftFullRss = Math.max(nftFullRss, sampler.stop());
-    rec.forget();
-  }
+  // The first sync, cold: every Service and slice handed in, empty table, a new backend in a fresh process.
+  await emptyTable();
+  await sleep(SETTLE_MS);
+  let rssBeforeSync = 0;
+  const first = await sync('full', () => {
+    cluster.load(services);
+    rssBeforeSync = peakRssMiB();
+  });
+  const fullText = rec.last();
 
-  // One endpoint of one Service changes (and changes back), repeatedly; the middle Service.
+  // One endpoint of one Service changes (and changes back), repeatedly; the middle Service. Each change's floor
+  // replays its transaction from the state the change started from (after the revert), then the revert's.
   const target = Math.floor(services / 2);
-  const own: number[] = [];
-  const kernel: number[] = [];
+  const changes: SyncSample[] = [];
   const floor: number[] = [];
-  let operations = 0;
   let nftSmallRss = 0;
   for (let r = 0; r < ctx.repeats; r++) {
-    cluster.setSlice(target, r + 1);
-    const change = await sync(false);
+    changes.push(await sync('one-endpoint', () => cluster.setSlice(target, r + 1)));
     const changeText = rec.last();
-    cluster.setSlice(target, 0);
-    await sync(false);
+    await sync('one-endpoint', () => cluster.setSlice(target, 0));
     const revertText = rec.last();
-    own.push(change.timings.ownMs);
-    kernel.push(change.timings.kernelMs);
-    operations = change.operations;
     const sampler = sampleChildPeakRss(['nft']);
     floor.push(await time(ctx.commands, changeText));
     nftSmallRss = Math.max(nftSmallRss, sampler.stop());
     await time(ctx.commands, revertText);
   }
 
-  const rss = firstSyncRss;
-  const row = {
+  // What a proxy holds at its peak: the model, the first sync and the changes (the floors below are ours).
+  const base = {
     mode: 'nftables',
     services,
     endpointsPerService: ctx.endpointsPerService,
-    peakRssMiB: rss,
+    peakRssMiB: peakRssMiB(),
     rssBeforeSyncMiB: rssBeforeSync,
   };
+
+  // The full sync's floor: the same text applied by `nft -f` alone to an empty table, once, like the sync.
+  await emptyTable();
+  await sleep(SETTLE_MS);
+  const sampler = sampleChildPeakRss(['nft']);
+  const fullFloor = await time(ctx.commands, fullText);
+  const nftFullRss = sampler.stop();
+  rec.forget();
+
   return [
-    {
-      ...row,
-      sync: 'full',
-      ownMs: median(fullOwn),
-      kernelMs: median(fullKernel),
-      floorMs: median(fullFloor),
-      operations: fullOps,
-      toolPeakRssMiB: nftFullRss,
-    },
-    {
-      ...row,
-      sync: 'one-endpoint',
-      ownMs: median(own),
-      kernelMs: median(kernel),
-      floorMs: median(floor),
-      operations,
-      toolPeakRssMiB: nftSmallRss,
-    },
+    rowFrom(base, 'full', [first], [fullFloor], nftFullRss),
+    rowFrom(base, 'one-endpoint', changes, floor, nftSmallRss),
   ];
 }
 
@@ -157,9 +123,7 @@ export const nftablesBench: BenchModule = {
   async run(ctx) {
     const rows: BenchRow[] = [];
     for (const n of ctx.sizes) rows.push(...(await runSize(ctx, n)));
-    await ctx.commands.run('nft', ['-f', '-'], {
-      stdin: 'add table ip kube-proxy\ndelete table ip kube-proxy\n',
-    });
+    await ctx.commands.run('nft', ['-f', '-'], { stdin: EMPTY_TABLE });
     return rows;
   },
 };

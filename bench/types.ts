@@ -1,4 +1,5 @@
-// The shape every mode's benchmark module shares, so bench/main.ts can print all modes in one table.
+// The shape every mode's benchmark module shares, so bench/main.ts can print all modes in one table. The
+// accounting behind the numbers is in bench/main.ts's header and bench/measure.ts.
 import type { CommandRunner } from '../src/netfilter/command.js';
 
 export interface BenchContext {
@@ -6,31 +7,45 @@ export interface BenchContext {
   readonly commands: CommandRunner;
   readonly sizes: readonly number[];
   readonly endpointsPerService: number;
-  /** Repetitions of the small (one-endpoint) syncs; the median is reported. */
+  /** Repetitions of the one-endpoint change, the same for every mode; each timing is the median of its runs. */
   readonly repeats: number;
 }
+
+/** 'full': the process's first sync (every Service loaded, empty tables), cold, one run. 'one-endpoint': a change. */
+export type SyncKind = 'full' | 'one-endpoint';
 
 export interface BenchRow {
   readonly mode: string;
   readonly services: number;
   readonly endpointsPerService: number;
-  readonly sync: 'full' | 'one-endpoint';
-  /** Our own work: render, diff, serialization. */
+  readonly sync: SyncKind;
+  /** Runs behind the timings (1 for the full row, the context's repeats for one-endpoint). */
+  readonly runs: number;
+  /** What the user waits for: API objects handed to the trackers → backend.sync() resolved. Median of runs. */
+  readonly totalMs: number;
+  /** total − kernel tool time (median of per-run values): everything of the wait that is ours. */
   readonly ownMs: number;
-  /** Time in the kernel tool (nft -f / iptables-restore, and read-back on a full sync). */
+  /** Of own: the change trackers (parsing, fingerprinting, update) and checkout (median of per-run values). */
+  readonly modelMs: number;
+  /** The kernel tools' own run time (median of per-run values); which tools, each mode's module says. */
   readonly kernelMs: number;
-  /** The kernel tool alone applying the same text: the floor. */
+  /** The kernel tool alone applying the same text from the same starting state: the floor. */
   readonly floorMs: number;
   readonly operations: number;
-  /** Peak resident set of this process (the model plus one cold full sync; not the benchmark's extra runs), MiB. */
+  /** Peak resident set of this process after the first sync and the one-endpoint runs (not the floors), MiB. */
   readonly peakRssMiB: number;
-  /** Peak resident set before the first sync (the model's share: Services, EndpointSlices, snapshot), MiB. */
+  /** Peak resident set once the objects are in the trackers, before the first sync (the model's share), MiB. */
   readonly rssBeforeSyncMiB?: number;
-  /** Peak resident set of the kernel tool's process (nft, iptables-restore) during the run, MiB, if sampled. */
+  /** Peak resident set of the kernel tool's process (nft, iptables-restore) during the floor runs, MiB. */
   readonly toolPeakRssMiB?: number;
 }
 
 export interface BenchModule {
+  /** What KPTS_BENCH_MODES selects ('nftables', 'iptables'). */
   readonly mode: string;
+  /** The rows' mode column, and which module a per-run child process runs; `mode` when absent. */
+  readonly label?: string;
+  /** Sizes above this are skipped, with a line on stderr saying so. */
+  readonly maxServices?: number;
   run(ctx: BenchContext): Promise<BenchRow[]>;
 }

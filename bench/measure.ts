@@ -1,0 +1,132 @@
+// How every mode's benchmark times a sync and turns runs into a row, in one place so the modes are measured by the
+// same rules (stated in bench/main.ts's header): a sync is timed from the moment its API objects are handed to the
+// change trackers until backend.sync() has resolved; the kernel tool's own run time is taken out of that, and the
+// rest is ours.
+import type { CommandRunner } from '../src/netfilter/command.js';
+import type { BackendSyncResult, ProxyBackend } from '../src/sync/backend.js';
+import type { Clock } from '../src/util/clock.js';
+import { systemClock } from '../src/util/clock.js';
+import type { BenchContext, BenchRow, SyncKind } from './types.js';
+import type { BenchCluster } from './workload.js';
+
+/** One-endpoint repeats per (mode, size): the same for every mode. Odd, so the median is one run's value. */
+export const REPEATS = 9;
+export const ENDPOINTS_PER_SERVICE = 10;
+
+export function benchContext(commands: CommandRunner, sizes: readonly number[]): BenchContext {
+  return { commands, sizes, endpointsPerService: ENDPOINTS_PER_SERVICE, repeats: REPEATS };
+}
+
+/**
+ * The system clock with sub-millisecond now(): the backends time their kernel tools with their clock (iptables'
+ * restore and lock waits), and Date.now()'s whole milliseconds are too coarse for a 5 ms restore.
+ */
+export const benchClock: Clock = Object.freeze({
+  ...systemClock,
+  now: () => performance.timeOrigin + performance.now(),
+});
+
+/**
+ * After a large restore or flush the kernel may still be freeing the old ruleset (nf_tables does it in a worker);
+ * every mode's first sync and full-sync floor start after this pause, so neither pays for the other's leftovers.
+ */
+export const SETTLE_MS = 1000;
+
+export const peakRssMiB = (): number => process.resourceUsage().maxRSS / 1024;
+
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) throw new Error('median of no runs');
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+}
+
+/** One timed sync, split as bench/main.ts's header says. */
+export interface SyncSample {
+  /** Objects handed to the trackers → backend.sync() resolved, ms. */
+  readonly totalMs: number;
+  /** Of total: the change trackers (parsing, fingerprinting, update) and checkout, ms. */
+  readonly modelMs: number;
+  /** Of total: the kernel tools' own run time, ms (each mode says which tools). */
+  readonly kernelMs: number;
+  /** total − kernel, ms: the model, the backend's render/diff/serialize/parse, lock probes, process glue. */
+  readonly ownMs: number;
+  readonly operations: number;
+  readonly result: BackendSyncResult;
+}
+
+/** A run that did not do what its row claims to measure: the bench fails rather than print a wrong number. */
+export class BenchKindError extends Error {
+  override readonly name = 'BenchKindError';
+}
+
+/**
+ * Times what a user waits for: `handIn` gives the trackers their API objects (BenchCluster.load or setSlice), the
+ * cluster checks the change out, and the backend syncs; the clock stops when sync() resolves. `kind` is what the
+ * run must have been: the backend decides full or partial on its own (the request asks for neither, as the
+ * proxier's does between hourly resyncs) and a result of the other kind throws. `kernelOf` reads the kernel tools'
+ * time for this sync from the mode's backend.
+ */
+export async function timedSync(
+  what: string,
+  cluster: BenchCluster,
+  backend: ProxyBackend,
+  kind: SyncKind,
+  handIn: () => void,
+  kernelOf: (result: BackendSyncResult) => number,
+): Promise<SyncSample> {
+  const t0 = performance.now();
+  handIn();
+  const request = cluster.checkout();
+  const t1 = performance.now();
+  const result = await backend.sync(cluster.snapshot, request);
+  const t2 = performance.now();
+  if (result.full !== (kind === 'full')) {
+    throw new BenchKindError(
+      `${what}: a ${kind} run's sync was ${result.full ? 'a full one' : 'a partial one'}; its numbers would ` +
+        `measure the wrong thing`,
+    );
+  }
+  const totalMs = t2 - t0;
+  const kernelMs = kernelOf(result);
+  return {
+    totalMs,
+    modelMs: t1 - t0,
+    kernelMs,
+    ownMs: totalMs - kernelMs,
+    operations: result.operations,
+    result,
+  };
+}
+
+/** What a mode's rows for one size share. */
+export interface RowBase {
+  readonly mode: string;
+  readonly services: number;
+  readonly endpointsPerService: number;
+  readonly peakRssMiB: number;
+  readonly rssBeforeSyncMiB?: number;
+}
+
+/** A row from its runs: every timing is the median of that quantity's per-run values (floor: of its own runs). */
+export function rowFrom(
+  base: RowBase,
+  sync: SyncKind,
+  samples: readonly SyncSample[],
+  floors: readonly number[],
+  toolPeakRssMiB?: number,
+): BenchRow {
+  const m = (f: (s: SyncSample) => number): number => median(samples.map(f));
+  return {
+    ...base,
+    sync,
+    runs: samples.length,
+    totalMs: m((s) => s.totalMs),
+    ownMs: m((s) => s.ownMs),
+    modelMs: m((s) => s.modelMs),
+    kernelMs: m((s) => s.kernelMs),
+    floorMs: median(floors),
+    operations: m((s) => s.operations),
+    ...(toolPeakRssMiB === undefined ? {} : { toolPeakRssMiB }),
+  };
+}
