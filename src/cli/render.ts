@@ -3,8 +3,9 @@
 // read, diffed, or piped to `nft -c -f -` / `iptables-restore --test`.
 import { readFileSync } from 'node:fs';
 import { hostname as osHostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { readManifests } from '../kube/manifests.js';
+import { loadManifestFile, PROGRESS_AFTER_MS } from '../kube/manifest-file.js';
 import type { Node } from '../api/objects.js';
 import { parseIPSloppy } from '../model/ip.js';
 import type { IPFamily } from '../model/ip.js';
@@ -14,14 +15,21 @@ import type { NodeNetworkConfig, ProxySnapshot } from '../sync/backend.js';
 import { DETECT_LOCAL_MODES, nodeNetworkConfig } from '../sync/node-network.js';
 import type { DetectLocalMode } from '../sync/node-network.js';
 import { snapshotFromObjects } from '../sync/snapshot.js';
-import { RENDERERS } from './renderers.js';
+import { jumpsScript, RENDERERS } from './renderers.js';
 import type { IptablesRenderOptions } from './renderers.js';
 
 export const RENDER_USAGE = `Usage: kube-proxy-ts render --proxy-mode nftables|iptables -f FILE [flags]
 
 Prints the full-sync transaction (nftables) or iptables-restore input (iptables) this node would apply for the
-Services, EndpointSlices and (optionally) this node's Node object in FILE (multi-document YAML, JSON or a List;
-"-" reads stdin). Nothing is applied. Pipe it to 'nft -c -f -' or 'iptables-restore --test' to check it.
+Services, EndpointSlices and (optionally) this node's Node object in FILE (JSON: one object, a List or one object
+after another; or multi-document YAML; "-" reads stdin). Nothing is applied. Pipe it to 'nft -c -f -' or
+'iptables-restore --test' to check it.
+
+iptables mode ends with a comment block: the commands that ensure the jumps from PREROUTING, OUTPUT,
+POSTROUTING, INPUT and FORWARD into the KUBE-* chains, which kube-proxy makes apart from the restore input (as
+upstream does). The restore input alone moves no packets; apply it with 'iptables-restore --noflush', then run
+the jumps ('--jumps-script' prints them as a shell script). Lines starting with '#' are comments to
+iptables-restore, so the whole output is still valid restore input.
 
 Flags:
   --proxy-mode MODE              nftables (default) or iptables
@@ -37,6 +45,8 @@ Flags:
   --masquerade-all               SNAT all traffic to ClusterIPs
   --masquerade-bit N             fwmark bit for masquerading (default 14)
   --service-cidrs CIDR[,CIDR]    service ranges (nftables drops traffic to unallocated ClusterIPs)
+ iptables mode only:
+  --jumps-script                 print only the jump commands, as a shell script (ip6tables for IPv6)
  iptables mode only, what the node would otherwise detect:
   --iptables-localhost-nodeports=true|false   (default true)
   --random-fully=true|false                   (default true)
@@ -60,14 +70,21 @@ function bool(name: string, v: string | undefined, dflt: boolean): boolean {
 
 export class UsageError extends Error {}
 
+/** The stages of one render, for benchmarks: reading (file and parse), the model, rendering, handing out the text. */
+export type RenderPhase = 'read' | 'model' | 'render' | 'write';
+
 export interface RenderIO {
   readonly stdout: (text: string) => void;
   readonly stderr: (text: string) => void;
   readonly readFile: (path: string) => string;
   readonly hostname: () => string;
+  /** Monotonic milliseconds (default performance.now): when reading is slow, progress goes to stderr. */
+  readonly now?: () => number;
+  /** Told how long each stage took (bench/render.ts). */
+  readonly onPhase?: (phase: RenderPhase, ms: number) => void;
 }
 
-const defaultIO: RenderIO = {
+export const defaultRenderIO: RenderIO = {
   stdout: (t) => process.stdout.write(t),
   stderr: (t) => process.stderr.write(t),
   readFile: (p) => readFileSync(p === '-' ? 0 : p, 'utf8'),
@@ -75,7 +92,7 @@ const defaultIO: RenderIO = {
 };
 
 /** Runs the render command; returns the exit code. */
-export function renderCommand(argv: readonly string[], io: RenderIO = defaultIO): number {
+export function renderCommand(argv: readonly string[], io: RenderIO = defaultRenderIO): number {
   try {
     return render(argv, io);
   } catch (e) {
@@ -109,6 +126,7 @@ function render(argv: readonly string[], io: RenderIO): number {
       'random-fully': { type: 'string' },
       'nfacct-counters': { type: 'string' },
       'conntrack-tcp-be-liberal': { type: 'string' },
+      'jumps-script': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -131,17 +149,30 @@ function render(argv: readonly string[], io: RenderIO): number {
     );
   }
   if (!values.filename) throw new UsageError('-f FILE is required');
+  const jumpsOnly = values['jumps-script'] === true;
+  if (jumpsOnly && mode !== 'iptables')
+    throw new UsageError('--jumps-script: only with --proxy-mode iptables');
 
-  const source = values.filename === '-' ? 'stdin' : values.filename;
-  let text: string;
-  try {
-    text = io.readFile(values.filename);
-  } catch (e) {
-    io.stderr(`render: cannot read ${source}: ${e instanceof Error ? e.message : String(e)}\n`);
+  const now = io.now ?? (() => performance.now());
+  const started = now();
+  let phaseStart = started;
+  const phaseDone = (phase: RenderPhase): void => {
+    const t = now();
+    io.onPhase?.(phase, t - phaseStart);
+    phaseStart = t;
+  };
+  const loaded = loadManifestFile(values.filename, 'render', {
+    readFile: io.readFile,
+    stderr: io.stderr,
+    now,
+  });
+  if (!loaded.ok) {
+    io.stderr(`render: ${loaded.error}\n`);
     return 1;
   }
-  const objects = readManifests(text, source);
+  const objects = loaded.objects;
   for (const p of objects.problems) io.stderr(`render: skipped ${p}\n`);
+  phaseDone('read');
 
   const nodeName = (values['hostname-override'] ?? soleNodeName(objects.nodes) ?? io.hostname())
     .trim()
@@ -153,15 +184,6 @@ function render(argv: readonly string[], io: RenderIO): number {
     nodeIPs.push('127.0.0.1');
   }
   const family = familyFrom(values['ip-family'], nodeIPs[0]);
-
-  const { snapshot, skipped } = snapshotFromObjects({
-    family,
-    nodeName,
-    services: objects.services,
-    endpointSlices: objects.endpointSlices,
-    node,
-  });
-  for (const s of skipped) io.stderr(`render: skipped ${s.kind} ${s.name}: ${s.reason}\n`);
 
   const nodePortAddresses =
     values['nodeport-addresses'] !== undefined
@@ -191,7 +213,33 @@ function render(argv: readonly string[], io: RenderIO): number {
     nfacctCounters: list(values['nfacct-counters']),
     conntrackTCPBeLiberal: bool('conntrack-tcp-be-liberal', values['conntrack-tcp-be-liberal'], false),
   };
-  io.stdout(renderFor(mode as ProxyMode, snapshot, config, iptables));
+  if (jumpsOnly) {
+    io.stdout(jumpsScript(config, iptables));
+    return 0;
+  }
+
+  // A large input has been slow to read already; say what comes next, so the wait has a name.
+  const slow = now() - started >= PROGRESS_AFTER_MS;
+  if (slow) {
+    io.stderr(
+      `render: ${objects.services.length.toLocaleString('en-US')} Services, ` +
+        `${objects.endpointSlices.length.toLocaleString('en-US')} EndpointSlices: building the model…\n`,
+    );
+  }
+  const { snapshot, skipped } = snapshotFromObjects({
+    family,
+    nodeName,
+    services: objects.services,
+    endpointSlices: objects.endpointSlices,
+    node,
+  });
+  for (const s of skipped) io.stderr(`render: skipped ${s.kind} ${s.name}: ${s.reason}\n`);
+  phaseDone('model');
+  if (slow) io.stderr(`render: rendering ${mode}…\n`);
+  const text = renderFor(mode as ProxyMode, snapshot, config, iptables);
+  phaseDone('render');
+  io.stdout(text);
+  phaseDone('write');
   return 0;
 }
 
