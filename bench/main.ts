@@ -171,10 +171,14 @@ async function main(): Promise<void> {
         rows.push(...(await runChild(labelOf(m), n, ns)));
       }
     }
-    printTable(rows);
+    if (rows.length > 0) printTable(rows);
   } finally {
     cleanup();
   }
+  // `render` is a section of its own (its stages are not a mode's syncs); KPTS_BENCH_MODES=render runs it alone.
+  // Imported here, not above, so the per-mode children do not load it (their peak RSS is their own).
+  const modes = process.env.KPTS_BENCH_MODES?.split(',').map((s) => s.trim());
+  if (!modes || modes.includes('render')) await (await import('./render.js')).runRenderBench();
 }
 
 const spec = process.env[CHILD_ENV];
