@@ -7,14 +7,11 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { loadManifestFile, PROGRESS_AFTER_MS } from '../kube/manifest-file.js';
 import type { Node } from '../api/objects.js';
-import { parseIPSloppy } from '../model/ip.js';
-import type { IPFamily } from '../model/ip.js';
 import type { ProxyMode } from '../config/proxy-mode.js';
 import { PROXY_MODES } from '../config/proxy-mode.js';
 import type { NodeNetworkConfig, ProxySnapshot } from '../sync/backend.js';
-import { DETECT_LOCAL_MODES, nodeNetworkConfig } from '../sync/node-network.js';
-import type { DetectLocalMode } from '../sync/node-network.js';
 import { snapshotFromObjects } from '../sync/snapshot.js';
+import { checkNodeFlags, NODE_FLAGS_USAGE, NODE_OPTIONS, nodeSettings, UsageError } from './node-options.js';
 import { jumpsScript, RENDERERS } from './renderers.js';
 import type { IptablesRenderOptions } from './renderers.js';
 
@@ -35,40 +32,11 @@ Flags:
   --proxy-mode MODE              nftables (default) or iptables
   -f, --filename FILE            manifests to read ("-" for stdin)
   --hostname-override NAME       this node's name (default: the file's only Node, else the host name)
-  --node-ip IP[,IP]              this node's IPs, first is primary (default: the Node's InternalIPs)
-  --ip-family ipv4|ipv6          which family to render (default: the primary node IP's)
-  --cluster-cidr CIDR[,CIDR]     pod range(s), for --detect-local-mode=ClusterCIDR
-  --detect-local-mode MODE       ClusterCIDR (default), NodeCIDR, BridgeInterface, InterfaceNamePrefix
-  --pod-bridge-interface IF      for BridgeInterface
-  --pod-interface-name-prefix P  for InterfaceNamePrefix
-  --nodeport-addresses LIST      CIDRs or "primary" (nftables default: primary; iptables: all)
-  --masquerade-all               SNAT all traffic to ClusterIPs
-  --masquerade-bit N             fwmark bit for masquerading (default 14)
-  --service-cidrs CIDR[,CIDR]    service ranges (nftables drops traffic to unallocated ClusterIPs)
- iptables mode only:
+${NODE_FLAGS_USAGE} iptables mode only:
   --jumps-script                 print only the jump commands, as a shell script (ip6tables for IPv6)
- iptables mode only, what the node would otherwise detect:
-  --iptables-localhost-nodeports=true|false   (default true)
-  --random-fully=true|false                   (default true)
-  --nfacct-counters=NAME,...                  nfacct counters that exist (default none)
-  --conntrack-tcp-be-liberal=true|false       (default false)
 `;
 
-function list(v: string | undefined): string[] {
-  return (v ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '');
-}
-
-function bool(name: string, v: string | undefined, dflt: boolean): boolean {
-  if (v === undefined) return dflt;
-  if (v === 'true') return true;
-  if (v === 'false') return false;
-  throw new UsageError(`--${name}: expected true or false, got ${JSON.stringify(v)}`);
-}
-
-export class UsageError extends Error {}
+export { UsageError };
 
 /** The stages of one render, for benchmarks: reading (file and parse), the model, rendering, handing out the text. */
 export type RenderPhase = 'read' | 'model' | 'render' | 'write';
@@ -111,21 +79,7 @@ function render(argv: readonly string[], io: RenderIO): number {
     options: {
       'proxy-mode': { type: 'string', default: 'nftables' },
       filename: { type: 'string', short: 'f' },
-      'hostname-override': { type: 'string' },
-      'node-ip': { type: 'string' },
-      'ip-family': { type: 'string' },
-      'cluster-cidr': { type: 'string' },
-      'detect-local-mode': { type: 'string', default: 'ClusterCIDR' },
-      'pod-bridge-interface': { type: 'string' },
-      'pod-interface-name-prefix': { type: 'string' },
-      'nodeport-addresses': { type: 'string' },
-      'masquerade-all': { type: 'boolean', default: false },
-      'masquerade-bit': { type: 'string', default: '14' },
-      'service-cidrs': { type: 'string' },
-      'iptables-localhost-nodeports': { type: 'string' },
-      'random-fully': { type: 'string' },
-      'nfacct-counters': { type: 'string' },
-      'conntrack-tcp-be-liberal': { type: 'string' },
+      ...NODE_OPTIONS,
       'jumps-script': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h' },
     },
@@ -138,16 +92,7 @@ function render(argv: readonly string[], io: RenderIO): number {
   if (!(PROXY_MODES as readonly string[]).includes(mode)) {
     throw new UsageError(`--proxy-mode: unknown mode ${JSON.stringify(mode)} (nftables or iptables)`);
   }
-  const detectLocalMode = values['detect-local-mode'] as string;
-  if (!(DETECT_LOCAL_MODES as readonly string[]).includes(detectLocalMode)) {
-    throw new UsageError(`--detect-local-mode: unknown mode ${JSON.stringify(detectLocalMode)}`);
-  }
-  const masqueradeBit = Number(values['masquerade-bit']);
-  if (!Number.isInteger(masqueradeBit) || masqueradeBit < 0 || masqueradeBit > 31) {
-    throw new UsageError(
-      `--masquerade-bit: must be an integer 0-31, got ${JSON.stringify(values['masquerade-bit'])}`,
-    );
-  }
+  checkNodeFlags(values);
   if (!values.filename) throw new UsageError('-f FILE is required');
   const jumpsOnly = values['jumps-script'] === true;
   if (jumpsOnly && mode !== 'iptables')
@@ -177,42 +122,10 @@ function render(argv: readonly string[], io: RenderIO): number {
   const nodeName = (values['hostname-override'] ?? soleNodeName(objects.nodes) ?? io.hostname())
     .trim()
     .toLowerCase();
-  const node = objects.nodes.find((n) => n.metadata.name === nodeName);
-  const nodeIPs = values['node-ip'] !== undefined ? list(values['node-ip']) : nodeInternalIPs(node);
-  if (nodeIPs.length === 0) {
-    io.stderr('render: no node IP given (--node-ip) and no Node object with addresses; using 127.0.0.1\n');
-    nodeIPs.push('127.0.0.1');
-  }
-  const family = familyFrom(values['ip-family'], nodeIPs[0]);
+  const settings = nodeSettings(values, mode as ProxyMode, nodeName, objects.nodes);
+  for (const p of settings.problems) io.stderr(`render: ${p}\n`);
+  const { node, family, config, iptables } = settings;
 
-  const nodePortAddresses =
-    values['nodeport-addresses'] !== undefined
-      ? list(values['nodeport-addresses'])
-      : mode === 'nftables'
-        ? ['primary']
-        : [];
-  const { config, problems } = nodeNetworkConfig({
-    family,
-    nodeName,
-    nodeIPs,
-    detectLocalMode: detectLocalMode as DetectLocalMode,
-    clusterCIDRs: list(values['cluster-cidr']),
-    podCIDRs: node?.spec?.podCIDRs ?? (node?.spec?.podCIDR ? [node.spec.podCIDR] : []),
-    bridgeInterface: values['pod-bridge-interface'],
-    interfaceNamePrefix: values['pod-interface-name-prefix'],
-    nodePortAddresses,
-    masqueradeAll: values['masquerade-all'] === true,
-    masqueradeBit,
-    serviceCIDRs: list(values['service-cidrs']),
-  });
-  for (const p of problems) io.stderr(`render: ignored ${p}\n`);
-
-  const iptables: IptablesRenderOptions = {
-    localhostNodePorts: bool('iptables-localhost-nodeports', values['iptables-localhost-nodeports'], true),
-    randomFully: bool('random-fully', values['random-fully'], true),
-    nfacctCounters: list(values['nfacct-counters']),
-    conntrackTCPBeLiberal: bool('conntrack-tcp-be-liberal', values['conntrack-tcp-be-liberal'], false),
-  };
   if (jumpsOnly) {
     io.stdout(jumpsScript(config, iptables));
     return 0;
@@ -254,19 +167,4 @@ export function renderFor(
 
 function soleNodeName(nodes: readonly Node[]): string | undefined {
   return nodes.length === 1 ? nodes[0]?.metadata.name : undefined;
-}
-
-function nodeInternalIPs(node: Node | undefined): string[] {
-  const addrs = node?.status?.addresses ?? [];
-  return addrs.filter((a) => a.type === 'InternalIP').map((a) => a.address);
-}
-
-function familyFrom(flag: string | undefined, primaryIP: string | undefined): IPFamily {
-  if (flag !== undefined) {
-    const f = flag.toLowerCase();
-    if (f === 'ipv4') return 'IPv4';
-    if (f === 'ipv6') return 'IPv6';
-    throw new UsageError(`--ip-family: expected ipv4 or ipv6, got ${JSON.stringify(flag)}`);
-  }
-  return parseIPSloppy(primaryIP ?? '')?.family ?? 'IPv4';
 }
