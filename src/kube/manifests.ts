@@ -5,10 +5,12 @@
 //
 // JSON goes to JSON.parse, not to the YAML parser (YAML is a superset of JSON, but reading an 18 MB List took the
 // YAML parser 15 s and JSON.parse 0.26 s). As kubectl decides (YAMLOrJSONDecoder), text whose first character is
-// `{` or `[` is JSON. YAML is composed one document at a time, so only one document's syntax tree exists at once.
+// `{` or `[` is JSON. YAML is read one document at a time: by yaml-block.ts when the document is in the plain block
+// subset Kubernetes tools write (fast), else by the YAML library.
 import { Composer, LineCounter, Parser } from 'yaml';
 import type { YAMLError } from 'yaml';
 import type { EndpointSlice, Node, Service } from '../api/objects.js';
+import { parseBlockYAML } from './yaml-block.js';
 
 export interface ManifestObjects {
   readonly services: Service[];
@@ -280,23 +282,95 @@ function* jsonPieces(text: string): Generator<JSONPiece> {
   if (strayStart !== -1) yield { kind: 'stray', start: strayStart, end: n, line: strayLine };
 }
 
-function yamlProblem(error: YAMLError, lines: LineCounter): string {
+function yamlProblem(error: YAMLError, lines: LineCounter, lineOffset: number): string {
   const { line, col } = lines.linePos(error.pos[0]);
-  return line > 0 ? `${error.message} (line ${line}, column ${col})` : error.message;
+  return line > 0 ? `${error.message} (line ${line + lineOffset}, column ${col})` : error.message;
 }
 
-function readYAML(text: string, collector: Collector): void {
+/** Reads YAML with the YAML library, one document at a time; `lineOffset` is added to every line it names. */
+function readYAMLStream(text: string, collector: Collector, lineOffset = 0): void {
   const lines = new LineCounter();
   const parser = new Parser(lines.addNewLine);
   const composer = new Composer();
   for (const doc of composer.compose(parser.parse(text))) {
     // The document's first line of content (its range starts at a `---` marker, if it has one).
-    const line = Math.max(1, lines.linePos(doc.contents?.range[0] ?? doc.range[0]).line);
+    const line = Math.max(1, lines.linePos(doc.contents?.range[0] ?? doc.range[0]).line) + lineOffset;
     const error = doc.errors[0];
     if (error !== undefined) {
-      collector.unreadable(line, yamlProblem(error, lines));
+      collector.unreadable(line, yamlProblem(error, lines, lineOffset));
       continue;
     }
     collector.document(doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }) as unknown, line);
   }
+}
+
+interface YAMLDocumentText {
+  readonly start: number;
+  readonly end: number;
+  /** Lines before the document's first. */
+  readonly lineOffset: number;
+}
+
+/**
+ * Where each document is, split at `---` lines; undefined when the stream has what only the library should
+ * handle between documents (directives, `...`, content on a `---` line). A `---` at the start of a line always
+ * starts a document (it cannot occur inside one), so splitting there is what the library does too.
+ */
+function yamlDocuments(text: string): YAMLDocumentText[] | undefined {
+  const docs: YAMLDocumentText[] = [];
+  let start = 0;
+  let startLine = 0;
+  let line = 0;
+  let marked = false;
+  let content = false;
+  for (let at = 0; at < text.length; line++) {
+    let eol = text.indexOf('\n', at);
+    if (eol === -1) eol = text.length;
+    const c = text.charCodeAt(at);
+    if (c === 0x2d /* - */ && text.startsWith('---', at)) {
+      const rest = text.slice(at + 3, eol);
+      if (rest === '' || /^\s+(#.*)?$/.test(rest)) {
+        if (marked || content) docs.push({ start, end: at, lineOffset: startLine });
+        start = eol + 1;
+        startLine = line + 1;
+        marked = true;
+        content = false;
+        at = eol + 1;
+        continue;
+      }
+      if (/^\s/.test(rest)) return undefined; // content after the marker
+    } else if (c === 0x25 /* % */ || (c === 0x2e /* . */ && /^\.\.\.(\s|$)/.test(text.slice(at, eol)))) {
+      return undefined;
+    }
+    if (!content && !/^\s*(#.*)?$/.test(text.slice(at, eol))) content = true;
+    at = eol + 1;
+  }
+  if (marked || content) docs.push({ start, end: text.length, lineOffset: startLine });
+  return docs;
+}
+
+function readYAML(text: string, collector: Collector): void {
+  const docs = yamlDocuments(text);
+  if (docs === undefined) {
+    readYAMLStream(text, collector);
+    return;
+  }
+  for (const d of docs) {
+    const slice = text.slice(d.start, d.end);
+    const fast = parseBlockYAML(slice);
+    if (fast === undefined) {
+      readYAMLStream(slice, collector, d.lineOffset);
+      continue;
+    }
+    collector.document(fast.value, d.lineOffset + firstContentLine(slice));
+  }
+}
+
+/** The 1-based line of the first line that is neither blank nor a comment (1 if there is none). */
+function firstContentLine(text: string): number {
+  const m = /^[ \t]*[^\s#]/m.exec(text);
+  if (m === null) return 1;
+  let n = 1;
+  for (let i = text.indexOf('\n'); i !== -1 && i < m.index; i = text.indexOf('\n', i + 1)) n++;
+  return n;
 }
