@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { renderCommand } from '../src/cli/render.js';
 import type { RenderPhase } from '../src/cli/render.js';
+import type { ProxyMode } from '../src/config/proxy-mode.js';
 import { AGENT_NODE_FLAGS } from '../src/util/node-flags.js';
 import { benchService, benchSlice } from './workload.js';
 
@@ -64,12 +65,23 @@ export function writeWorkloadDump(
   return statSync(path).size;
 }
 
-/** The render arguments every case uses: the workload's node, nftables mode. */
-export function workloadRenderArgs(file: string): string[] {
-  return ['render', '-f', file, '--hostname-override', WORKLOAD_NODE.name, '--node-ip', WORKLOAD_NODE.ip];
+/** The CLI arguments that render `file` as the workload's node would (nftables mode unless told). */
+export function workloadRenderArgs(file: string, mode: ProxyMode = 'nftables'): string[] {
+  return [
+    'render',
+    '--proxy-mode',
+    mode,
+    '-f',
+    file,
+    '--hostname-override',
+    WORKLOAD_NODE.name,
+    '--node-ip',
+    WORKLOAD_NODE.ip,
+  ];
 }
 
 interface RenderCase {
+  readonly mode: ProxyMode;
   readonly format: DumpFormat;
   readonly services: number;
   /** What the issue asks of this case, s. */
@@ -77,9 +89,10 @@ interface RenderCase {
 }
 
 const CASES: readonly RenderCase[] = [
-  { format: 'json', services: 10_000, targetS: 2 },
-  { format: 'yaml', services: 10_000, targetS: 5 },
-  { format: 'json', services: 100_000, targetS: 15 },
+  { mode: 'nftables', format: 'json', services: 10_000, targetS: 2 },
+  { mode: 'nftables', format: 'yaml', services: 10_000, targetS: 5 },
+  { mode: 'nftables', format: 'json', services: 100_000, targetS: 15 },
+  { mode: 'iptables', format: 'json', services: 100_000, targetS: 15 },
 ];
 const ENDPOINTS_PER_SERVICE = 10;
 
@@ -122,9 +135,10 @@ function runNode(script: string, args: readonly string[], env: NodeJS.ProcessEnv
 }
 
 /** In the child: renderCommand as main.ts runs it, with its stages timed; reports them on stderr. */
-async function child(file: string): Promise<void> {
+async function child(spec: string): Promise<void> {
+  const { file, mode } = JSON.parse(spec) as { file: string; mode: ProxyMode };
   const phases: Partial<Record<RenderPhase, number>> = {};
-  const code = renderCommand(workloadRenderArgs(file).slice(1), {
+  const code = renderCommand(workloadRenderArgs(file, mode).slice(1), {
     stdout: (t) => process.stdout.write(t),
     stderr: (t) => process.stderr.write(t),
     readFile: (p) => readFileSync(p, 'utf8'),
@@ -148,6 +162,7 @@ export async function runRenderBench(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'kpts-bench-render-'));
   try {
     const header = [
+      'mode',
       'input',
       'services',
       'eps',
@@ -164,13 +179,24 @@ export async function runRenderBench(): Promise<void> {
       'note',
     ];
     const lines: string[][] = [header];
+    const dumps = new Map<string, number>();
     for (const c of CASES) {
+      // Cases on the same input share one dump file.
       const file = join(dir, `dump-${c.services}.${c.format}`);
-      const bytes = writeWorkloadDump(file, c.services, ENDPOINTS_PER_SERVICE, c.format);
-      const first = [c.format, String(c.services), String(ENDPOINTS_PER_SERVICE), (bytes / 1e6).toFixed(0)];
+      const bytes = dumps.get(file) ?? writeWorkloadDump(file, c.services, ENDPOINTS_PER_SERVICE, c.format);
+      dumps.set(file, bytes);
+      const first = [
+        c.mode,
+        c.format,
+        String(c.services),
+        String(ENDPOINTS_PER_SERVICE),
+        (bytes / 1e6).toFixed(0),
+      ];
       try {
-        const cli = await runNode(CLI, workloadRenderArgs(file));
-        const staged = await runNode(THIS_FILE, [], { [CHILD_ENV]: file });
+        const cli = await runNode(CLI, workloadRenderArgs(file, c.mode));
+        const staged = await runNode(THIS_FILE, [], {
+          [CHILD_ENV]: JSON.stringify({ file, mode: c.mode }),
+        });
         const line = staged.stderr.split('\n').find((l) => l.startsWith(MARK));
         if (line === undefined) throw new Error(`render bench child printed no timings:\n${staged.stderr}`);
         const t = JSON.parse(line.slice(MARK.length)) as StageTimes;
@@ -193,17 +219,15 @@ export async function runRenderBench(): Promise<void> {
         const message = e instanceof Error ? e.message : String(e);
         const cause = message.split('\n').find((l) => /Error/.test(l)) ?? message.split('\n')[0] ?? '';
         lines.push([...first, '', '', '', '', '', '', String(c.targetS), '', '', `failed: ${cause.trim()}`]);
-      } finally {
-        rmSync(file, { force: true });
       }
     }
     const widths = header.map((_, i) => Math.max(...lines.map((l) => (l[i] ?? '').length)));
-    console.log('\nrender -f DUMP (nftables; CLI wall = process start to exit, output drained by a pipe)');
+    console.log('\nrender -f DUMP (CLI wall = process start to exit, its output drained through a pipe)');
     for (const l of lines) console.log(l.map((cell, i) => cell.padStart(widths[i] ?? 0)).join('  '));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-const childFile = process.env[CHILD_ENV];
-if (childFile !== undefined && process.argv[1] === THIS_FILE) await child(childFile);
+const childSpec = process.env[CHILD_ENV];
+if (childSpec !== undefined && process.argv[1] === THIS_FILE) await child(childSpec);
