@@ -9,7 +9,7 @@ import { cidrContains } from './ip.js';
 import { externallyAccessible, usesClusterEndpoints, usesLocalEndpoints } from './service-port.js';
 import type { ServicePort } from './service-port.js';
 import { categorizeEndpoints } from './topology.js';
-import type { NodeTopology } from './topology.js';
+import type { NodeTopology, TopologyDecision } from './topology.js';
 
 /** What a frontend does when its policy leaves no endpoint. */
 export type NoEndpointsVerdict =
@@ -64,6 +64,12 @@ export interface ServicePortPolicy {
   readonly external: ExternalTrafficPolicy;
   /** Set when the port has load-balancer VIPs and source ranges. */
   readonly firewall?: LoadBalancerFirewall;
+  /** How topology hints narrowed the Cluster set, and why existing hints were not used. */
+  readonly topology: TopologyDecision;
+  /** No endpoint was ready: the Cluster set is the terminating endpoints that still serve. */
+  readonly clusterFellBack: boolean;
+  /** No local endpoint was ready: the Local set is the local terminating endpoints that still serve. */
+  readonly localFellBack: boolean;
   /** ClusterIP traffic is dropped for want of a local endpoint (kubeproxy_sync_proxy_rules_no_local_endpoints_total). */
   readonly noLocalEndpointsInternal: boolean;
   /** External traffic is dropped for want of a local endpoint. */
@@ -135,6 +141,9 @@ export function servicePortPolicy(
     internal,
     external,
     ...(firewall !== undefined ? { firewall } : {}),
+    topology: cat.topology,
+    clusterFellBack: cat.clusterFellBack,
+    localFellBack: cat.localFellBack,
     noLocalEndpointsInternal: internal.noEndpoints === 'drop',
     noLocalEndpointsExternal: external.noEndpoints === 'drop',
   };

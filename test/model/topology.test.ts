@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Endpoint } from '../../src/model/endpoint.js';
 import type { ServicePort } from '../../src/model/service-port.js';
-import { categorizeEndpoints, topologyModeFromHints } from '../../src/model/topology.js';
+import { categorizeEndpoints, topologyDecision, topologyModeFromHints } from '../../src/model/topology.js';
 
 const NODE = { nodeName: 'node-a', zone: 'zone-a' };
 
@@ -130,6 +130,9 @@ describe('§4 categorizeEndpoints', () => {
       localEndpoints: null,
       allReachableEndpoints: [],
       hasAnyEndpoints: false,
+      topology: { mode: '' },
+      clusterFellBack: false,
+      localFellBack: false,
     });
   });
 
@@ -330,5 +333,35 @@ describe('§4 categorizeEndpoints', () => {
       r.allReachableEndpoints.map((x) => x.endpoint),
       ['10.0.0.1:80'],
     );
+  });
+});
+
+describe('topologyDecision: why hints were not used', () => {
+  const hinted = (ip: string, zones: string[]) => e(ip, 'rs', { zones });
+  test('hints used: no reason', () => {
+    assert.deepEqual(topologyDecision([hinted('10.0.0.1', ['zone-a'])], NODE), { mode: 'PreferSameZone' });
+  });
+  test('no hints at all: no reason either (nothing was ignored)', () => {
+    assert.deepEqual(topologyDecision([e('10.0.0.1', 'rs')], NODE), { mode: '' });
+  });
+  test('one ready endpoint without a hint: all hints ignored', () => {
+    assert.deepEqual(topologyDecision([hinted('10.0.0.1', ['zone-a']), e('10.0.0.2', 'rs')], NODE), {
+      mode: '',
+      hintsIgnored: 'not-all-hinted',
+    });
+  });
+  test('every endpoint hinted, none for this zone', () => {
+    assert.deepEqual(
+      topologyDecision([hinted('10.0.0.1', ['zone-b']), hinted('10.0.0.2', ['zone-c'])], NODE),
+      {
+        mode: '',
+        hintsIgnored: 'none-for-this-node',
+      },
+    );
+  });
+  test('an unhinted endpoint that is not ready does not count', () => {
+    assert.deepEqual(topologyDecision([hinted('10.0.0.1', ['zone-a']), e('10.0.0.2', 'st')], NODE), {
+      mode: 'PreferSameZone',
+    });
   });
 });

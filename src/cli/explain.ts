@@ -1,0 +1,314 @@
+// `kube-proxy-ts explain service NAME -n NAMESPACE …`: for every node (or the one named) and every port of the
+// Service, the frontends, the endpoints used for ClusterIP and external traffic with each one left out and why,
+// what a packet meets without an endpoint, masquerading, affinity and the kernel objects. The cluster's state
+// comes from a live API server or from -f FILE; the node's settings from render's flags or --config.
+import { readFileSync } from 'node:fs';
+import { hostname as osHostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import type { EndpointSlice, Node, Service } from '../api/objects.js';
+import type { ProxyMode } from '../config/proxy-mode.js';
+import { PROXY_MODES } from '../config/proxy-mode.js';
+import { loadProxyConfig } from '../config/load.js';
+import type { ProxyConfig } from '../config/proxy-config.js';
+import { explainNode } from '../inspect/explain.js';
+import type { NodeExplanation, PortExplanation, TrafficExplanation } from '../inspect/explain.js';
+import { createApiClient } from '../kube/api-client.js';
+import { loadClientConfig } from '../kube/client-config.js';
+import { listAll } from '../kube/list-all.js';
+import { loadManifestFile } from '../kube/manifest-file.js';
+import type { FeatureGates } from '../model/feature-gates.js';
+import { snapshotFromObjects } from '../sync/snapshot.js';
+import { systemClock } from '../util/clock.js';
+import { NODE_FLAGS_USAGE, NODE_OPTIONS, nodeSettings, UsageError } from './node-options.js';
+import type { NodeFlagValues } from './node-options.js';
+
+export const EXPLAIN_USAGE = `Usage: kube-proxy-ts explain service NAME -n NAMESPACE [flags]
+
+For every node (or the one named with --node) and every port of the Service: its frontends (ClusterIP, NodePort,
+external IPs, load-balancer IPs, source ranges); for ClusterIP traffic and for external traffic the traffic
+policy, the endpoints used, and each endpoint left out with why; what happens with no usable endpoint; who is
+masqueraded; session affinity; and the kernel objects that implement the port in the node's proxy mode. The
+reasons come from the decision the proxy itself makes, not from a second copy of it.
+
+The cluster's state is read from -f FILE (as render reads it, Nodes included), else from the API server
+(--kubeconfig, else $KUBECONFIG, else in-cluster).
+
+Flags:
+  -n, --namespace NS             the Service's namespace (default "default")
+  --node NODE                    only this node (default: every Node in the state)
+  --from-ip IP                   also say what happens to traffic from this source address
+  -o, --output text|json         output format (default text)
+  -f, --filename FILE            read the state from FILE instead of the API server ("-" for stdin)
+  --kubeconfig FILE              kubeconfig for the API server
+  --config FILE                  a KubeProxyConfiguration: mode, cluster CIDR, local detection, NodePort addresses,
+                                 masquerading and feature gates from it (flags below win)
+  --proxy-mode MODE              nftables (default) or iptables: which kernel objects to name
+  --hostname-override NAME       the node name when the state has no Node objects
+${NODE_FLAGS_USAGE}`;
+
+export interface ExplainIO {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly readFile: (path: string) => string;
+  readonly hostname: () => string;
+  readonly env: Readonly<Record<string, string | undefined>>;
+}
+
+const defaultIO: ExplainIO = {
+  stdout: (t) => process.stdout.write(t),
+  stderr: (t) => process.stderr.write(t),
+  readFile: (p) => readFileSync(p === '-' ? 0 : p, 'utf8'),
+  hostname: () => osHostname(),
+  env: process.env,
+};
+
+interface ClusterState {
+  readonly services: readonly Service[];
+  readonly endpointSlices: readonly EndpointSlice[];
+  readonly nodes: readonly Node[];
+}
+
+/** Thrown for a problem with the input (not the command line): printed, exit 1. */
+class InputError extends Error {}
+
+export async function explainCommand(argv: readonly string[], io: ExplainIO = defaultIO): Promise<number> {
+  try {
+    return await explain(argv, io);
+  } catch (e) {
+    if (e instanceof UsageError || (e instanceof TypeError && 'code' in e)) {
+      io.stderr(`explain: ${e.message}\n\n${EXPLAIN_USAGE}`);
+      return 2;
+    }
+    if (e instanceof InputError) {
+      io.stderr(`explain: ${e.message}\n`);
+      return 1;
+    }
+    throw e;
+  }
+}
+
+/** Flag values from a KubeProxyConfiguration, for the flags that were not given. */
+function flagsFromConfig(cfg: ProxyConfig): NodeFlagValues & { 'proxy-mode': string } {
+  return {
+    'proxy-mode': cfg.mode,
+    'detect-local-mode': cfg.detectLocalMode,
+    ...(cfg.detectLocal.clusterCIDRs.length > 0
+      ? { 'cluster-cidr': cfg.detectLocal.clusterCIDRs.join(',') }
+      : {}),
+    ...(cfg.detectLocal.bridgeInterface !== ''
+      ? { 'pod-bridge-interface': cfg.detectLocal.bridgeInterface }
+      : {}),
+    ...(cfg.detectLocal.interfaceNamePrefix !== ''
+      ? { 'pod-interface-name-prefix': cfg.detectLocal.interfaceNamePrefix }
+      : {}),
+    ...(cfg.nodePortAddresses.length > 0 ? { 'nodeport-addresses': cfg.nodePortAddresses.join(',') } : {}),
+    'masquerade-all': cfg.masqueradeAll,
+    'masquerade-bit': String(cfg.masqueradeBit),
+    'iptables-localhost-nodeports': String(cfg.iptables.localhostNodePorts),
+  };
+}
+
+async function explain(argv: readonly string[], io: ExplainIO): Promise<number> {
+  const { values, positionals, tokens } = parseArgs({
+    args: [...argv],
+    strict: true,
+    allowPositionals: true,
+    tokens: true,
+    options: {
+      namespace: { type: 'string', short: 'n', default: 'default' },
+      node: { type: 'string' },
+      'from-ip': { type: 'string' },
+      output: { type: 'string', short: 'o', default: 'text' },
+      filename: { type: 'string', short: 'f' },
+      kubeconfig: { type: 'string' },
+      config: { type: 'string' },
+      'proxy-mode': { type: 'string' },
+      ...NODE_OPTIONS,
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    io.stdout(EXPLAIN_USAGE);
+    return 0;
+  }
+  const [kind, name, ...extra] = positionals;
+  if (kind === undefined)
+    throw new UsageError('what to explain is missing: explain service NAME -n NAMESPACE');
+  if (kind !== 'service' && kind !== 'svc' && kind !== 'services')
+    throw new UsageError(`only Services can be explained, not ${JSON.stringify(kind)}`);
+  if (name === undefined || name === '') throw new UsageError('the Service name is missing');
+  if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
+  const output = values.output;
+  if (output !== 'text' && output !== 'json')
+    throw new UsageError(`--output: expected text or json, got ${JSON.stringify(output)}`);
+
+  // Flags given on the command line win over --config.
+  const given = new Set<string>(tokens.filter((t) => t.kind === 'option').map((t) => t.name));
+  let flagValues: NodeFlagValues & { 'proxy-mode'?: string } = values;
+  let featureGates: FeatureGates | undefined;
+  if (values.config !== undefined) {
+    const loaded = loadProxyConfig(['--config', values.config], {
+      readFile: io.readFile,
+      hostname: io.hostname,
+    });
+    if (!loaded.ok) {
+      throw new InputError(
+        `--config ${values.config}: ${loaded.errors.map((p) => `${p.field}: ${p.message}`).join('; ')}`,
+      );
+    }
+    const fromConfig = flagsFromConfig(loaded.config);
+    const merged: Record<string, unknown> = { ...fromConfig };
+    for (const [k, v] of Object.entries(values)) if (given.has(k)) merged[k] = v;
+    flagValues = merged as NodeFlagValues & { 'proxy-mode'?: string };
+    featureGates = loaded.config.gates;
+  }
+  const mode = flagValues['proxy-mode'] ?? 'nftables';
+  if (!(PROXY_MODES as readonly string[]).includes(mode))
+    throw new UsageError(`--proxy-mode: unknown mode ${JSON.stringify(mode)} (nftables or iptables)`);
+
+  const state = values.filename !== undefined ? fromFile(values.filename, io) : await fromApi(values, io);
+  const namespace = values.namespace;
+  const service = `${namespace}/${name}`;
+  if (!state.services.some((s) => s.metadata?.namespace === namespace && s.metadata?.name === name)) {
+    const namespaces = new Set(state.services.map((s) => s.metadata?.namespace));
+    throw new InputError(
+      namespaces.has(namespace)
+        ? `Service ${JSON.stringify(name)} not found in namespace ${JSON.stringify(namespace)}`
+        : `namespace ${JSON.stringify(namespace)} has no Services (Service ${JSON.stringify(name)} not found)`,
+    );
+  }
+
+  let nodeNames = state.nodes
+    .map((n) => n.metadata.name)
+    .filter((n): n is string => typeof n === 'string')
+    .sort();
+  if (values.node !== undefined) {
+    if (state.nodes.length > 0 && !nodeNames.includes(values.node))
+      throw new InputError(`node ${JSON.stringify(values.node)} not found (nodes: ${nodeNames.join(', ')})`);
+    nodeNames = [values.node];
+  } else if (nodeNames.length === 0) {
+    nodeNames = [(values['hostname-override'] ?? io.hostname()).trim().toLowerCase()];
+  }
+
+  const explained: NodeExplanation[] = [];
+  for (const nodeName of nodeNames) {
+    const settings = nodeSettings(flagValues, mode as ProxyMode, nodeName, state.nodes);
+    for (const p of settings.problems) io.stderr(`explain: node ${nodeName}: ${p}\n`);
+    const { snapshot } = snapshotFromObjects({
+      family: settings.family,
+      nodeName,
+      services: state.services,
+      endpointSlices: state.endpointSlices,
+      node: settings.node,
+      ...(featureGates !== undefined ? { featureGates } : {}),
+    });
+    explained.push(
+      explainNode({
+        mode: mode as ProxyMode,
+        node: settings.config,
+        iptables: settings.iptables,
+        snapshot,
+        service,
+        ...(featureGates !== undefined ? { featureGates } : {}),
+        ...(values['from-ip'] !== undefined ? { fromIP: values['from-ip'] } : {}),
+      }),
+    );
+  }
+  if (explained.every((n) => n.ports.length === 0)) {
+    io.stderr(
+      `explain: Service ${service} has no port this proxy handles (headless, ExternalName, or no ClusterIP of the node's family)\n`,
+    );
+  }
+  io.stdout(
+    output === 'json' ? JSON.stringify({ service, nodes: explained }, null, 2) + '\n' : text(explained),
+  );
+  return 0;
+}
+
+function fromFile(path: string, io: ExplainIO): ClusterState {
+  const loaded = loadManifestFile(path, 'explain', {
+    readFile: io.readFile,
+    stderr: io.stderr,
+    now: () => performance.now(),
+  });
+  if (!loaded.ok) throw new InputError(loaded.error);
+  for (const p of loaded.objects.problems) io.stderr(`explain: skipped ${p}\n`);
+  return loaded.objects;
+}
+
+async function fromApi(values: { kubeconfig?: string | undefined }, io: ExplainIO): Promise<ClusterState> {
+  const kubeconfig = values.kubeconfig ?? io.env.KUBECONFIG ?? '';
+  const cfg = loadClientConfig({ kubeconfig: kubeconfig.split(':')[0] ?? '' });
+  if (!cfg.ok)
+    throw new InputError(`no cluster to read: ${cfg.error.message} (give -f FILE or --kubeconfig)`);
+  const client = createApiClient(cfg.config, { clock: systemClock });
+  const signal = AbortSignal.timeout(60_000);
+  try {
+    const [services, slices, nodes] = await Promise.all([
+      listAll<Service>(client, '/api/v1/services', true, signal),
+      listAll<EndpointSlice>(client, '/apis/discovery.k8s.io/v1/endpointslices', true, signal),
+      listAll<Node>(client, '/api/v1/nodes', false, signal),
+    ]);
+    for (const p of [...services.problems, ...slices.problems, ...nodes.problems])
+      io.stderr(`explain: skipped ${p}\n`);
+    return { services: services.items, endpointSlices: slices.items, nodes: nodes.items };
+  } catch (e) {
+    throw new InputError(`reading the cluster from ${cfg.config.server.origin}: ${(e as Error).message}`);
+  }
+}
+
+function trafficText(out: string[], title: string, t: TrafficExplanation): void {
+  const used = t.endpoints.length === 0 ? 'none' : t.endpoints.join(', ');
+  out.push(`    ${title}: policy ${t.policy}; endpoints: ${used}`);
+  for (const x of t.excluded) out.push(`      not ${x.endpoint}: ${x.reason}`);
+  for (const n of t.notes) out.push(`      note: ${n}`);
+  if (t.noEndpoints !== undefined)
+    out.push(`      no endpoint: ${t.noEndpoints.verdict}: ${t.noEndpoints.why}`);
+}
+
+function portText(out: string[], p: PortExplanation): void {
+  out.push(`  ${p.servicePort} (${p.protocol})`);
+  const f = p.frontends;
+  const fronts = [`ClusterIP ${f.clusterIP}`];
+  if (f.nodePort !== undefined) {
+    const where = f.nodePort.addresses === 'all' ? 'every local address' : f.nodePort.addresses.join(', ');
+    fronts.push(`NodePort ${f.nodePort.port} on ${where}`);
+  }
+  if (f.externalIPs.length > 0) fronts.push(`external IPs ${f.externalIPs.join(', ')}`);
+  if (f.loadBalancerIPs.length > 0) fronts.push(`load-balancer IPs ${f.loadBalancerIPs.join(', ')}`);
+  if (f.sourceRanges.length > 0) fronts.push(`source ranges ${f.sourceRanges.join(', ')}`);
+  out.push(`    frontends: ${fronts.join('; ')}`);
+  trafficText(out, 'ClusterIP traffic', p.internal);
+  if (p.external !== undefined) trafficText(out, 'external traffic', p.external);
+  const m = p.masquerade;
+  out.push(
+    `    masquerade, ClusterIP: from a pod: ${m.clusterIP.fromPod}; from the node: ${m.clusterIP.fromNode}; ` +
+      `from outside: ${m.clusterIP.fromOutside}`,
+  );
+  if (m.external !== undefined) {
+    out.push(
+      `    masquerade, external: from a pod: ${m.external.fromPod}; from the node: ${m.external.fromNode}; ` +
+        `from outside: ${m.external.fromOutside}`,
+    );
+  }
+  if (m.fromIP !== undefined) {
+    const ext = m.fromIP.external !== undefined ? `; external: ${m.fromIP.external}` : '';
+    out.push(`    from ${m.fromIP.ip} (taken for ${m.fromIP.is}): ClusterIP: ${m.fromIP.clusterIP}${ext}`);
+  }
+  out.push(
+    `    affinity: ${p.affinity.mode === 'ClientIP' ? `ClientIP, ${p.affinity.timeoutSeconds ?? 0} s` : 'none'}`,
+  );
+  out.push(`    kernel objects:`);
+  for (const o of p.objects) out.push(`      ${o.table !== undefined ? `[${o.table}] ` : ''}${o.object}`);
+}
+
+function text(nodes: readonly NodeExplanation[]): string {
+  const out: string[] = [];
+  for (const n of nodes) {
+    const zone = n.zone !== undefined ? `, zone ${n.zone}` : '';
+    out.push(`node ${n.node}${zone} (${n.mode}, ${n.family})`);
+    for (const p of n.ports) portText(out, p);
+  }
+  return out.join('\n') + '\n';
+}

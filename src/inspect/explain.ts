@@ -1,0 +1,288 @@
+// `explain`: what this node does with traffic to each port of a Service, and why. Everything here is read from
+// the decision the agent itself uses (servicePortPolicy and its reasons, clusterIPMasquerade) and from the very
+// renderers the backends run (for the kernel objects), so an explanation cannot drift from what is programmed.
+import { renderServicePort as renderIptablesPort } from '../backends/iptables/service-port.js';
+import type { IptablesExtras } from '../backends/iptables/render.js';
+import { LARGE_CLUSTER_ENDPOINTS_THRESHOLD, totalEndpoints } from '../backends/iptables/render.js';
+import { nftFamilyOf, nftNodePortIPs } from '../backends/nftables/backend.js';
+import { TABLE_NAME } from '../backends/nftables/naming.js';
+import { renderServicePort as renderNftPort } from '../backends/nftables/service-port.js';
+import type { ProxyMode } from '../config/proxy-mode.js';
+import type { Endpoint } from '../model/endpoint.js';
+import { explainTraffic } from '../model/endpoint-reasons.js';
+import type { FeatureGates } from '../model/feature-gates.js';
+import { cidrContains, parseIPSloppy } from '../model/ip.js';
+import { clusterIPMasquerade } from '../model/local-detector.js';
+import { nodePortIPs } from '../model/nodeport-addresses.js';
+import { policyNode, servicePortPolicy } from '../model/port-policy.js';
+import type { NoEndpointsVerdict, ServicePortPolicy, TrafficPolicy } from '../model/port-policy.js';
+import { externallyAccessible, servicePortString } from '../model/service-port.js';
+import type { ServicePort } from '../model/service-port.js';
+import { writeOperation } from '../netfilter/nft/serialize.js';
+import { ruleLine } from '../netfilter/iptables/serialize.js';
+import type { NodeNetworkConfig, ProxySnapshot } from '../sync/backend.js';
+
+export interface ExplainedEndpoint {
+  readonly endpoint: string;
+  readonly reason: string;
+}
+
+export interface TrafficExplanation {
+  readonly policy: 'Cluster' | 'Local';
+  /** The endpoints this traffic is sent to, as IP:PORT. */
+  readonly endpoints: readonly string[];
+  readonly excluded: readonly ExplainedEndpoint[];
+  /** What a packet meets when there is no endpoint for it, and why. */
+  readonly noEndpoints?: { readonly verdict: NoEndpointsVerdict; readonly why: string };
+  readonly notes: readonly string[];
+}
+
+export interface MasqueradeExplanation {
+  /** For ClusterIP traffic and (when the port has external frontends) external traffic, by source. */
+  readonly clusterIP: { readonly fromPod: string; readonly fromNode: string; readonly fromOutside: string };
+  readonly external?: { readonly fromPod: string; readonly fromNode: string; readonly fromOutside: string };
+  /** --from-ip: what this one source is taken for, and what happens to its traffic. */
+  readonly fromIP?: {
+    readonly ip: string;
+    readonly is: 'pod' | 'node' | 'outside';
+    readonly clusterIP: string;
+    readonly external?: string;
+  };
+  readonly hairpin: string;
+}
+
+export interface KernelObject {
+  /** The object as the node's tool writes it: an nft `add …` line, or an iptables chain / rule line. */
+  readonly object: string;
+  /** For iptables: which table. */
+  readonly table?: string;
+}
+
+export interface PortExplanation {
+  /** "ns/name:port" (servicePortNameString). */
+  readonly servicePort: string;
+  readonly service: string;
+  readonly port: string;
+  readonly protocol: string;
+  readonly frontends: {
+    readonly clusterIP: string;
+    readonly nodePort?: { readonly port: number; readonly addresses: readonly string[] | 'all' };
+    readonly externalIPs: readonly string[];
+    readonly loadBalancerIPs: readonly string[];
+    readonly sourceRanges: readonly string[];
+  };
+  readonly internal: TrafficExplanation;
+  /** Absent when the port has no external frontend (NodePort, external IP, load-balancer IP). */
+  readonly external?: TrafficExplanation;
+  readonly masquerade: MasqueradeExplanation;
+  readonly affinity: { readonly mode: 'None' | 'ClientIP'; readonly timeoutSeconds?: number };
+  readonly objects: readonly KernelObject[];
+}
+
+export interface NodeExplanation {
+  readonly node: string;
+  readonly zone?: string;
+  readonly mode: ProxyMode;
+  readonly family: string;
+  readonly ports: readonly PortExplanation[];
+}
+
+export interface ExplainNodeInput {
+  readonly mode: ProxyMode;
+  readonly node: NodeNetworkConfig;
+  readonly iptables: IptablesExtras;
+  readonly snapshot: ProxySnapshot;
+  readonly featureGates?: FeatureGates;
+  /** Only the ports of this Service ("ns/name"). */
+  readonly service: string;
+  readonly fromIP?: string;
+}
+
+function noEndpointsWhy(view: TrafficPolicy, kind: string): string {
+  return view.noEndpoints === 'reject'
+    ? `the Service has no usable endpoint anywhere: ${kind} traffic is rejected (connection refused)`
+    : `no endpoint on this node and the policy is Local: ${kind} traffic is dropped (the client times out)`;
+}
+
+function traffic(
+  policy: ServicePortPolicy,
+  view: TrafficPolicy,
+  all: readonly Endpoint[],
+  which: 'internal' | 'external',
+  input: ExplainNodeInput,
+): TrafficExplanation {
+  const reasons = explainTraffic(policy, all, which, input.snapshot.topology);
+  return {
+    policy: view.policy,
+    endpoints: view.endpoints.map((ep) => ep.endpoint),
+    excluded: reasons.excluded.map((x) => ({ endpoint: x.endpoint.endpoint, reason: x.reason })),
+    ...(view.noEndpoints !== undefined
+      ? {
+          noEndpoints: {
+            verdict: view.noEndpoints,
+            why: noEndpointsWhy(view, which === 'internal' ? 'ClusterIP' : 'external'),
+          },
+        }
+      : {}),
+    notes: reasons.notes,
+  };
+}
+
+function detectorWords(node: NodeNetworkConfig): string {
+  const d = node.localDetector;
+  switch (d.mode) {
+    case 'ClusterCIDR':
+    case 'NodeCIDR':
+      return `source in ${d.cidr} (detect-local-mode ${d.mode})`;
+    case 'BridgeInterface':
+      return `arriving on ${d.interfaceName} (detect-local-mode BridgeInterface)`;
+    case 'InterfaceNamePrefix':
+      return `arriving on ${d.interfacePrefix}* (detect-local-mode InterfaceNamePrefix)`;
+    case 'None':
+      return 'no way to tell pods apart (detect-local-mode None)';
+  }
+}
+
+function clusterIPMasq(node: NodeNetworkConfig): MasqueradeExplanation['clusterIP'] {
+  switch (clusterIPMasquerade(node.masqueradeAll, node.localDetector)) {
+    case 'all':
+      return {
+        fromPod: 'masqueraded (--masquerade-all)',
+        fromNode: 'masqueraded (--masquerade-all)',
+        fromOutside: 'masqueraded (--masquerade-all)',
+      };
+    case 'from-outside-cluster':
+      return {
+        fromPod: `source kept: a pod is recognised by ${detectorWords(node)}`,
+        fromNode: "masqueraded: the node's own address is not a pod's, and the reply must come back here",
+        fromOutside: 'masqueraded, so the reply comes back through this node',
+      };
+    case 'none':
+      return {
+        fromPod: 'source kept',
+        fromNode: `source kept: ${detectorWords(node)}, so nothing is masqueraded`,
+        fromOutside: `source kept: ${detectorWords(node)}, so nothing is masqueraded`,
+      };
+  }
+}
+
+function externalMasq(sp: ServicePort): NonNullable<MasqueradeExplanation['external']> {
+  if (!sp.externalPolicyLocal) {
+    const all = 'masqueraded: policy Cluster may send it to another node, and the reply must come back here';
+    return { fromPod: all, fromNode: all, fromOutside: all };
+  }
+  return {
+    fromPod: 'source kept, sent to any endpoint (pod traffic short-circuits the Local policy)',
+    fromNode: 'masqueraded and sent to any endpoint (node traffic short-circuits the Local policy)',
+    fromOutside: 'source kept: policy Local sends it only to endpoints on this node',
+  };
+}
+
+function sourceKind(node: NodeNetworkConfig, ip: string): 'pod' | 'node' | 'outside' {
+  const parsed = parseIPSloppy(ip);
+  const text = parsed?.text ?? ip;
+  if (node.nodeIPs.includes(text)) return 'node';
+  const d = node.localDetector;
+  if ((d.mode === 'ClusterCIDR' || d.mode === 'NodeCIDR') && cidrContains(d.cidr, text)) return 'pod';
+  return 'outside';
+}
+
+function masquerade(sp: ServicePort, input: ExplainNodeInput, hasExternal: boolean): MasqueradeExplanation {
+  const clusterIP = clusterIPMasq(input.node);
+  const external = hasExternal ? externalMasq(sp) : undefined;
+  let fromIP: MasqueradeExplanation['fromIP'];
+  if (input.fromIP !== undefined) {
+    const is = sourceKind(input.node, input.fromIP);
+    const pick = (m: { fromPod: string; fromNode: string; fromOutside: string }): string =>
+      is === 'pod' ? m.fromPod : is === 'node' ? m.fromNode : m.fromOutside;
+    fromIP = {
+      ip: input.fromIP,
+      is,
+      clusterIP: pick(clusterIP),
+      ...(external !== undefined ? { external: pick(external) } : {}),
+    };
+  }
+  return {
+    clusterIP,
+    ...(external !== undefined ? { external } : {}),
+    ...(fromIP !== undefined ? { fromIP } : {}),
+    hairpin: 'a pod that reaches itself through the Service is masqueraded, or it would answer itself directly',
+  };
+}
+
+function nodePortAddressesOf(input: ExplainNodeInput): readonly string[] | 'all' {
+  const node = input.node;
+  if (input.mode === 'nftables') return node.nodePortAddresses.matchAll ? 'all' : nftNodePortIPs(node);
+  return node.nodePortAddresses.matchAll ? 'all' : nodePortIPs(node.nodePortAddresses, node.hostInterfaces);
+}
+
+/** The kernel objects of this port, from the node's own renderer. */
+function kernelObjects(policy: ServicePortPolicy, input: ExplainNodeInput): KernelObject[] {
+  if (input.mode === 'nftables') {
+    const r = renderNftPort(policy, { node: input.node });
+    if (!r.ok) return [{ object: `(not programmed: ${r.reason})` }];
+    const ref = { family: nftFamilyOf(input.node.family), table: TABLE_NAME };
+    const out: KernelObject[] = [];
+    for (const e of r.value.elements) out.push({ object: writeOperation(ref, { verb: 'add', object: e }) });
+    for (const op of r.value.chainOps) {
+      if (op.verb === 'add') out.push({ object: writeOperation(ref, op) });
+    }
+    return out;
+  }
+  const large = totalEndpoints(input.snapshot) > LARGE_CLUSTER_ENDPOINTS_THRESHOLD;
+  const r = renderIptablesPort(policy, { node: input.node, extras: input.iptables, largeClusterMode: large });
+  return [
+    ...r.filterRules.map((rule) => ({ table: 'filter', object: ruleLine(rule) })),
+    ...r.natTopRules.map((rule) => ({ table: 'nat', object: ruleLine(rule) })),
+    ...r.chains.map((c) => ({ table: 'nat', object: `:${c} - [0:0]` })),
+    ...r.chainRules.map((rule) => ({ table: 'nat', object: ruleLine(rule) })),
+  ];
+}
+
+function sortPorts(a: ServicePort, b: ServicePort): number {
+  return a.nameString < b.nameString ? -1 : a.nameString > b.nameString ? 1 : 0;
+}
+
+/** The ports of one Service this node proxies (none: the Service is unknown, headless, or another family's). */
+export function servicePortsOf(snapshot: ProxySnapshot, service: string): ServicePort[] {
+  return [...snapshot.serviceMap.values()].filter((sp) => sp.serviceName === service).sort(sortPorts);
+}
+
+export function explainNode(input: ExplainNodeInput): NodeExplanation {
+  const forNode = policyNode(input.snapshot.topology, input.node.nodeIPs[0], input.featureGates);
+  const ports = servicePortsOf(input.snapshot, input.service).map((sp): PortExplanation => {
+    const all = input.snapshot.endpointsMap.get(sp.key) ?? [];
+    const policy = servicePortPolicy(sp, all, forNode);
+    const hasExternal = externallyAccessible(sp);
+    return {
+      servicePort: sp.nameString,
+      service: sp.serviceName,
+      port: sp.name.port,
+      protocol: sp.protocol,
+      frontends: {
+        clusterIP: servicePortString(sp),
+        ...(sp.nodePort !== 0
+          ? { nodePort: { port: sp.nodePort, addresses: nodePortAddressesOf(input) } }
+          : {}),
+        externalIPs: sp.externalIPs,
+        loadBalancerIPs: sp.loadBalancerVIPs,
+        sourceRanges: sp.loadBalancerSourceRanges,
+      },
+      internal: traffic(policy, policy.internal, all, 'internal', input),
+      ...(hasExternal ? { external: traffic(policy, policy.external, all, 'external', input) } : {}),
+      masquerade: masquerade(sp, input, hasExternal),
+      affinity: sp.sessionAffinityClientIP
+        ? { mode: 'ClientIP', timeoutSeconds: sp.stickyMaxAgeSeconds }
+        : { mode: 'None' },
+      objects: kernelObjects(policy, input),
+    };
+  });
+  const zone = input.snapshot.topology.zone;
+  return {
+    node: input.node.nodeName,
+    ...(zone !== undefined ? { zone } : {}),
+    mode: input.mode,
+    family: input.node.family,
+    ports,
+  };
+}
