@@ -9,6 +9,11 @@ const USAGE = `kube-proxy-ts: Kubernetes' service proxy in TypeScript
 Usage:
   kube-proxy-ts [kube-proxy flags]        run the node agent (same flags and config file as kube-proxy)
   kube-proxy-ts render -f FILE [flags]    print the rules this node would program (see render --help)
+  kube-proxy-ts explain service NAME -n NAMESPACE [flags]
+                                          which endpoints each node uses for the Service, and why
+                                          (see explain --help)
+  kube-proxy-ts diff -f BEFORE -f AFTER [flags]
+                                          what each backend would write for the change (see diff --help)
   kube-proxy-ts lab up|down|status|exec|kubeconfig|apiserver
                                           a small cluster on this host (see lab --help)
 `;
@@ -18,6 +23,14 @@ async function main(argv: readonly string[]): Promise<number> {
   switch (sub) {
     case 'render':
       return renderCommand(rest);
+    case 'explain': {
+      const { explainCommand } = await import('./explain.js');
+      return explainCommand(rest);
+    }
+    case 'diff': {
+      const { diffCommand } = await import('./diff.js');
+      return diffCommand(rest);
+    }
     case 'lab': {
       const { labCommand } = await import('./lab.js');
       return labCommand(rest);

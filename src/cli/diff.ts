@@ -1,0 +1,233 @@
+// `kube-proxy-ts diff -f BEFORE -f AFTER`: what this node's proxy would write to go from BEFORE's cluster state to
+// AFTER's, per backend, beside the size of the whole ruleset. This file only parses, loads and formats; the diff is
+// src/inspect/diff.ts, which runs the real trackers and backends on their fakes.
+import { readFileSync } from 'node:fs';
+import { hostname as osHostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import type { Node } from '../api/objects.js';
+import { PROXY_MODES } from '../config/proxy-mode.js';
+import type { ProxyMode } from '../config/proxy-mode.js';
+import type {
+  BackendDiff,
+  ClusterState,
+  DiffResult,
+  DiffTarget,
+  EventCounts,
+  ObjectKind,
+} from '../inspect/diff.js';
+import { diffClusterStates } from '../inspect/diff.js';
+import type { ManifestObjects } from '../kube/manifests.js';
+import type { IPFamily } from '../model/ip.js';
+import { loadManifestFile } from '../kube/manifest-file.js';
+import { BackendSyncError } from '../sync/backend.js';
+import { NODE_FLAGS_USAGE, NODE_OPTIONS, checkNodeFlags, nodeSettings, UsageError } from './node-options.js';
+
+export const DIFF_USAGE = `Usage: kube-proxy-ts diff -f BEFORE -f AFTER [flags]
+
+Prints what this node's proxy would write to go from BEFORE's cluster state to AFTER's: for nftables the
+partial-sync transaction, for iptables the partial iptables-restore input, each with its size (operations, lines)
+beside the size of the whole ruleset (a fresh node's full sync of AFTER). The proxy's own change trackers and
+backends compute it, on in-memory tables: nothing is applied. BEFORE and AFTER are read as render reads -f
+(JSON: one object, a List or one object after another; or multi-document YAML; "-" reads stdin, for one of them).
+AFTER's objects reach the proxy as its informers would deliver them: adds, updates and deletes by kind, namespace
+and name.
+
+Flags:
+  -f, --filename FILE            BEFORE, then AFTER (both required)
+  --proxy-mode MODE              nftables, iptables, or both (default)
+  -o, --output FORMAT            text (default) or json (nftables.operations, iptables.lines, .text, .total)
+  --hostname-override NAME       this node's name (default: AFTER's only Node, else the host name)
+${NODE_FLAGS_USAGE}`;
+
+const DIFF_MODES = [...PROXY_MODES, 'both'] as const;
+const OUTPUTS = ['text', 'json'] as const;
+
+export interface DiffIO {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly readFile: (path: string) => string;
+  readonly hostname: () => string;
+  /** Monotonic milliseconds (default performance.now): when reading is slow, progress goes to stderr. */
+  readonly now?: () => number;
+}
+
+export const defaultDiffIO: DiffIO = {
+  stdout: (t) => process.stdout.write(t),
+  stderr: (t) => process.stderr.write(t),
+  readFile: (p) => readFileSync(p === '-' ? 0 : p, 'utf8'),
+  hostname: () => osHostname(),
+};
+
+/** Runs the diff command; resolves to the exit code (2: usage, 1: bad input). */
+export async function diffCommand(argv: readonly string[], io: DiffIO = defaultDiffIO): Promise<number> {
+  try {
+    return await diff(argv, io);
+  } catch (e) {
+    // parseArgs throws TypeErrors with a code (ERR_PARSE_ARGS_UNKNOWN_OPTION, …) for flags it cannot take.
+    if (e instanceof UsageError || (e instanceof TypeError && 'code' in e)) {
+      io.stderr(`diff: ${e.message}\n\n${DIFF_USAGE}`);
+      return 2;
+    }
+    if (e instanceof BackendSyncError) {
+      // The fake refused what the backend sent: the kernel would refuse it too. Say so rather than print a stack.
+      io.stderr(`diff: ${e.message}\n`);
+      return 1;
+    }
+    throw e;
+  }
+}
+
+async function diff(argv: readonly string[], io: DiffIO): Promise<number> {
+  const { values } = parseArgs({
+    args: [...argv],
+    strict: true,
+    options: {
+      filename: { type: 'string', short: 'f', multiple: true },
+      'proxy-mode': { type: 'string', default: 'both' },
+      output: { type: 'string', short: 'o', default: 'text' },
+      ...NODE_OPTIONS,
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    io.stdout(DIFF_USAGE);
+    return 0;
+  }
+  const mode = values['proxy-mode'] as string;
+  if (!(DIFF_MODES as readonly string[]).includes(mode)) {
+    throw new UsageError(`--proxy-mode: unknown mode ${JSON.stringify(mode)} (nftables, iptables or both)`);
+  }
+  const output = values.output as string;
+  if (!(OUTPUTS as readonly string[]).includes(output)) {
+    throw new UsageError(`-o: unknown output format ${JSON.stringify(output)} (text or json)`);
+  }
+  checkNodeFlags(values);
+  const files = values.filename ?? [];
+  if (files.length !== 2) {
+    throw new UsageError(
+      `-f BEFORE -f AFTER: two files are required, got ${files.length === 0 ? 'none' : files.length}`,
+    );
+  }
+  const [beforePath, afterPath] = files as [string, string];
+  if (beforePath === '-' && afterPath === '-')
+    throw new UsageError('-f: only one of BEFORE and AFTER can be stdin');
+
+  const before = load(beforePath, io);
+  if (before === undefined) return 1;
+  const after = load(afterPath, io);
+  if (after === undefined) return 1;
+
+  const nodeName = (values['hostname-override'] ?? soleNodeName(after.nodes) ?? io.hostname())
+    .trim()
+    .toLowerCase();
+  const modes: readonly ProxyMode[] = mode === 'both' ? ['nftables', 'iptables'] : [mode as ProxyMode];
+  const targets: DiffTarget[] = [];
+  const problems = new Set<string>();
+  let family: IPFamily = 'IPv4';
+  for (const m of modes) {
+    // Per mode: the NodePort addresses' default differs between them.
+    const settings = nodeSettings(values, m, nodeName, after.nodes);
+    for (const p of settings.problems) problems.add(p);
+    family = settings.family;
+    targets.push(
+      m === 'nftables'
+        ? { mode: m, node: settings.config }
+        : { mode: m, node: settings.config, iptables: settings.iptables },
+    );
+  }
+  for (const p of problems) io.stderr(`diff: ${p}\n`);
+
+  const result = await diffClusterStates({
+    before: stateOf(before, nodeName),
+    after: stateOf(after, nodeName),
+    family,
+    nodeName,
+    targets,
+  });
+  for (const s of result.skipped) io.stderr(`diff: skipped ${s.kind} ${s.name}: ${s.reason}\n`);
+  io.stdout(output === 'json' ? formatJSON(nodeName, result) : formatText(result));
+  return 0;
+}
+
+/**
+ * Reads one -f file. Unlike render, a document that cannot be read fails the command: a diff against part of a
+ * file would show the objects of the missing part as deleted (or added), which is worse than no answer.
+ */
+function load(path: string, io: DiffIO): ManifestObjects | undefined {
+  const loaded = loadManifestFile(path, 'diff', {
+    readFile: io.readFile,
+    stderr: io.stderr,
+    now: io.now ?? (() => performance.now()),
+  });
+  if (!loaded.ok) {
+    io.stderr(`diff: ${loaded.error}\n`);
+    return undefined;
+  }
+  const { problems } = loaded.objects;
+  if (problems.length > 0) {
+    for (const p of problems) io.stderr(`diff: ${p}\n`);
+    io.stderr(`diff: ${loaded.source} could not be read whole; nothing compared\n`);
+    return undefined;
+  }
+  return loaded.objects;
+}
+
+function stateOf(objects: ManifestObjects, nodeName: string): ClusterState {
+  return {
+    services: objects.services,
+    endpointSlices: objects.endpointSlices,
+    node: objects.nodes.find((n) => n.metadata.name === nodeName),
+  };
+}
+
+function soleNodeName(nodes: readonly Node[]): string | undefined {
+  return nodes.length === 1 ? nodes[0]?.metadata.name : undefined;
+}
+
+function count(n: number, unit: string): string {
+  return `${n.toLocaleString('en-US')} ${unit}${n === 1 ? '' : 's'}`;
+}
+
+const UNITS: Record<ProxyMode, string> = { nftables: 'operation', iptables: 'line' };
+
+function eventsLine(events: DiffResult['events']): string {
+  const parts: string[] = [];
+  for (const kind of ['Service', 'EndpointSlice'] as const satisfies readonly ObjectKind[]) {
+    const c: EventCounts = events[kind];
+    for (const [verb, n] of [
+      ['added', c.added],
+      ['updated', c.updated],
+      ['deleted', c.deleted],
+    ] as const) {
+      if (n > 0) parts.push(`${count(n, kind)} ${verb}`);
+    }
+  }
+  return `changes: ${parts.length > 0 ? parts.join(', ') : 'none'}\n`;
+}
+
+/**
+ * One section per mode: a header with the sizes, then what the proxy would send. Notes are `#` lines, which both
+ * `nft -f` and iptables-restore read as comments, so a section's body stays valid input for its tool.
+ */
+function section(d: BackendDiff): string {
+  let out = `${d.mode}: ${count(d.size, UNITS[d.mode])} (whole ruleset: ${d.total.toLocaleString('en-US')})\n`;
+  if (!d.synced) out += `# nothing that reaches this node's proxy changed: it would not sync\n`;
+  else if (d.full)
+    out += `# a full sync: this node's topology zone changed, so the proxy rewrites everything\n`;
+  out += d.text;
+  return out;
+}
+
+export function formatText(result: DiffResult): string {
+  return eventsLine(result.events) + result.backends.map((d) => '\n' + section(d)).join('');
+}
+
+export function formatJSON(nodeName: string, result: DiffResult): string {
+  const out: Record<string, unknown> = { node: nodeName, changes: result.events };
+  for (const d of result.backends) {
+    const size = d.mode === 'nftables' ? { operations: d.size } : { lines: d.size };
+    out[d.mode] = { ...size, total: d.total, synced: d.synced, full: d.full, text: d.text };
+  }
+  return JSON.stringify(out, null, 2) + '\n';
+}
