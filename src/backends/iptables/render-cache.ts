@@ -178,7 +178,7 @@ export class IptablesRenderCache {
     if (addedEntries.length > 0) {
       // A few new ports are inserted in place; many (a first sync) are cheaper to sort once.
       if (addedEntries.length > 64) {
-        this.order.push(...addedEntries);
+        for (const e of addedEntries) this.order.push(e);
         this.order.sort(compareEntries);
       } else {
         for (const e of addedEntries) insertSorted(this.order, e);

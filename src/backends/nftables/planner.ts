@@ -295,7 +295,9 @@ export class SyncPlanner {
       keysOfEither(this.#desired.get(c.name), kernelElements.get(c.name)),
     ]);
     this.#diffElements(allKeys, adds, deletes, kernelUpdates);
-    ops.push(...adds, ...deletes);
+    // Not push(...adds): a spread of 100,000s of arguments overflows the stack.
+    for (const op of adds) ops.push(op);
+    for (const op of deletes) ops.push(op);
 
     const newStale = new Map<string, number>();
     for (const name of kernelChains) {
@@ -389,7 +391,9 @@ export class SyncPlanner {
     const deletes: NftOperation[] = [];
     const kernelUpdates: [string, string, string | undefined][] = [];
     this.#diffElements(touched, adds, deletes, kernelUpdates);
-    ops.push(...adds, ...deletes);
+    // Not push(...adds): a spread of 100,000s of arguments overflows the stack.
+    for (const op of adds) ops.push(op);
+    for (const op of deletes) ops.push(op);
 
     const becameStale: string[] = [];
     for (const c of oldChains) {
