@@ -13,6 +13,9 @@ import { loadProxyConfig } from '../config/load.js';
 import type { ProxyConfig } from '../config/proxy-config.js';
 import { explainNode } from '../inspect/explain.js';
 import type { NodeExplanation, PortExplanation, TrafficExplanation } from '../inspect/explain.js';
+import { checkProgrammed, liveKernelReader } from '../inspect/programmed.js';
+import type { KernelReader, ProgrammedObject } from '../inspect/programmed.js';
+import { hostCommandRunner } from '../netfilter/command.js';
 import { createApiClient } from '../kube/api-client.js';
 import { loadClientConfig } from '../kube/client-config.js';
 import { listAll } from '../kube/list-all.js';
@@ -38,6 +41,8 @@ Flags:
   -n, --namespace NS             the Service's namespace (default "default")
   --node NODE                    only this node (default: every Node in the state)
   --from-ip IP                   also say what happens to traffic from this source address
+  --programmed                   run on the node itself (as root, in its network namespace): look each kernel
+                                 object up in the live table and say present, missing or different
   -o, --output text|json         output format (default text)
   -f, --filename FILE            read the state from FILE instead of the API server ("-" for stdin)
   --kubeconfig FILE              kubeconfig for the API server
@@ -124,6 +129,7 @@ async function explain(argv: readonly string[], io: ExplainIO): Promise<number> 
       kubeconfig: { type: 'string' },
       config: { type: 'string' },
       'proxy-mode': { type: 'string' },
+      programmed: { type: 'boolean', default: false },
       ...NODE_OPTIONS,
       help: { type: 'boolean', short: 'h' },
     },
@@ -191,7 +197,10 @@ async function explain(argv: readonly string[], io: ExplainIO): Promise<number> 
     nodeNames = [(values['hostname-override'] ?? io.hostname()).trim().toLowerCase()];
   }
 
-  const explained: NodeExplanation[] = [];
+  if (values.programmed && nodeNames.length !== 1)
+    throw new UsageError(`--programmed reads this host's tables: name the node it runs on with --node`);
+
+  const explained: Shown[] = [];
   for (const nodeName of nodeNames) {
     const settings = nodeSettings(flagValues, mode as ProxyMode, nodeName, state.nodes);
     for (const p of settings.problems) io.stderr(`explain: node ${nodeName}: ${p}\n`);
@@ -203,17 +212,17 @@ async function explain(argv: readonly string[], io: ExplainIO): Promise<number> 
       node: settings.node,
       ...(featureGates !== undefined ? { featureGates } : {}),
     });
-    explained.push(
-      explainNode({
-        mode: mode as ProxyMode,
-        node: settings.config,
-        iptables: settings.iptables,
-        snapshot,
-        service,
-        ...(featureGates !== undefined ? { featureGates } : {}),
-        ...(values['from-ip'] !== undefined ? { fromIP: values['from-ip'] } : {}),
-      }),
-    );
+    const n = explainNode({
+      mode: mode as ProxyMode,
+      node: settings.config,
+      iptables: settings.iptables,
+      snapshot,
+      service,
+      ...(featureGates !== undefined ? { featureGates } : {}),
+      ...(values['from-ip'] !== undefined ? { fromIP: values['from-ip'] } : {}),
+    });
+    const kernel = values.programmed ? liveKernelReader(settings.family, hostCommandRunner) : undefined;
+    explained.push(await shown(n, kernel));
   }
   if (explained.every((n) => n.ports.length === 0)) {
     io.stderr(
@@ -258,6 +267,32 @@ async function fromApi(values: { kubeconfig?: string | undefined }, io: ExplainI
   }
 }
 
+/** A port as printed: its kernel objects without their lookup keys, and what the live table holds of them. */
+type ShownPort = Omit<PortExplanation, 'objects'> & {
+  readonly objects: readonly { readonly object: string; readonly table?: string }[];
+  readonly programmed?: readonly ProgrammedObject[];
+};
+type Shown = Omit<NodeExplanation, 'ports'> & { readonly ports: readonly ShownPort[] };
+
+async function shown(n: NodeExplanation, kernel: KernelReader | undefined): Promise<Shown> {
+  const ports: ShownPort[] = [];
+  for (const p of n.ports) {
+    const objects = p.objects.map((o) =>
+      o.table !== undefined ? { object: o.object, table: o.table } : { object: o.object },
+    );
+    let programmed: ProgrammedObject[] | undefined;
+    if (kernel !== undefined) {
+      try {
+        programmed = await checkProgrammed(p.objects, kernel);
+      } catch (e) {
+        throw new InputError(`reading the live ${n.mode} table: ${(e as Error).message}`);
+      }
+    }
+    ports.push({ ...p, objects, ...(programmed !== undefined ? { programmed } : {}) });
+  }
+  return { ...n, ports };
+}
+
 function trafficText(out: string[], title: string, t: TrafficExplanation): void {
   const used = t.endpoints.length === 0 ? 'none' : t.endpoints.join(', ');
   out.push(`    ${title}: policy ${t.policy}; endpoints: ${used}`);
@@ -267,7 +302,7 @@ function trafficText(out: string[], title: string, t: TrafficExplanation): void 
     out.push(`      no endpoint: ${t.noEndpoints.verdict}: ${t.noEndpoints.why}`);
 }
 
-function portText(out: string[], p: PortExplanation): void {
+function portText(out: string[], p: ShownPort): void {
   out.push(`  ${p.servicePort} (${p.protocol})`);
   const f = p.frontends;
   const fronts = [`ClusterIP ${f.clusterIP}`];
@@ -300,10 +335,20 @@ function portText(out: string[], p: PortExplanation): void {
     `    affinity: ${p.affinity.mode === 'ClientIP' ? `ClientIP, ${p.affinity.timeoutSeconds ?? 0} s` : 'none'}`,
   );
   out.push(`    kernel objects:`);
-  for (const o of p.objects) out.push(`      ${o.table !== undefined ? `[${o.table}] ` : ''}${o.object}`);
+  p.objects.forEach((o, i) => {
+    const table = o.table !== undefined ? `[${o.table}] ` : '';
+    const state = p.programmed?.[i];
+    const mark =
+      state === undefined
+        ? ''
+        : `${state.state}${state.difference !== undefined ? ` (${state.difference})` : ''}: `;
+    const [first, ...rest] = o.object.split('\n');
+    out.push(`      ${mark}${table}${first ?? ''}`);
+    for (const line of rest) out.push(`        ${line}`);
+  });
 }
 
-function text(nodes: readonly NodeExplanation[]): string {
+function text(nodes: readonly Shown[]): string {
   const out: string[] = [];
   for (const n of nodes) {
     const zone = n.zone !== undefined ? `, zone ${n.zone}` : '';

@@ -20,6 +20,7 @@ import { externallyAccessible, servicePortString } from '../model/service-port.j
 import type { ServicePort } from '../model/service-port.js';
 import { writeOperation } from '../netfilter/nft/serialize.js';
 import { ruleLine } from '../netfilter/iptables/serialize.js';
+import type { IptablesRule } from '../netfilter/iptables/types.js';
 import type { NodeNetworkConfig, ProxySnapshot } from '../sync/backend.js';
 
 export interface ExplainedEndpoint {
@@ -51,11 +52,30 @@ export interface MasqueradeExplanation {
   readonly hairpin: string;
 }
 
+/** How to find one kernel object in the node's live table (explain --programmed). */
+export type KernelCheck =
+  | { readonly kind: 'nft-element'; readonly set: string; readonly key: string; readonly value?: string }
+  | { readonly kind: 'nft-chain'; readonly chain: string; readonly rules: number }
+  | { readonly kind: 'nft-set'; readonly set: string }
+  | {
+      readonly kind: 'iptables-chain';
+      readonly table: 'filter' | 'nat';
+      readonly chain: string;
+      readonly rules: readonly (readonly string[])[];
+    }
+  | {
+      readonly kind: 'iptables-rule';
+      readonly table: 'filter' | 'nat';
+      readonly chain: string;
+      readonly args: readonly string[];
+    };
+
 export interface KernelObject {
   /** The object as the node's tool writes it: an nft `add …` line, or an iptables chain / rule line. */
   readonly object: string;
   /** For iptables: which table. */
   readonly table?: string;
+  readonly check: KernelCheck;
 }
 
 export interface PortExplanation {
@@ -206,7 +226,8 @@ function masquerade(sp: ServicePort, input: ExplainNodeInput, hasExternal: boole
     clusterIP,
     ...(external !== undefined ? { external } : {}),
     ...(fromIP !== undefined ? { fromIP } : {}),
-    hairpin: 'a pod that reaches itself through the Service is masqueraded, or it would answer itself directly',
+    hairpin:
+      'a pod that reaches itself through the Service is masqueraded, or it would answer itself directly',
   };
 }
 
@@ -220,22 +241,59 @@ function nodePortAddressesOf(input: ExplainNodeInput): readonly string[] | 'all'
 function kernelObjects(policy: ServicePortPolicy, input: ExplainNodeInput): KernelObject[] {
   if (input.mode === 'nftables') {
     const r = renderNftPort(policy, { node: input.node });
-    if (!r.ok) return [{ object: `(not programmed: ${r.reason})` }];
+    if (!r.ok) return [];
     const ref = { family: nftFamilyOf(input.node.family), table: TABLE_NAME };
     const out: KernelObject[] = [];
-    for (const e of r.value.elements) out.push({ object: writeOperation(ref, { verb: 'add', object: e }) });
+    for (const e of r.value.elements) {
+      out.push({
+        object: writeOperation(ref, { verb: 'add', object: e }),
+        check: {
+          kind: 'nft-element',
+          set: e.set,
+          key: e.key.join(' . '),
+          ...(e.value !== undefined ? { value: e.value.join(' . ') } : {}),
+        },
+      });
+    }
+    const rules = new Map<string, number>();
     for (const op of r.value.chainOps) {
-      if (op.verb === 'add') out.push({ object: writeOperation(ref, op) });
+      if (op.verb === 'add' && op.object.kind === 'rule')
+        rules.set(op.object.chain, (rules.get(op.object.chain) ?? 0) + 1);
+    }
+    for (const op of r.value.chainOps) {
+      if (op.verb !== 'add') continue;
+      const object = writeOperation(ref, op);
+      if (op.object.kind === 'chain') {
+        const chain = op.object.name;
+        out.push({ object, check: { kind: 'nft-chain', chain, rules: rules.get(chain) ?? 0 } });
+      } else if (op.object.kind === 'set') {
+        out.push({ object, check: { kind: 'nft-set', set: op.object.name } });
+      }
     }
     return out;
   }
   const large = totalEndpoints(input.snapshot) > LARGE_CLUSTER_ENDPOINTS_THRESHOLD;
   const r = renderIptablesPort(policy, { node: input.node, extras: input.iptables, largeClusterMode: large });
+  const top = (table: 'filter' | 'nat', rule: IptablesRule): KernelObject => ({
+    table,
+    object: ruleLine(rule),
+    check: { kind: 'iptables-rule', table, chain: rule.chain, args: rule.args },
+  });
   return [
-    ...r.filterRules.map((rule) => ({ table: 'filter', object: ruleLine(rule) })),
-    ...r.natTopRules.map((rule) => ({ table: 'nat', object: ruleLine(rule) })),
-    ...r.chains.map((c) => ({ table: 'nat', object: `:${c} - [0:0]` })),
-    ...r.chainRules.map((rule) => ({ table: 'nat', object: ruleLine(rule) })),
+    ...r.filterRules.map((rule) => top('filter', rule)),
+    ...r.natTopRules.map((rule) => top('nat', rule)),
+    ...r.chains.map((chain): KernelObject => ({
+      table: 'nat',
+      object: [`:${chain} - [0:0]`, ...r.chainRules.filter((x) => x.chain === chain).map(ruleLine)].join(
+        '\n',
+      ),
+      check: {
+        kind: 'iptables-chain',
+        table: 'nat',
+        chain,
+        rules: r.chainRules.filter((x) => x.chain === chain).map((x) => x.args),
+      },
+    })),
   ];
 }
 

@@ -1,0 +1,149 @@
+// explain --programmed against real tables: a port's kernel objects are looked up in a namespace's live nftables
+// or iptables tables, programmed from `render`'s output, then broken by hand.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { renderIptablesRestore } from '../../src/backends/iptables/render-cache.js';
+import { DEFAULT_IPTABLES_EXTRAS } from '../../src/backends/iptables/render.js';
+import { renderFullSyncTransaction } from '../../src/backends/nftables/backend.js';
+import type { ProxyMode } from '../../src/config/proxy-mode.js';
+import { explainNode } from '../../src/inspect/explain.js';
+import { checkProgrammed, liveKernelReader } from '../../src/inspect/programmed.js';
+import { netnsCommandRunner } from '../../src/netfilter/command.js';
+import type { NodeNetworkConfig } from '../../src/sync/backend.js';
+import { nodeNetworkConfig } from '../../src/sync/node-network.js';
+import { snapshotFromObjects } from '../../src/sync/snapshot.js';
+import { kernelOptions, runPrefix } from '../helpers/kernel.js';
+
+const options = kernelOptions(['ip', 'nft', 'iptables-restore', 'iptables']);
+const prefix = runPrefix();
+const ns = `${prefix}-explain`;
+
+const SERVICE = {
+  metadata: { namespace: 'demo', name: 'web' },
+  spec: {
+    type: 'NodePort',
+    clusterIP: '198.18.100.10',
+    ports: [{ name: 'http', port: 80, protocol: 'TCP', nodePort: 30080 }],
+  },
+};
+const SLICE = {
+  metadata: { namespace: 'demo', name: 'web-1', labels: { 'kubernetes.io/service-name': 'web' } },
+  addressType: 'IPv4',
+  ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+  endpoints: [
+    { addresses: ['198.19.1.1'], nodeName: 'node-a' },
+    { addresses: ['198.19.2.1'], nodeName: 'node-b' },
+  ],
+};
+
+function nodeConfig(mode: ProxyMode): NodeNetworkConfig {
+  return nodeNetworkConfig({
+    family: 'IPv4',
+    nodeName: 'node-a',
+    nodeIPs: ['198.18.0.2'],
+    detectLocalMode: 'ClusterCIDR',
+    clusterCIDRs: ['198.19.0.0/16'],
+    podCIDRs: [],
+    bridgeInterface: undefined,
+    interfaceNamePrefix: undefined,
+    nodePortAddresses: mode === 'nftables' ? ['198.18.0.2/32'] : [],
+    masqueradeAll: false,
+    masqueradeBit: 14,
+    serviceCIDRs: [],
+  }).config;
+}
+
+function explained(mode: ProxyMode) {
+  const { snapshot } = snapshotFromObjects({
+    family: 'IPv4',
+    nodeName: 'node-a',
+    services: [SERVICE],
+    endpointSlices: [SLICE],
+  });
+  const node = nodeConfig(mode);
+  const port = explainNode({
+    mode,
+    node,
+    iptables: DEFAULT_IPTABLES_EXTRAS,
+    snapshot,
+    service: 'demo/web',
+  }).ports[0];
+  assert.ok(port !== undefined);
+  return { port, node, snapshot };
+}
+
+function inNs(cmd: string, args: string[], input?: string): string {
+  return execFileSync('ip', ['netns', 'exec', ns, cmd, ...args], { encoding: 'utf8', input });
+}
+
+describe('explain --programmed', options, () => {
+  before(() => {
+    execFileSync('ip', ['netns', 'add', ns]);
+  });
+  after(() => {
+    execFileSync('ip', ['netns', 'del', ns]);
+  });
+  const reader = () => liveKernelReader('IPv4', netnsCommandRunner(ns));
+
+  test('nftables: every object present, then a deleted element missing and a changed chain different', async () => {
+    const { port, node, snapshot } = explained('nftables');
+    inNs('nft', ['-f', '-'], renderFullSyncTransaction(snapshot, node));
+    const all = await checkProgrammed(port.objects, reader());
+    assert.ok(all.length >= 5, `objects: ${all.map((o) => o.object).join('\n')}`);
+    assert.deepEqual(
+      all.filter((o) => o.state !== 'present'),
+      [],
+      'everything render wrote is found',
+    );
+
+    const element = port.objects.find((o) => o.check.kind === 'nft-element' && o.check.set === 'service-ips');
+    assert.ok(element);
+    inNs('nft', ['delete', 'element', 'ip', 'kube-proxy', 'service-ips', '{ 198.18.100.10 . tcp . 80 }']);
+    const chain = port.objects.find(
+      (o) => o.check.kind === 'nft-chain' && o.check.chain.startsWith('service-'),
+    );
+    assert.ok(chain && chain.check.kind === 'nft-chain');
+    inNs('nft', ['add', 'rule', 'ip', 'kube-proxy', chain.check.chain, 'counter']);
+
+    const after = await checkProgrammed(port.objects, reader());
+    const changed = after.filter((o) => o.state !== 'present');
+    assert.deepEqual(changed, [
+      { object: element.object, state: 'missing' },
+      { object: chain.object, state: 'different', difference: '2 rules, not 1' },
+    ]);
+    inNs('nft', ['delete', 'table', 'ip', 'kube-proxy']);
+  });
+
+  test('iptables: every chain and rule present, then a flushed rule missing and a changed chain different', async () => {
+    const { port, node, snapshot } = explained('iptables');
+    inNs('iptables-restore', ['--noflush'], renderIptablesRestore(snapshot, node, DEFAULT_IPTABLES_EXTRAS));
+    const all = await checkProgrammed(port.objects, reader());
+    assert.deepEqual(
+      all.filter((o) => o.state !== 'present'),
+      [],
+      `everything render wrote is found: ${JSON.stringify(all, null, 1)}`,
+    );
+
+    const svcChain = port.objects.find(
+      (o) => o.check.kind === 'iptables-chain' && o.check.chain.startsWith('KUBE-SVC-'),
+    );
+    assert.ok(svcChain && svcChain.check.kind === 'iptables-chain');
+    const topRules = port.objects.filter(
+      (o) => o.check.kind === 'iptables-rule' && o.check.chain === 'KUBE-SERVICES',
+    );
+    assert.equal(topRules.length, 1, 'one ClusterIP rule in nat KUBE-SERVICES');
+    inNs('iptables', ['-t', 'nat', '-F', 'KUBE-SERVICES']);
+    inNs('iptables', ['-t', 'nat', '-D', svcChain.check.chain, '1']);
+
+    const changed = (await checkProgrammed(port.objects, reader())).filter((o) => o.state !== 'present');
+    assert.deepEqual(
+      changed.map((o) => [o.object.split('\n')[0], o.state]),
+      [
+        [topRules[0]?.object, 'missing'],
+        [`:${svcChain.check.chain} - [0:0]`, 'different'],
+      ],
+    );
+    assert.match(changed[1]?.difference ?? '', /^2 rules, not 3$/);
+  });
+});
