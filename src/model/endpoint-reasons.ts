@@ -69,7 +69,10 @@ export function explainTraffic(
   const excluded: ExcludedEndpoint[] = [];
   for (const ep of all) {
     if (used.has(ep.endpoint)) continue;
-    excluded.push({ endpoint: ep, reason: local ? localReason(ep, policy) : clusterReason(ep, policy, node) });
+    excluded.push({
+      endpoint: ep,
+      reason: local ? localReason(ep, policy) : clusterReason(ep, policy, node),
+    });
   }
   const notes: string[] = [];
   if (!local) {
