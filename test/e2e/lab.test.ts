@@ -261,6 +261,99 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 480_000 }, ()
       await expectAnswers(await clientPodOn('control-plane'), 'http://topo-pc.svc/', onCP, 40);
     });
 
+    test('explain, against the live API server, predicts what the requests showed; --programmed sees a deleted element', async () => {
+      assert.ok(lab);
+      const paths = lab.paths;
+      const cli = ['--import', 'tsx', 'src/cli/main.ts', 'explain', 'service'];
+      const topoIPs = async (names: readonly string[]): Promise<string[]> => {
+        const pods = podViews(await k().json(['-n', 'svc', 'get', 'pods', '-l', 'app=topo']));
+        return sorted(names.map((n) => `${pods.find((p) => p.name === n)?.ip ?? '?'}:8080`));
+      };
+      const explainFromHost = async (service: string): Promise<Map<string, string[]>> => {
+        const out = await mustRun(process.execPath, [
+          ...cli,
+          service,
+          '-n',
+          'svc',
+          '-o',
+          'json',
+          '--kubeconfig',
+          lab?.kubeconfigPath ?? '',
+          '--config',
+          paths.nodeConfig('worker'),
+        ]);
+        const parsed = JSON.parse(out) as {
+          nodes: { node: string; ports: { internal: { endpoints: string[] } }[] }[];
+        };
+        return new Map(parsed.nodes.map((n) => [n.node, sorted(n.ports[0]?.internal.endpoints ?? [])]));
+      };
+      // The same split the requests showed above, per node.
+      const pc = await explainFromHost('topo-pc');
+      assert.deepEqual(pc.get('worker'), await topoIPs(onWorker));
+      assert.deepEqual(pc.get('control-plane'), await topoIPs(onCP));
+      const itp = await explainFromHost('topo-itp');
+      assert.deepEqual(itp.get('worker'), await topoIPs(onWorker));
+
+      // On the node itself, against its live table.
+      const programmed = async (): Promise<{ object: string; state: string }[]> => {
+        const out = await inNetns(nsOfNode('worker'), [
+          process.execPath,
+          ...cli,
+          'topo-pc',
+          '-n',
+          'svc',
+          '--node',
+          'worker',
+          '--programmed',
+          '-o',
+          'json',
+          '--kubeconfig',
+          paths.nodeKubeconfig('worker'),
+          '--config',
+          paths.nodeConfig('worker'),
+        ]);
+        const parsed = JSON.parse(out) as {
+          nodes: { ports: { programmed: { object: string; state: string }[] }[] }[];
+        };
+        return parsed.nodes[0]?.ports[0]?.programmed ?? [];
+      };
+      const before = await programmed();
+      assert.ok(before.length > 3, JSON.stringify(before));
+      assert.deepEqual(
+        before.filter((o) => o.state !== 'present'),
+        [],
+      );
+      const clusterIP = (
+        await k().run(['-n', 'svc', 'get', 'svc', 'topo-pc', '-o', 'jsonpath={.spec.clusterIP}'])
+      ).trim();
+      const element = `{ ${clusterIP} . tcp . 80 }`;
+      await inNetns(nsOfNode('worker'), [
+        'nft',
+        'delete',
+        'element',
+        'ip',
+        'kube-proxy',
+        'service-ips',
+        element,
+      ]);
+      const broken = (await programmed()).filter((o) => o.state !== 'present');
+      assert.equal(broken.length, 1, JSON.stringify(broken));
+      assert.match(
+        broken[0]?.object ?? '',
+        new RegExp(`service-ips \\{ ${clusterIP.replaceAll('.', '\\.')} \\. tcp \\. 80 : goto `),
+      );
+      assert.equal(broken[0]?.state, 'missing');
+
+      // A partial sync trusts what it wrote; the proxy's next full sync (here: its restart) reads the table back
+      // and puts the element back.
+      const pid = Number(readFileSync(paths.proxyPidFile('worker'), 'utf8').trim());
+      process.kill(pid, 'SIGTERM');
+      await waitFor('the element back after the proxy restarted', 60_000, async () => {
+        const now = await programmed().catch(() => undefined);
+        return now !== undefined && now.every((o) => o.state === 'present') ? true : undefined;
+      });
+    });
+
     after(async () => {
       await k()
         .run(['-n', 'svc', 'delete', 'pods,services', '-l', 'app=topo', '--wait=false'])
