@@ -50,6 +50,12 @@ export interface NftMap {
   readonly name: string;
   /** `key-type : value-type`, e.g. `inet_proto . inet_service : verdict`; needed by add/create only. */
   readonly type?: string;
+  /**
+   * Instead of `type`: the key and value as expressions (`ip daddr . numgen random mod 2 : ip daddr . th dport`).
+   * nft derives the types from them, and only so accepts a `numgen` inside a concatenated key (a `type … .
+   * integer` key has no length, a `mark` key would need the slot in the packet mark).
+   */
+  readonly typeof?: string;
   readonly flags?: readonly string[];
   readonly comment?: string;
 }

@@ -124,9 +124,12 @@ export function parseOperationLine(
       const flags = f.get('flags')?.split(',');
       const comment = f.get('comment');
       const timeout = f.get('timeout');
+      const typeofText = f.get('typeof');
       const common = {
         name: sm[1],
-        type: f.get('type') ?? '',
+        ...(kind === 'map' && typeofText !== undefined
+          ? { typeof: typeofText }
+          : { type: f.get('type') ?? '' }),
         ...(flags ? { flags } : {}),
         ...(comment !== undefined ? { comment } : {}),
       };

@@ -50,7 +50,10 @@ export function writeOperation(ref: NftTableRef, op: NftOperation): string {
     case 'map': {
       let line = `${head} ${object.name}`;
       if (writesBody(verb)) {
-        line += ` { type ${object.type ?? ''} ;`;
+        line +=
+          object.kind === 'map' && object.typeof !== undefined
+            ? ` { typeof ${object.typeof} ;`
+            : ` { type ${object.type ?? ''} ;`;
         if (object.flags && object.flags.length > 0) line += ` flags ${object.flags.join(',')} ;`;
         if (object.kind === 'set' && object.timeout !== undefined) line += ` timeout ${object.timeout}s ;`;
         if (object.comment !== undefined) line += ` comment ${quoteComment(object.comment)} ;`;

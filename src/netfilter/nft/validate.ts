@@ -12,6 +12,11 @@ const IDENTIFIER = /^[A-Za-z_.][A-Za-z0-9/\-_.]*$/;
 // Element key/value fields: addresses, CIDRs, ports, protocols, verdicts (`goto <chain>`), numbers.
 const ELEMENT_FIELD = /^[A-Za-z0-9_.:/-]+( [A-Za-z0-9_./-]+)?$/;
 const SET_TYPE = /^[a-z0-9_]+( \. [a-z0-9_]+)*( : [a-z0-9_]+)?$/;
+// `typeof` expressions: selectors, keywords and numbers joined by ` . `, then ` : ` and the value's.
+const TYPEOF_PART = '[a-z0-9_]+(?: [a-z0-9_]+)*';
+const SET_TYPEOF = new RegExp(
+  `^${TYPEOF_PART}( \\. ${TYPEOF_PART})* : ${TYPEOF_PART}( \\. ${TYPEOF_PART})*$`,
+);
 const FLAG = /^[a-z]+$/;
 // A newline or `;` would start another command, `#` a comment, `"` an unbalanced string.
 const RULE_FORBIDDEN = /[\n\r;#"\\]/;
@@ -53,7 +58,10 @@ export function validateOperation(op: NftOperation): string | undefined {
     case 'map': {
       const bad = checkName(object.kind, object.name);
       if (bad) return bad;
-      if (verb === 'add' || verb === 'create') {
+      if ((verb === 'add' || verb === 'create') && object.kind === 'map' && object.typeof !== undefined) {
+        if (!SET_TYPEOF.test(object.typeof))
+          return `map ${object.name}: invalid typeof ${JSON.stringify(object.typeof)}`;
+      } else if (verb === 'add' || verb === 'create') {
         const type = object.type ?? '';
         if (!SET_TYPE.test(type))
           return `${object.kind} ${object.name}: invalid type ${JSON.stringify(type)}`;
