@@ -10,10 +10,9 @@ import assert from 'node:assert/strict';
 import { hostCommandRunner } from '../../src/netfilter/command.js';
 import { listNamespaces, sweepNamespaces } from '../../src/lab/netns/namespace.js';
 import { IP_FAMILIES } from '../../src/model/ip.js';
-import { PROXY_MODES } from '../../src/config/proxy-mode.js';
-import type { ProxyMode } from '../../src/config/proxy-mode.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
-import { MODE_SUPPORT } from './harness/backends.js';
+import { DATAPLANE_BACKENDS, MODE_SUPPORT, requestedBackends } from './harness/backends.js';
+import type { DataplaneBackend } from './harness/backends.js';
 import type { TestCluster } from './harness/cluster.js';
 import { addressOf, makeTestCluster, nodeAddresses } from './harness/cluster.js';
 import { dnsPort, endpointSlice, httpPort, service } from './harness/objects.js';
@@ -22,16 +21,19 @@ import { waitFor } from './harness/wait.js';
 
 const REJECT_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH']);
 
-function optionsFor(mode: ProxyMode): { skip: string | false } {
-  if (MODE_SUPPORT[mode].create === null) {
-    const reason = `no ${mode} backend yet (test/dataplane/harness/backends.ts)`;
+function optionsFor(mode: DataplaneBackend): { skip: string | false } {
+  const skip = (reason: string): { skip: string } => {
     console.log(`# skip: ${reason}`);
     return { skip: reason };
-  }
-  return kernelOptions(mode === 'nftables' ? ['ip', 'nft'] : ['ip', 'iptables-restore', 'iptables-save']);
+  };
+  if (MODE_SUPPORT[mode].create === null)
+    return skip(`no ${mode} backend yet (test/dataplane/harness/backends.ts)`);
+  if (!requestedBackends().has(mode)) return skip(`${mode} not in KPTS_DATAPLANE_BACKENDS`);
+  return kernelOptions(MODE_SUPPORT[mode].tools ?? ['ip']);
 }
 
-for (const mode of PROXY_MODES) {
+// Every mode, and nftables mode's flat layout: the same scenarios, unchanged, for each.
+for (const mode of DATAPLANE_BACKENDS) {
   describe(`dataplane scenarios: ${mode}`, optionsFor(mode), () => {
     const prefix = runPrefix();
     let cluster: TestCluster | undefined;

@@ -1,11 +1,12 @@
 // nftables mode: a ProxyBackend that keeps table `ip kube-proxy` (or `ip6 kube-proxy`) equal to what the
 // snapshot asks for. The first sync (and any sync after a failure) is a full one that reads the table back first,
-// so a restarted proxy converges without flushing live rules; later syncs are partial (planner.ts).
+// so a restarted proxy converges without flushing live rules; later syncs are partial. The ruleset's layout
+// (upstream's, or flat/) is a constructor argument; everything here is the same for both.
 import type { CommandRunner } from '../../netfilter/command.js';
 import { NftError, isNotFound } from '../../netfilter/nft/errors.js';
 import type { NftExecutor, NftListing } from '../../netfilter/nft/executor.js';
 import { NftCommandExecutor } from '../../netfilter/nft/executor.js';
-import type { NftElement } from '../../netfilter/nft/objects.js';
+import type { NftElement, NftOperation } from '../../netfilter/nft/objects.js';
 import { serializeOperations } from '../../netfilter/nft/serialize.js';
 import { NftTransaction } from '../../netfilter/nft/transaction.js';
 import type { FeatureGates } from '../../model/feature-gates.js';
@@ -26,8 +27,10 @@ import { SILENT_LOGGER } from '../../util/logger.js';
 import type { ProxyMetrics } from '../../sync/metrics.js';
 import { NO_PROXY_METRICS } from '../../sync/metrics.js';
 import { TABLE_NAME } from './naming.js';
+import type { LayoutPlanner, NftablesLayout } from './layout.js';
+import { emptyKernel } from './layout.js';
 import type { KernelView, Plan } from './planner.js';
-import { ELEMENT_CONTAINERS, EMPTY_KERNEL, SyncPlanner } from './planner.js';
+import { UPSTREAM_LAYOUT } from './upstream-layout.js';
 
 export interface NftablesBackendOptions {
   readonly node: NodeNetworkConfig;
@@ -38,7 +41,12 @@ export interface NftablesBackendOptions {
   readonly featureGates?: FeatureGates;
   /** Tests: an in-memory table (FakeNft) instead of `nft` through `commands`. */
   readonly executor?: NftExecutor;
+  /** The ruleset's layout; default upstream's (UPSTREAM_LAYOUT), or FLAT_LAYOUT (flat/layout.ts). */
+  readonly layout?: NftablesLayout;
 }
+
+/** The table as a full sync found it: absent (a fresh node), written by the other layout, or ours. */
+type KernelState = 'absent' | 'foreign' | 'present';
 
 export function nftFamilyOf(family: IPFamily): 'ip' | 'ip6' {
   return family === 'IPv6' ? 'ip6' : 'ip';
@@ -50,12 +58,25 @@ export function nftNodePortIPs(node: NodeNetworkConfig): string[] {
   return nodePortIPs(node.nodePortAddresses, node.hostInterfaces).filter((ip) => !isLoopbackIP(ip));
 }
 
-function newTransaction(plan: Plan): NftTransaction {
+function newTransaction(plan: Plan, replaceTable = false): NftTransaction {
   const tx = new NftTransaction();
+  // The other layout's table goes as a whole, in the same transaction that writes ours: no moment without rules,
+  // and conntrack keeps established flows' NAT.
+  if (replaceTable) tx.add('delete', { kind: 'table' });
   for (const op of plan.setupOps) tx.add(op.verb, op.object);
   // Rendered operations were validated when rendered (a bad one skips its service port instead).
   tx.addValidated(plan.ops);
   return tx;
+}
+
+/** The plan cut into transactions of at most `chunk` operations (setup first); each is applied on its own. */
+function chunkedTransactions(plan: Plan, chunk: number, replaceTable: boolean): NftTransaction[] {
+  const first = newTransaction({ ...plan, ops: [] }, replaceTable);
+  const out = [first];
+  const ops: readonly NftOperation[] = plan.ops;
+  for (let i = 0; i < ops.length; i += chunk)
+    out.push(new NftTransaction().addValidated(ops.slice(i, i + chunk)));
+  return out;
 }
 
 export class NftablesBackend implements ProxyBackend {
@@ -65,7 +86,8 @@ export class NftablesBackend implements ProxyBackend {
   readonly #clock: Clock;
   readonly #metrics: ProxyMetrics;
   readonly #logger: Logger;
-  readonly #planner: SyncPlanner;
+  readonly #planner: LayoutPlanner;
+  readonly #layout: NftablesLayout;
   #needFullSync = true;
   #flushedBaseChains = false;
   /** Operations of the stale-chain cleanup transaction of the last sync (tests, logs). */
@@ -82,7 +104,12 @@ export class NftablesBackend implements ProxyBackend {
     this.#clock = options.clock;
     this.#metrics = options.metrics ?? NO_PROXY_METRICS;
     this.#logger = (options.logger ?? SILENT_LOGGER).child({ ipFamily: options.node.family });
-    this.#planner = new SyncPlanner(options.node, () => nftNodePortIPs(options.node), options.featureGates);
+    this.#layout = options.layout ?? UPSTREAM_LAYOUT;
+    this.#planner = this.#layout.createPlanner(
+      options.node,
+      () => nftNodePortIPs(options.node),
+      options.featureGates,
+    );
   }
 
   requestFullSync(): void {
@@ -122,15 +149,21 @@ export class NftablesBackend implements ProxyBackend {
     }
 
     let plan: Plan;
+    let kernelState: KernelState = 'present';
     if (full) {
       // nft lists the table while we render: rendering needs nothing from the kernel, only the diff does. Only
       // the time spent waiting for the listing after rendering counts as nft's.
       const reading = this.#readKernel();
       const rendered = this.#planner.renderFull(snapshot);
       const t0 = performance.now();
-      const kernel = await reading;
+      const read = await reading;
       kernelMs += performance.now() - t0;
-      plan = rendered.plan(kernel, now, !this.#flushedBaseChains);
+      kernelState = read.state;
+      if (read.state === 'foreign')
+        this.#logger.info('the nftables table was written by the other layout; replacing it', {
+          layout: this.#layout.name,
+        });
+      plan = rendered.plan(read.view, now, !this.#flushedBaseChains);
     } else {
       plan = this.#planner.planPartial(snapshot, request.changedServices, now);
     }
@@ -140,11 +173,20 @@ export class NftablesBackend implements ProxyBackend {
         reason: s.reason,
       });
     }
-    const tx = newTransaction(plan);
+    const replaceTable = kernelState === 'foreign';
+    const chunk = this.#layout.coldStartChunk;
+    const txs =
+      kernelState !== 'present' && chunk !== undefined && plan.ops.length > chunk
+        ? chunkedTransactions(plan, chunk, replaceTable)
+        : [newTransaction(plan, replaceTable)];
+    let operations = 0;
+    for (const t of txs) operations += t.size;
 
     try {
-      const stats = await this.#executor.run(tx);
-      kernelMs += stats.applyMs;
+      for (const t of txs) {
+        const stats = await this.#executor.run(t);
+        kernelMs += stats.applyMs;
+      }
     } catch (e) {
       this.#needFullSync = true;
       this.#metrics.nftablesSyncFailure(this.family);
@@ -154,7 +196,7 @@ export class NftablesBackend implements ProxyBackend {
           : new NftError(`nft transaction failed: ${e instanceof Error ? e.message : String(e)}`, {
               code: 'Failed',
             });
-      this.#logger.error('nftables sync failed', { error: error.message, full, operations: tx.size });
+      this.#logger.error('nftables sync failed', { error: error.message, full, operations });
       throw new BackendSyncError(
         `nftables ${this.family} ${full ? 'full' : 'partial'} sync: ${error.message}`,
         {
@@ -166,29 +208,35 @@ export class NftablesBackend implements ProxyBackend {
     plan.commit();
     this.#needFullSync = false;
     if (full) this.#flushedBaseChains = true;
-    this.#logger.v(4, () => ({ msg: 'nftables sync done', fields: { full, operations: tx.size } }));
+    this.#logger.v(4, () => ({
+      msg: 'nftables sync done',
+      fields: { full, operations, transactions: txs.length },
+    }));
     return {
       full,
       noLocalEndpointsInternal: plan.noLocalInternal,
       noLocalEndpointsExternal: plan.noLocalExternal,
       timings: { ownMs: performance.now() - started - kernelMs, kernelMs },
-      operations: tx.size,
+      operations,
     };
   }
 
   /** The table as it is now: listing plus the elements of every diffed set and map. */
-  async #readKernel(): Promise<KernelView> {
+  async #readKernel(): Promise<{ view: KernelView; state: KernelState }> {
+    const containers = this.#layout.elementContainers;
     let listing: NftListing | undefined;
     try {
       listing = await this.#executor.list();
     } catch (e) {
-      if (isNotFound(e)) return EMPTY_KERNEL; // a fresh node: nothing to converge from
+      // A fresh node: nothing to converge from.
+      if (isNotFound(e)) return { view: emptyKernel(containers), state: 'absent' };
       this.#logger.warn('could not list the nftables table; its sets will be flushed', { error: String(e) });
-      return { listing: undefined, elements: new Map() };
+      return { view: { listing: undefined, elements: new Map() }, state: 'present' };
     }
+    if (this.#layout.isForeign(listing)) return { view: emptyKernel(containers), state: 'foreign' };
     const present = new Set([...listing.sets, ...listing.maps].map((s) => s.name));
     const elements = new Map<string, readonly NftElement[]>();
-    for (const c of ELEMENT_CONTAINERS) {
+    for (const c of containers) {
       if (!present.has(c.name)) {
         elements.set(c.name, []);
         continue;
@@ -200,7 +248,7 @@ export class NftablesBackend implements ProxyBackend {
         else this.#logger.warn('could not list elements; flushing', { set: c.name, error: String(e) });
       }
     }
-    return { listing, elements };
+    return { view: { listing, elements }, state: 'present' };
   }
 }
 
@@ -209,9 +257,10 @@ export function renderFullSyncTransaction(
   snapshot: ProxySnapshot,
   node: NodeNetworkConfig,
   featureGates?: FeatureGates,
+  layout: NftablesLayout = UPSTREAM_LAYOUT,
 ): string {
-  const planner = new SyncPlanner(node, () => nftNodePortIPs(node), featureGates);
-  const plan = planner.planFull(snapshot, EMPTY_KERNEL, 0, true);
+  const planner = layout.createPlanner(node, () => nftNodePortIPs(node), featureGates);
+  const plan = planner.planFull(snapshot, emptyKernel(layout.elementContainers), 0, true);
   const tx = newTransaction(plan);
   if (tx.error) throw tx.error;
   return serializeOperations({ family: nftFamilyOf(node.family), table: TABLE_NAME }, tx.operations);

@@ -79,3 +79,73 @@ export function isServiceChain(name: string): boolean {
 export function isAffinitySet(name: string): boolean {
   return name.startsWith(AFFINITY_SET_PREFIX);
 }
+
+// The flat layout (flat/README.md): shared maps instead of per-service chains. Names that upstream's layout also
+// uses (cluster-ips, service-ips, the no-endpoint maps, hairpin-connections, the check chains) keep their meaning;
+// the rest exist only in flat, so either layout can tell the other's table by them.
+/** IP frontend → `goto dispatch-N` (or an affinity port's chain) for traffic using the Cluster endpoints. */
+export const CLUSTER_DISPATCH_MAP = 'cluster-dispatch';
+/** IP frontend → `goto local-dispatch-N` for traffic using the Local endpoints. */
+export const LOCAL_DISPATCH_MAP = 'local-dispatch';
+export const NODEPORT_CLUSTER_DISPATCH_MAP = 'nodeport-cluster-dispatch';
+export const NODEPORT_LOCAL_DISPATCH_MAP = 'nodeport-local-dispatch';
+/** Load-balancer frontends that have source ranges, and the (frontend . source range) pairs they admit. */
+export const FIREWALL_FRONTENDS_SET = 'firewall-frontends';
+export const FIREWALL_ALLOW_SET = 'firewall-allow';
+/** The external policy chains, shared by every frontend (one per policy and frontend kind). */
+export const EXTERNAL_CLUSTER_CHAIN = 'external-cluster';
+export const EXTERNAL_LOCAL_CHAIN = 'external-local';
+export const NODEPORT_EXTERNAL_CLUSTER_CHAIN = 'nodeport-external-cluster';
+export const NODEPORT_EXTERNAL_LOCAL_CHAIN = 'nodeport-external-local';
+
+/** Which endpoints a dispatch chain picks from: the view (Cluster, Local) and the frontend kind (IP, NodePort). */
+export type DispatchKind = 'cluster' | 'local' | 'nodeport-cluster' | 'nodeport-local';
+export const DISPATCH_KINDS: readonly DispatchKind[] = [
+  'cluster',
+  'local',
+  'nodeport-cluster',
+  'nodeport-local',
+];
+/** The protocols a Service port can have, as nft names them. */
+export const FLAT_PROTOCOLS = ['tcp', 'udp', 'sctp'] as const;
+export type FlatProtocol = (typeof FLAT_PROTOCOLS)[number];
+
+const DISPATCH_PREFIX: Readonly<Record<DispatchKind, string>> = {
+  cluster: 'dispatch-',
+  local: 'local-dispatch-',
+  'nodeport-cluster': 'nodeport-dispatch-',
+  'nodeport-local': 'nodeport-local-dispatch-',
+};
+
+const ENDPOINTS_PREFIX: Readonly<Record<DispatchKind, string>> = {
+  cluster: 'endpoints-',
+  local: 'local-endpoints-',
+  'nodeport-cluster': 'nodeport-endpoints-',
+  'nodeport-local': 'nodeport-local-endpoints-',
+};
+
+/**
+ * The map of one view's endpoints by frontend and slot, per protocol (`endpoints-tcp`, `local-endpoints-udp`, …):
+ * one map per protocol because nft 1.0.6 can only read a map's `typeof` value back when it names the protocol.
+ */
+export function endpointsMapName(kind: DispatchKind, protocol: FlatProtocol): string {
+  return ENDPOINTS_PREFIX[kind] + protocol;
+}
+
+/** The shared chain that picks one of `count` endpoints: `dispatch-tcp-3`, `local-dispatch-udp-1`, … */
+export function dispatchChainName(kind: DispatchKind, protocol: FlatProtocol, count: number): string {
+  return `${DISPATCH_PREFIX[kind]}${protocol}-${count}`;
+}
+
+/** The kind, protocol and count of a dispatch chain name, or undefined when the name is not one. */
+export function parseDispatchChainName(
+  name: string,
+): { kind: DispatchKind; protocol: FlatProtocol; count: number } | undefined {
+  for (const kind of DISPATCH_KINDS) {
+    const prefix = DISPATCH_PREFIX[kind];
+    if (!name.startsWith(prefix)) continue;
+    const m = /^(tcp|udp|sctp)-([1-9][0-9]*)$/.exec(name.slice(prefix.length));
+    return m ? { kind, protocol: m[1] as FlatProtocol, count: Number(m[2]) } : undefined;
+  }
+  return undefined;
+}

@@ -5,10 +5,9 @@ import { validateOperation } from '../../netfilter/nft/validate.js';
 import type { Endpoint } from '../../model/endpoint.js';
 import type { NoEndpointsVerdict, ServicePortPolicy } from '../../model/port-policy.js';
 import type { NodeNetworkConfig } from '../../sync/backend.js';
+import { affinityEndpoint, affinitySelectionRules } from './affinity.js';
 import {
-  AFFINITY_SET_PREFIX,
   CLUSTER_IPS_SET,
-  ENDPOINT_CHAIN_PREFIX,
   EXTERNAL_CHAIN_PREFIX,
   FIREWALL_CHAIN_PREFIX,
   FIREWALL_IPS_MAP,
@@ -20,7 +19,6 @@ import {
   SERVICE_CHAIN_PREFIX,
   SERVICE_IPS_MAP,
   SERVICE_NODEPORTS_MAP,
-  endpointChainBase,
   servicePortChainBase,
 } from './naming.js';
 import { familyWords, localTrafficMatch, markSet } from './setup.js';
@@ -134,13 +132,9 @@ export function renderServicePort(policy: ServicePortPolicy, ctx: RenderContext)
     rule(firewallChain, `${w.ip} saddr != { ${sources.join(' , ')} } drop`);
   }
 
-  const endpointChain = (ep: Endpoint): string => ENDPOINT_CHAIN_PREFIX + endpointChainBase(sp.name, ep);
-  const affinitySet = (ep: Endpoint): string => AFFINITY_SET_PREFIX + endpointChainBase(sp.name, ep);
   const writeEndpointSelection = (chainName: string, eps: readonly Endpoint[]): void => {
     if (sp.sessionAffinityClientIP) {
-      for (const ep of eps) rule(chainName, `${w.ip} saddr @${affinitySet(ep)} goto ${endpointChain(ep)}`);
-      const entries = eps.map((ep, i) => `${i} : goto ${endpointChain(ep)}`).join(' , ');
-      rule(chainName, `numgen random mod ${eps.length} vmap { ${entries} }`);
+      for (const r of affinitySelectionRules(sp, eps, chainName, node)) rules.push(r);
     } else {
       const entries = eps.map((ep, i) => `${i} : ${ep.ip} . ${ep.port}`).join(' , ');
       rule(
@@ -155,19 +149,10 @@ export function renderServicePort(policy: ServicePortPolicy, ctx: RenderContext)
   for (const ep of policy.reachableEndpoints) {
     if (ep.isLocal) el(HAIRPIN_SET, [ep.ip, ep.ip, proto, String(ep.port)]);
     if (!sp.sessionAffinityClientIP) continue;
-    const epChain = endpointChain(ep);
-    const setName = affinitySet(ep);
-    affinitySets.push({
-      kind: 'set',
-      name: setName,
-      type: w.addrType,
-      flags: ['dynamic', 'timeout'],
-      timeout: sp.stickyMaxAgeSeconds,
-    });
-    chain(epChain);
-    rule(epChain, `update @${setName} { ${w.ip} saddr }`);
-    const target = node.family === 'IPv6' ? `[${ep.ip}]:${ep.port}` : `${ep.ip}:${ep.port}`;
-    rule(epChain, `meta l4proto ${proto} dnat to ${target}`);
+    const a = affinityEndpoint(sp, ep, node);
+    affinitySets.push(a.set);
+    chain(a.chain);
+    for (const r of a.rules) rules.push(r);
   }
 
   const chainOps: NftOperation[] = [];

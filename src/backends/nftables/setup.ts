@@ -8,6 +8,7 @@ import type {
   NftMap,
   NftObject,
   NftOperation,
+  NftRule,
   NftSet,
   NftVerb,
 } from '../../netfilter/nft/objects.js';
@@ -109,12 +110,6 @@ export function sharedSets(w: FamilyWords): {
     maps: [
       {
         kind: 'map',
-        name: FIREWALL_IPS_MAP,
-        type: ipProtoPort,
-        comment: 'destinations that are subject to LoadBalancerSourceRanges',
-      },
-      {
-        kind: 'map',
         name: NO_ENDPOINT_NODEPORTS_MAP,
         type: 'inet_proto . inet_service : verdict',
         comment: 'vmap to drop or reject packets to service nodeports with no endpoints',
@@ -136,6 +131,39 @@ export function sharedSets(w: FamilyWords): {
         name: SERVICE_NODEPORTS_MAP,
         type: 'inet_proto . inet_service : verdict',
         comment: 'NodePort traffic',
+      },
+    ],
+  };
+}
+
+/**
+ * What a layout adds to the fixed ruleset: its own sets and maps (added after the shared ones), regular chains
+ * (after the shared ones) and rules (the firewall-check chain's, and its own chains').
+ */
+export interface LayoutSetupParts {
+  readonly containers: readonly (NftSet | NftMap)[];
+  readonly chains: readonly NftChain[];
+  readonly rules: readonly NftRule[];
+}
+
+/** Upstream's layout: the load-balancer firewall is a map from VIP to the port's own firewall chain. */
+export function upstreamSetupParts(node: Pick<NodeNetworkConfig, 'family'>): LayoutSetupParts {
+  const w = familyWords(node);
+  return {
+    containers: [
+      {
+        kind: 'map',
+        name: FIREWALL_IPS_MAP,
+        type: `${w.addrType} . inet_proto . inet_service : verdict`,
+        comment: 'destinations that are subject to LoadBalancerSourceRanges',
+      },
+    ],
+    chains: [],
+    rules: [
+      {
+        kind: 'rule',
+        chain: FIREWALL_CHECK_CHAIN,
+        rule: `${w.ip} daddr . meta l4proto . th dport vmap @${FIREWALL_IPS_MAP}`,
       },
     ],
   };
@@ -171,7 +199,11 @@ export interface SetupOptions {
 }
 
 /** Every operation of the fixed ruleset, in an order nft accepts (containers before the rules that use them). */
-export function renderSetup(node: NodeNetworkConfig, options: SetupOptions): NftOperation[] {
+export function renderSetup(
+  node: NodeNetworkConfig,
+  options: SetupOptions,
+  layout: LayoutSetupParts = upstreamSetupParts(node),
+): NftOperation[] {
   const w = familyWords(node);
   const ops: NftOperation[] = [];
   const op = (verb: NftVerb, object: NftObject): void => void ops.push({ verb, object });
@@ -183,6 +215,7 @@ export function renderSetup(node: NodeNetworkConfig, options: SetupOptions): Nft
   const { sets, maps } = sharedSets(w);
   for (const s of sets) if (!(matchAll && s.name === NODEPORT_IPS_SET)) op('add', s);
   for (const m of maps) op('add', m);
+  for (const c of layout.containers) op('add', c);
 
   for (const b of BASE_CHAINS) {
     if (options.firstSync) {
@@ -192,7 +225,7 @@ export function renderSetup(node: NodeNetworkConfig, options: SetupOptions): Nft
     op('add', { kind: 'chain', name: b.name, base: { type: b.type, hook: b.hook, priority: b.priority } });
     op('flush', { kind: 'chain', name: b.name });
   }
-  for (const c of REGULAR_CHAINS) {
+  for (const c of [...REGULAR_CHAINS, ...layout.chains]) {
     op('add', c);
     op('flush', { kind: 'chain', name: c.name });
   }
@@ -256,7 +289,6 @@ export function renderSetup(node: NodeNetworkConfig, options: SetupOptions): Nft
       `${w.ip} daddr @${NODEPORT_IPS_SET} meta l4proto . th dport vmap @${NO_ENDPOINT_NODEPORTS_MAP}`,
     );
   }
-  rule(FIREWALL_CHECK_CHAIN, `${w.ip} daddr . meta l4proto . th dport vmap @${FIREWALL_IPS_MAP}`);
   rule(
     CLUSTER_IPS_CHECK_CHAIN,
     `${w.ip} daddr @${CLUSTER_IPS_SET} reject`,
@@ -270,6 +302,7 @@ export function renderSetup(node: NodeNetworkConfig, options: SetupOptions): Nft
     );
   }
   rule(REJECT_CHAIN, 'reject');
+  for (const r of layout.rules) op('add', r);
 
   if (!matchAll) {
     op('flush', { kind: 'set', name: NODEPORT_IPS_SET });

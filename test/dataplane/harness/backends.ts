@@ -1,11 +1,14 @@
-// One entry per proxy mode: how to make that mode's backend for a node, and how to show what it programmed when a
-// scenario fails. The table is typed Record<ProxyMode, …>, so a new mode does not compile until it has an entry;
-// a mode whose backend is not written yet has `create: null` and its scenarios skip, saying so.
+// One entry per proxy mode (and per nftables layout): how to make that backend for a node, and how to show what it
+// programmed when a scenario fails. The table is typed Record<DataplaneBackend, …>, so a new mode does not compile
+// until it has an entry; a mode whose backend is not written yet has `create: null` and its scenarios skip, saying
+// so. KPTS_DATAPLANE_BACKENDS=nftables-flat,… runs only those entries (the others skip, saying so).
 import type { CommandRunner } from '../../../src/netfilter/command.js';
 import type { ProxyMode } from '../../../src/config/proxy-mode.js';
 import type { NodeNetworkConfig, ProxyBackend } from '../../../src/sync/backend.js';
 import type { Clock } from '../../../src/util/clock.js';
 import { NftablesBackend } from '../../../src/backends/nftables/backend.js';
+import { FLAT_LAYOUT } from '../../../src/backends/nftables/flat/layout.js';
+import { PROXY_MODES } from '../../../src/config/proxy-mode.js';
 import { IptablesBackend } from '../../../src/backends/iptables/backend.js';
 import { DEFAULT_IPTABLES_EXTRAS } from '../../../src/backends/iptables/render.js';
 import { join } from 'node:path';
@@ -19,15 +22,32 @@ export interface BackendFactoryInput {
   readonly stateDir: string;
 }
 
+/** What the scenarios run against: each proxy mode, and nftables mode's flat layout (--nftables-layout flat). */
+export const DATAPLANE_BACKENDS = [...PROXY_MODES, 'nftables-flat'] as const;
+export type DataplaneBackend = ProxyMode | 'nftables-flat';
+
+/** The backends this run asks for (KPTS_DATAPLANE_BACKENDS, comma-separated), or every one. */
+export function requestedBackends(env: NodeJS.ProcessEnv = process.env): ReadonlySet<DataplaneBackend> {
+  const asked = (env.KPTS_DATAPLANE_BACKENDS ?? '').split(',').filter((b) => b !== '');
+  const unknown = asked.filter((b) => !(DATAPLANE_BACKENDS as readonly string[]).includes(b));
+  if (unknown.length > 0)
+    throw new Error(
+      `KPTS_DATAPLANE_BACKENDS: unknown ${unknown.join(', ')} (known: ${DATAPLANE_BACKENDS.join(', ')})`,
+    );
+  return new Set(asked.length > 0 ? (asked as DataplaneBackend[]) : DATAPLANE_BACKENDS);
+}
+
 export interface ModeSupport {
   readonly create: ((input: BackendFactoryInput) => ProxyBackend) | null;
   /** Commands (run inside a node) whose output shows the mode's rules, attached to a failing scenario. */
   readonly dump: readonly (readonly [string, ...string[]])[];
   /** --nodeport-addresses as the mode defaults it upstream (nftables: the node's primary IPs; iptables: all). */
   readonly nodePortAddresses: readonly string[];
+  /** Host tools the backend needs (a kernel test without them skips, or fails with KPTS_REQUIRE_KERNEL=1). */
+  readonly tools?: readonly string[];
 }
 
-export const MODE_SUPPORT: Record<ProxyMode, ModeSupport> = {
+export const MODE_SUPPORT: Record<DataplaneBackend, ModeSupport> = {
   iptables: {
     create: ({ node, commands, clock, stateDir }) =>
       new IptablesBackend({
@@ -38,10 +58,19 @@ export const MODE_SUPPORT: Record<ProxyMode, ModeSupport> = {
       }),
     dump: [['iptables-save'], ['ip6tables-save']],
     nodePortAddresses: [],
+    tools: ['ip', 'iptables-restore', 'iptables-save'],
   },
   nftables: {
     create: ({ node, commands, clock }) => new NftablesBackend({ node, commands, clock }),
     dump: [['nft', 'list', 'ruleset']],
     nodePortAddresses: ['primary'],
+    tools: ['ip', 'nft'],
+  },
+  'nftables-flat': {
+    create: ({ node, commands, clock }) =>
+      new NftablesBackend({ node, commands, clock, layout: FLAT_LAYOUT }),
+    dump: [['nft', 'list', 'ruleset']],
+    nodePortAddresses: ['primary'],
+    tools: ['ip', 'nft'],
   },
 };

@@ -13,7 +13,6 @@ import type { ServicePortMap, SkippedObject } from '../../../src/model/service-c
 import { ServiceChangeTracker } from '../../../src/model/service-change-tracker.js';
 import type { CommandRunner } from '../../../src/netfilter/command.js';
 import { hostCommandRunner } from '../../../src/netfilter/command.js';
-import type { ProxyMode } from '../../../src/config/proxy-mode.js';
 import type { BackendSyncResult, ProxyBackend } from '../../../src/sync/backend.js';
 import { FakeClock } from '../../../src/util/clock.js';
 import { nodeNetworkConfig } from '../../../src/sync/node-network.js';
@@ -24,7 +23,7 @@ import type { PodServerHandle } from '../../../src/lab/netns/pod-process.js';
 import { startPodServerIn } from '../../../src/lab/netns/pod-process.js';
 import type { NodePlan, PodPlan, TopologyPlan } from '../../../src/lab/netns/topology.js';
 import { buildTopology, destroyTopology, planTopology } from '../../../src/lab/netns/topology.js';
-import type { ModeSupport } from './backends.js';
+import type { DataplaneBackend, ModeSupport } from './backends.js';
 import { MODE_SUPPORT } from './backends.js';
 import { familyOf, POD_TCP_PORT, POD_UDP_PORT } from './objects.js';
 import type { SliceEndpoint } from './objects.js';
@@ -119,7 +118,7 @@ export function nodeAddresses(node: NodePlan, family: IPFamily): string[] {
 }
 
 export interface MakeTestClusterOptions {
-  readonly mode: ProxyMode;
+  readonly mode: DataplaneBackend;
   /** The run's namespace prefix (runPrefix()); the caller sweeps it in its own `finally` too. */
   readonly prefix: string;
   readonly nodes: number;
@@ -144,7 +143,7 @@ export class TestCluster {
   readonly clock = new FakeClock(Date.UTC(2026, 0, 1));
 
   private constructor(
-    readonly mode: ProxyMode,
+    readonly mode: DataplaneBackend,
     readonly plan: TopologyPlan,
     readonly runner: CommandRunner,
     readonly stateDir: string,

@@ -1,0 +1,271 @@
+// What one service port needs in the flat layout (README.md beside this file): only elements of the shared maps
+// and sets, keyed by the port's frontends (ClusterIP, external IPs and load-balancer VIPs as address . protocol .
+// port, the NodePort as protocol . port), plus, for ClientIP affinity only, upstream's per-endpoint chains and
+// sets. Pure: the slots it was given last time come in, the slots it used go out; the planner keeps them.
+import type { NftElement, NftOperation } from '../../../netfilter/nft/objects.js';
+import { validateOperation } from '../../../netfilter/nft/validate.js';
+import { cidrContains } from '../../../model/ip.js';
+import type { NoEndpointsVerdict, ServicePortPolicy } from '../../../model/port-policy.js';
+import type { NodeNetworkConfig } from '../../../sync/backend.js';
+import { affinityEndpoint, affinitySelectionRules } from '../affinity.js';
+import {
+  CLUSTER_DISPATCH_MAP,
+  CLUSTER_IPS_SET,
+  EXTERNAL_CLUSTER_CHAIN,
+  EXTERNAL_LOCAL_CHAIN,
+  FIREWALL_ALLOW_SET,
+  FIREWALL_FRONTENDS_SET,
+  HAIRPIN_SET,
+  LOCAL_CHAIN_PREFIX,
+  LOCAL_DISPATCH_MAP,
+  NODEPORT_CLUSTER_DISPATCH_MAP,
+  NODEPORT_EXTERNAL_CLUSTER_CHAIN,
+  NODEPORT_EXTERNAL_LOCAL_CHAIN,
+  NODEPORT_LOCAL_DISPATCH_MAP,
+  NO_ENDPOINT_NODEPORTS_MAP,
+  NO_ENDPOINT_SERVICES_MAP,
+  REJECT_CHAIN,
+  SERVICE_CHAIN_PREFIX,
+  SERVICE_IPS_MAP,
+  SERVICE_NODEPORTS_MAP,
+  FLAT_PROTOCOLS,
+  dispatchChainName,
+  endpointsMapName,
+  servicePortChainBase,
+} from '../naming.js';
+import type { DispatchKind, FlatProtocol } from '../naming.js';
+import { assignSlots, slotIdentities, slotValue } from './slots.js';
+
+/** Which endpoint identity is in which slot, per view (see slots.ts); empty when the view is unused. */
+export interface PortSlots {
+  readonly cluster: readonly string[];
+  readonly local: readonly string[];
+}
+
+export const NO_SLOTS: PortSlots = { cluster: [], local: [] };
+
+export interface FlatRenderedPort {
+  readonly key: string;
+  readonly serviceName: string;
+  readonly elements: readonly NftElement[];
+  /** Shared dispatch chains the elements point at (they must exist first). */
+  readonly dispatchChains: readonly string[];
+  /** Affinity ports only: their sets and chains (add set, add + flush chain, rules). */
+  readonly chainOps: readonly NftOperation[];
+  readonly chains: readonly string[];
+  readonly affinitySets: readonly string[];
+  readonly slots: PortSlots;
+  readonly noLocalInternal: boolean;
+  readonly noLocalExternal: boolean;
+}
+
+export type FlatRenderResult =
+  | { readonly ok: true; readonly value: FlatRenderedPort }
+  | { readonly ok: false; readonly key: string; readonly serviceName: string; readonly reason: string };
+
+/**
+ * The source ranges (and admitted VIPs) of a firewall as disjoint prefixes: an interval set refuses an element
+ * that overlaps another ("File exists"), and CIDRs either nest or are disjoint, so dropping every prefix inside
+ * another leaves the same addresses. Host prefixes are written bare, as nft lists them back.
+ */
+export function firewallSources(sourceRanges: readonly string[], allowedVIPs: readonly string[]): string[] {
+  const all = [...sourceRanges, ...allowedVIPs.map((ip) => (ip.includes(':') ? `${ip}/128` : `${ip}/32`))];
+  const parsed = all.map((c) => {
+    const slash = c.indexOf('/');
+    return { cidr: c, address: c.slice(0, slash), length: Number(c.slice(slash + 1)) };
+  });
+  const kept = parsed.filter(
+    (r, i) =>
+      !parsed.some(
+        (s, j) =>
+          j !== i &&
+          (s.length < r.length || (s.length === r.length && j < i)) &&
+          cidrContains(s.cidr, r.address),
+      ),
+  );
+  return kept.map((r) =>
+    (r.address.includes(':') ? r.length === 128 : r.length === 32) ? r.address : r.cidr,
+  );
+}
+
+function flatProtocol(proto: string): FlatProtocol {
+  const p = FLAT_PROTOCOLS.find((x) => x === proto);
+  // The model admits only TCP, UDP and SCTP ports, so this is a programming error, not a cluster's.
+  if (p === undefined) throw new Error(`flat layout: no endpoints map for protocol ${JSON.stringify(proto)}`);
+  return p;
+}
+
+/** Renders one service port from its policy (src/model/port-policy.ts) and the slots it had last time. */
+export function renderFlatServicePort(
+  policy: ServicePortPolicy,
+  node: NodeNetworkConfig,
+  previous: PortSlots,
+): FlatRenderResult {
+  const sp = policy.servicePort;
+  const { internal, external, firewall } = policy;
+  const proto = sp.protocol.toLowerCase();
+  const port = String(sp.port);
+  const affinity = sp.sessionAffinityClientIP;
+  const verdict = (v: NoEndpointsVerdict): string => (v === 'reject' ? `goto ${REJECT_CHAIN}` : 'drop');
+  const comment = sp.nameString;
+
+  const elements: NftElement[] = [];
+  const el = (set: string, key: string[], value?: string[], elementComment?: string): void =>
+    void elements.push({
+      kind: 'element',
+      set,
+      key,
+      ...(value !== undefined ? { value } : {}),
+      ...(elementComment !== undefined ? { comment: elementComment } : {}),
+    });
+
+  const slots: PortSlots = {
+    cluster: policy.usesClusterEndpoints
+      ? assignSlots(previous.cluster, slotIdentities(policy.clusterEndpoints))
+      : [],
+    local: policy.usesLocalEndpoints
+      ? assignSlots(previous.local, slotIdentities(policy.localEndpoints))
+      : [],
+  };
+
+  // Where a view's traffic goes: a shared dispatch chain by endpoint count, or (affinity) the port's own chain.
+  const dispatchChains = new Set<string>();
+  const protocol = flatProtocol(proto);
+  const target = (kind: DispatchKind): string => {
+    const local = kind === 'local' || kind === 'nodeport-local';
+    if (affinity)
+      return `goto ${(local ? LOCAL_CHAIN_PREFIX : SERVICE_CHAIN_PREFIX) + servicePortChainBase(sp.name)}`;
+    const name = dispatchChainName(kind, protocol, local ? slots.local.length : slots.cluster.length);
+    dispatchChains.add(name);
+    return `goto ${name}`;
+  };
+  /** The endpoint entries of one frontend for one view (none with affinity: its chains DNAT). */
+  const endpoints = (kind: DispatchKind, frontend: readonly string[]): void => {
+    if (affinity) return;
+    const map = endpointsMapName(kind, protocol);
+    const view = kind === 'local' || kind === 'nodeport-local' ? slots.local : slots.cluster;
+    view.forEach((id, slot) => el(map, [...frontend, String(slot)], slotValue(id)));
+  };
+
+  el(CLUSTER_IPS_SET, [sp.clusterIP]);
+  const clusterIPFrontend = [sp.clusterIP, proto, port];
+  if (internal.noEndpoints === undefined) {
+    if (sp.internalPolicyLocal) {
+      el(SERVICE_IPS_MAP, clusterIPFrontend, [target('local')]);
+      endpoints('local', clusterIPFrontend);
+    } else {
+      el(SERVICE_IPS_MAP, clusterIPFrontend, [target('cluster')]);
+      endpoints('cluster', clusterIPFrontend);
+    }
+  } else {
+    el(NO_ENDPOINT_SERVICES_MAP, clusterIPFrontend, [verdict(internal.noEndpoints)], comment);
+  }
+
+  // External frontends go to the shared external chains whenever the Service has endpoints (as upstream's
+  // per-port external chain: masquerade, short-circuit pod and node traffic to the Cluster view, then the
+  // policy's view); each keeps its own dispatch entries for both views. The no-endpoint maps take what the
+  // policy leaves without one.
+  const noExternal = external.noEndpoints;
+  const externalChain = sp.externalPolicyLocal ? EXTERNAL_LOCAL_CHAIN : EXTERNAL_CLUSTER_CHAIN;
+  const localExternal = sp.externalPolicyLocal && noExternal === undefined && policy.usesLocalEndpoints;
+  const ipFrontend = (ip: string): void => {
+    const frontend = [ip, proto, port];
+    if (policy.hasEndpoints) {
+      el(SERVICE_IPS_MAP, frontend, [`goto ${externalChain}`]);
+      if (policy.usesClusterEndpoints) {
+        el(CLUSTER_DISPATCH_MAP, frontend, [target('cluster')]);
+        endpoints('cluster', frontend);
+      }
+      if (localExternal) {
+        el(LOCAL_DISPATCH_MAP, frontend, [target('local')]);
+        endpoints('local', frontend);
+      }
+    }
+    if (noExternal !== undefined) el(NO_ENDPOINT_SERVICES_MAP, frontend, [verdict(noExternal)], comment);
+  };
+  for (const ip of sp.externalIPs) ipFrontend(ip);
+  const sources = firewall ? firewallSources(firewall.sourceRanges, firewall.allowedVIPs) : [];
+  for (const ip of sp.loadBalancerVIPs) {
+    ipFrontend(ip);
+    if (firewall === undefined) continue;
+    el(FIREWALL_FRONTENDS_SET, [ip, proto, port]);
+    for (const source of sources) el(FIREWALL_ALLOW_SET, [ip, proto, port, source]);
+  }
+  if (sp.nodePort !== 0) {
+    const frontend = [proto, String(sp.nodePort)];
+    if (policy.hasEndpoints) {
+      el(SERVICE_NODEPORTS_MAP, frontend, [
+        `goto ${sp.externalPolicyLocal ? NODEPORT_EXTERNAL_LOCAL_CHAIN : NODEPORT_EXTERNAL_CLUSTER_CHAIN}`,
+      ]);
+      if (policy.usesClusterEndpoints) {
+        el(NODEPORT_CLUSTER_DISPATCH_MAP, frontend, [target('nodeport-cluster')]);
+        endpoints('nodeport-cluster', frontend);
+      }
+      if (localExternal) {
+        el(NODEPORT_LOCAL_DISPATCH_MAP, frontend, [target('nodeport-local')]);
+        endpoints('nodeport-local', frontend);
+      }
+    }
+    if (noExternal !== undefined) el(NO_ENDPOINT_NODEPORTS_MAP, frontend, [verdict(noExternal)], comment);
+  }
+
+  const chainOps: NftOperation[] = [];
+  const chains: string[] = [];
+  const affinitySets: string[] = [];
+  for (const ep of policy.reachableEndpoints) {
+    if (ep.isLocal) el(HAIRPIN_SET, [ep.ip, ep.ip, proto, String(ep.port)]);
+  }
+  if (affinity) {
+    const base = servicePortChainBase(sp.name);
+    const rules: NftOperation[] = [];
+    const chain = (name: string): void => {
+      chains.push(name);
+      chainOps.push({ verb: 'add', object: { kind: 'chain', name } });
+      chainOps.push({ verb: 'flush', object: { kind: 'chain', name } });
+    };
+    const selection = (name: string, eps: ServicePortPolicy['clusterEndpoints']): void => {
+      chain(name);
+      for (const r of affinitySelectionRules(sp, eps, name, node)) rules.push({ verb: 'add', object: r });
+    };
+    if (policy.usesClusterEndpoints) selection(SERVICE_CHAIN_PREFIX + base, policy.clusterEndpoints);
+    if (policy.usesLocalEndpoints) selection(LOCAL_CHAIN_PREFIX + base, policy.localEndpoints);
+    const sets: NftOperation[] = [];
+    for (const ep of policy.reachableEndpoints) {
+      const a = affinityEndpoint(sp, ep, node);
+      sets.push({ verb: 'add', object: a.set });
+      affinitySets.push(a.set.name);
+      chain(a.chain);
+      for (const r of a.rules) rules.push({ verb: 'add', object: r });
+    }
+    chainOps.unshift(...sets);
+    chainOps.push(...rules);
+  }
+
+  // Names come from the cluster: a Service whose names nft cannot hold is skipped, never sent.
+  for (const op of chainOps) {
+    const problem = validateOperation(op);
+    if (problem !== undefined)
+      return { ok: false, key: sp.key, serviceName: sp.serviceName, reason: problem };
+  }
+  for (const e of elements) {
+    const problem = validateOperation({ verb: 'add', object: e });
+    if (problem !== undefined)
+      return { ok: false, key: sp.key, serviceName: sp.serviceName, reason: problem };
+  }
+
+  return {
+    ok: true,
+    value: {
+      key: sp.key,
+      serviceName: sp.serviceName,
+      elements,
+      dispatchChains: [...dispatchChains],
+      chainOps,
+      chains,
+      affinitySets,
+      slots,
+      noLocalInternal: policy.noLocalEndpointsInternal,
+      noLocalExternal: policy.noLocalEndpointsExternal,
+    },
+  };
+}

@@ -1,0 +1,46 @@
+// What a ruleset layout gives NftablesBackend: which shared containers to read back, how to tell a table written
+// by the other layout, and a planner of its own objects. The backend (syncs, failures, reading the kernel,
+// stale-chain cleanup) is the same for every layout; choosing one is this constructor argument.
+import type { NftablesLayoutName } from '../../config/nftables-layout.js';
+import type { NftListing } from '../../netfilter/nft/executor.js';
+import type { FeatureGates } from '../../model/feature-gates.js';
+import type { NodeNetworkConfig, ProxySnapshot } from '../../sync/backend.js';
+import type { KernelView, Plan } from './planner.js';
+
+export interface ElementContainer {
+  readonly kind: 'set' | 'map';
+  readonly name: string;
+}
+
+export interface LayoutPlanner {
+  /** Flushed chains → when they became stale (ms); deleted ≥ STALE_CHAIN_DELAY_MS later. */
+  readonly staleChains: ReadonlyMap<string, number>;
+  chainsToDelete(now: number): string[];
+  chainsDeleted(names: readonly string[]): void;
+  renderFull(snapshot: ProxySnapshot): { plan(kernel: KernelView, now: number, firstSync: boolean): Plan };
+  planFull(snapshot: ProxySnapshot, kernel: KernelView, now: number, firstSync: boolean): Plan;
+  planPartial(snapshot: ProxySnapshot, changed: ReadonlySet<string>, now: number): Plan;
+}
+
+export interface NftablesLayout {
+  readonly name: NftablesLayoutName;
+  /** The sets and maps whose elements a full sync reads back and diffs. */
+  readonly elementContainers: readonly ElementContainer[];
+  /** Whether a table read back holds the other layout's objects (it is then replaced, in the same transaction). */
+  isForeign(listing: NftListing): boolean;
+  /** At most this many operations per transaction when filling a table that did not exist; undefined: one. */
+  readonly coldStartChunk?: number;
+  createPlanner(
+    node: NodeNetworkConfig,
+    nodePortIPs: () => readonly string[],
+    featureGates: FeatureGates | undefined,
+  ): LayoutPlanner;
+}
+
+/** A kernel view of an empty table with these containers (a fresh node). */
+export function emptyKernel(containers: readonly ElementContainer[]): KernelView {
+  return {
+    listing: { table: { kind: 'table' }, chains: [], sets: [], maps: [], rules: [] },
+    elements: new Map(containers.map((c) => [c.name, []])),
+  };
+}

@@ -1,0 +1,11 @@
+// How nftables mode lays out its table (--nftables-layout; not part of upstream's KubeProxyConfiguration).
+// upstream: upstream kube-proxy's ruleset, name for name (the default: the drop-in promise). flat: a few shared
+// maps and dispatch chains instead of chains per service port, so that load time and one-endpoint changes do not
+// grow with the number of Services (src/backends/nftables/flat/README.md).
+export const NFTABLES_LAYOUTS = ['upstream', 'flat'] as const;
+export type NftablesLayoutName = (typeof NFTABLES_LAYOUTS)[number];
+export const DEFAULT_NFTABLES_LAYOUT: NftablesLayoutName = 'upstream';
+
+export function isNftablesLayout(value: string): value is NftablesLayoutName {
+  return (NFTABLES_LAYOUTS as readonly string[]).includes(value);
+}
