@@ -7,6 +7,8 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { loadManifestFile, PROGRESS_AFTER_MS } from '../kube/manifest-file.js';
 import type { Node } from '../api/objects.js';
+import type { NftablesLayoutName } from '../config/nftables-layout.js';
+import { DEFAULT_NFTABLES_LAYOUT, isNftablesLayout, NFTABLES_LAYOUTS } from '../config/nftables-layout.js';
 import type { ProxyMode } from '../config/proxy-mode.js';
 import { PROXY_MODES } from '../config/proxy-mode.js';
 import type { NodeNetworkConfig, ProxySnapshot } from '../sync/backend.js';
@@ -30,6 +32,9 @@ iptables-restore, so the whole output is still valid restore input.
 
 Flags:
   --proxy-mode MODE              nftables (default) or iptables
+  --nftables-layout LAYOUT       nftables mode: upstream (default; upstream kube-proxy's ruleset, chain for
+                                 chain) or flat (shared maps and dispatch chains, no chain per Service: loads
+                                 and changes in time that does not grow with the cluster)
   -f, --filename FILE            manifests to read ("-" for stdin)
   --hostname-override NAME       this node's name (default: the file's only Node, else the host name)
 ${NODE_FLAGS_USAGE} iptables mode only:
@@ -78,6 +83,7 @@ function render(argv: readonly string[], io: RenderIO): number {
     strict: true,
     options: {
       'proxy-mode': { type: 'string', default: 'nftables' },
+      'nftables-layout': { type: 'string', default: DEFAULT_NFTABLES_LAYOUT },
       filename: { type: 'string', short: 'f' },
       ...NODE_OPTIONS,
       'jumps-script': { type: 'boolean', default: false },
@@ -92,6 +98,14 @@ function render(argv: readonly string[], io: RenderIO): number {
   if (!(PROXY_MODES as readonly string[]).includes(mode)) {
     throw new UsageError(`--proxy-mode: unknown mode ${JSON.stringify(mode)} (nftables or iptables)`);
   }
+  const layout = values['nftables-layout'] as string;
+  if (!isNftablesLayout(layout)) {
+    throw new UsageError(
+      `--nftables-layout: unknown layout ${JSON.stringify(layout)} (${NFTABLES_LAYOUTS.join(' or ')})`,
+    );
+  }
+  if (layout !== DEFAULT_NFTABLES_LAYOUT && mode !== 'nftables')
+    throw new UsageError('--nftables-layout: only with --proxy-mode nftables');
   checkNodeFlags(values);
   if (!values.filename) throw new UsageError('-f FILE is required');
   const jumpsOnly = values['jumps-script'] === true;
@@ -149,7 +163,7 @@ function render(argv: readonly string[], io: RenderIO): number {
   for (const s of skipped) io.stderr(`render: skipped ${s.kind} ${s.name}: ${s.reason}\n`);
   phaseDone('model');
   if (slow) io.stderr(`render: rendering ${mode}…\n`);
-  const text = renderFor(mode as ProxyMode, snapshot, config, iptables);
+  const text = renderFor(mode as ProxyMode, snapshot, config, iptables, layout);
   phaseDone('render');
   io.stdout(text);
   phaseDone('write');
@@ -161,8 +175,9 @@ export function renderFor(
   snapshot: ProxySnapshot,
   node: NodeNetworkConfig,
   iptables: IptablesRenderOptions,
+  nftablesLayout: NftablesLayoutName = DEFAULT_NFTABLES_LAYOUT,
 ): string {
-  return RENDERERS[mode](snapshot, node, iptables);
+  return RENDERERS[mode](snapshot, node, iptables, nftablesLayout);
 }
 
 function soleNodeName(nodes: readonly Node[]): string | undefined {

@@ -5,6 +5,8 @@ import { jumpArgs, jumpRulesFor } from '../backends/iptables/jumps.js';
 import { renderIptablesRestore } from '../backends/iptables/render-cache.js';
 import type { IptablesExtras } from '../backends/iptables/render.js';
 import { renderFullSyncTransaction } from '../backends/nftables/backend.js';
+import { NFTABLES_LAYOUT_BY_NAME } from '../backends/nftables/layouts.js';
+import type { NftablesLayoutName } from '../config/nftables-layout.js';
 import type { ProxyMode } from '../config/proxy-mode.js';
 import type { IPFamily } from '../model/ip.js';
 import type { NodeNetworkConfig, ProxySnapshot } from '../sync/backend.js';
@@ -13,9 +15,15 @@ export type IptablesRenderOptions = IptablesExtras;
 
 export const RENDERERS: Record<
   ProxyMode,
-  (snapshot: ProxySnapshot, node: NodeNetworkConfig, iptables: IptablesRenderOptions) => string
+  (
+    snapshot: ProxySnapshot,
+    node: NodeNetworkConfig,
+    iptables: IptablesRenderOptions,
+    nftablesLayout: NftablesLayoutName,
+  ) => string
 > = {
-  nftables: (snapshot, node) => renderFullSyncTransaction(snapshot, node),
+  nftables: (snapshot, node, _iptables, layout) =>
+    renderFullSyncTransaction(snapshot, node, undefined, NFTABLES_LAYOUT_BY_NAME[layout]),
   // iptables-restore skips lines that start with '#', so the jump block keeps the output valid restore input.
   iptables: (snapshot, node, extras) =>
     renderIptablesRestore(snapshot, node, extras) + jumpsCommentBlock(node, extras),

@@ -147,6 +147,58 @@ describe('render --proxy-mode iptables', () => {
   });
 });
 
+describe('render --nftables-layout flat', () => {
+  const FLAT = [...BASE, '--nftables-layout', 'flat'];
+
+  test('the ClusterIP dispatches through a shared chain by endpoint count, endpoints by slot', () => {
+    const r = run(FLAT);
+    assert.equal(r.code, 0, r.stderr);
+    const lines = r.stdout.split('\n');
+    assert.ok(
+      lines.includes(
+        'add element ip kube-proxy service-ips { 198.19.0.10 . tcp . 80 : goto dispatch-tcp-3 }',
+      ),
+      r.stdout,
+    );
+    assert.ok(
+      lines.includes(
+        'add rule ip kube-proxy dispatch-tcp-3 dnat ip to ip daddr . meta l4proto . th dport . numgen random mod 3 map @endpoints-tcp',
+      ),
+    );
+    // In endpoint order, one slot each.
+    for (const [slot, ip] of ['198.18.10.2', '198.18.11.2', '198.18.11.3'].entries())
+      assert.ok(
+        lines.includes(
+          `add element ip kube-proxy endpoints-tcp { 198.19.0.10 . tcp . 80 . ${slot} : ${ip} . 8080 }`,
+        ),
+      );
+    // No chain per service port: every non-fixed chain is a dispatch chain.
+    const chains = lines.filter((l) => l.startsWith('add chain')).map((l) => l.split(' ')[4] ?? '');
+    assert.deepEqual(
+      chains.filter((c) => c.includes('/')),
+      [],
+    );
+    assert.ok(chains.includes('dispatch-tcp-3'));
+    // No packet mark carries the slot: the only mark rules are the masquerade bit's.
+    assert.ok(
+      lines
+        .filter((l) => l.includes('mark set'))
+        .every(
+          (l) => l.includes('mark set mark or 0x00004000') || l.includes('mark set mark xor 0x00004000'),
+        ),
+    );
+  });
+
+  test('usage errors name the flag', () => {
+    const bad = run([...BASE, '--nftables-layout', 'tall']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--nftables-layout: unknown layout "tall" \(upstream or flat\)/);
+    const ipt = run([...BASE, '--proxy-mode', 'iptables', '--nftables-layout', 'flat']);
+    assert.equal(ipt.code, 2);
+    assert.match(ipt.stderr, /--nftables-layout: only with --proxy-mode nftables/);
+  });
+});
+
 describe('render output is accepted by the real tools', () => {
   test(
     'nft -c and iptables-restore --test accept it, inside a private namespace',
@@ -157,6 +209,9 @@ describe('render output is accepted by the real tools', () => {
       try {
         const nft = run(BASE);
         execFileSync('ip', ['netns', 'exec', ns, 'nft', '-c', '-f', '-'], { input: nft.stdout });
+        const flat = run([...BASE, '--nftables-layout', 'flat']);
+        assert.equal(flat.code, 0, flat.stderr);
+        execFileSync('ip', ['netns', 'exec', ns, 'nft', '-c', '-f', '-'], { input: flat.stdout });
         const ipt = run([...BASE, '--proxy-mode', 'iptables']);
         execFileSync('ip', ['netns', 'exec', ns, 'iptables-restore', '--test', '--noflush'], {
           input: ipt.stdout,

@@ -1,0 +1,236 @@
+// The flat layout against the real `nft` in a network namespace the test makes, IPv4 and IPv6: every kind of
+// frontend (ClusterIP, NodePort, external IP, load-balancer VIP with source ranges), both traffic policies, ClientIP
+// affinity and TCP, UDP and SCTP, through a full sync, partial syncs that make new dispatch chains (nft reading the
+// maps back from the kernel), a restart that reads every element back and writes none, and a switch to the
+// upstream layout and back.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import type { EndpointSlice, Service } from '../../../src/api/objects.js';
+import { NftablesBackend, renderFullSyncTransaction } from '../../../src/backends/nftables/backend.js';
+import { FLAT_LAYOUT } from '../../../src/backends/nftables/flat/layout.js';
+import { UPSTREAM_LAYOUT } from '../../../src/backends/nftables/upstream-layout.js';
+import { netnsCommandRunner } from '../../../src/netfilter/command.js';
+import type { CommandRunner } from '../../../src/netfilter/command.js';
+import { NftCommandExecutor } from '../../../src/netfilter/nft/executor.js';
+import { FakeNft } from '../../../src/netfilter/nft/fake.js';
+import type { IPFamily } from '../../../src/model/ip.js';
+import { nodePortAddressesFor } from '../../../src/model/nodeport-addresses.js';
+import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
+import { FakeClock } from '../../../src/util/clock.js';
+import { kernelOptions, runPrefix } from '../../helpers/kernel.js';
+import { ModelCluster } from '../../helpers/model-cluster.js';
+
+const options = kernelOptions(['ip', 'nft']);
+const prefix = runPrefix();
+const ns = `${prefix}-flat`;
+
+function sweep(): void {
+  const list = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
+  for (const line of list.split('\n')) {
+    const name = line.split(' ')[0];
+    if (name && name.startsWith(prefix)) execFileSync('ip', ['netns', 'del', name]);
+  }
+}
+
+const FAMILY = {
+  IPv4: {
+    nodeIP: '198.18.0.2',
+    pod: (n: number) => `198.18.10.${n}`,
+    vip: (n: number) => `198.19.0.${n}`,
+    range: '198.18.64.0/18',
+    inner: '198.18.65.0/24',
+    cidr: '198.18.0.0/17',
+    serviceCIDR: '198.19.0.0/16',
+  },
+  IPv6: {
+    nodeIP: '2001:db8::2',
+    pod: (n: number) => `2001:db8:10::${n}`,
+    vip: (n: number) => `2001:db8:ff::${n}`,
+    range: '2001:db8:40::/48',
+    inner: '2001:db8:40:1::/64',
+    cidr: '2001:db8::/40',
+    serviceCIDR: '2001:db8:ff::/64',
+  },
+} as const;
+
+function nodeFor(family: IPFamily): NodeNetworkConfig {
+  const f = FAMILY[family];
+  return {
+    family,
+    nodeName: 'node-a',
+    nodeIPs: [f.nodeIP],
+    localDetector: { mode: 'ClusterCIDR', cidr: f.cidr },
+    serviceCIDRs: [f.serviceCIDR],
+    masqueradeMark: '0x00004000',
+    masqueradeAll: false,
+    nodePortAddresses: nodePortAddressesFor(family, ['primary']).value,
+    hostInterfaces: new Map([['eth0', [`${f.nodeIP}/${family === 'IPv4' ? 24 : 64}`]]]),
+  };
+}
+
+function objects(family: IPFamily, endpointsOfWeb: number): { services: Service[]; slices: EndpointSlice[] } {
+  const f = FAMILY[family];
+  const addressType = family;
+  const svc = (name: string, vip: number, spec: Partial<Service['spec']>, lb?: string): Service => ({
+    metadata: { namespace: 'ns', name },
+    spec: { type: 'ClusterIP', clusterIP: f.vip(vip), ipFamilies: [family], ports: [], ...spec },
+    ...(lb !== undefined ? { status: { loadBalancer: { ingress: [{ ip: lb }] } } } : {}),
+  });
+  const slice = (name: string, eps: [number, string][], ports: EndpointSlice['ports']): EndpointSlice => ({
+    metadata: { namespace: 'ns', name: `${name}-1`, labels: { 'kubernetes.io/service-name': name } },
+    addressType,
+    endpoints: eps.map(([n, nodeName]) => ({ addresses: [f.pod(n)], nodeName })),
+    ports,
+  });
+  const http = [{ name: 'http', port: 8080, protocol: 'TCP' as const }];
+  return {
+    services: [
+      svc('web', 10, { ports: [{ name: 'http', port: 80, protocol: 'TCP' }] }),
+      svc('dns', 11, {
+        type: 'NodePort',
+        ports: [{ name: 'dns', port: 53, protocol: 'UDP', nodePort: 30053 }],
+      }),
+      svc(
+        'lb',
+        12,
+        {
+          type: 'LoadBalancer',
+          externalTrafficPolicy: 'Local',
+          healthCheckNodePort: 30999,
+          externalIPs: [f.vip(100)],
+          loadBalancerSourceRanges: [f.range, f.inner],
+          ports: [{ name: 'http', port: 80, protocol: 'TCP', nodePort: 30080 }],
+        },
+        f.vip(200),
+      ),
+      svc('sticky', 13, {
+        sessionAffinity: 'ClientIP',
+        internalTrafficPolicy: 'Local',
+        ports: [{ name: 'http', port: 80, protocol: 'TCP' }],
+      }),
+      svc('sctp', 14, { ports: [{ name: 's', port: 9, protocol: 'SCTP' }] }),
+      svc('empty', 15, {
+        type: 'NodePort',
+        ports: [{ name: 'http', port: 80, protocol: 'TCP', nodePort: 30081 }],
+      }),
+    ],
+    slices: [
+      slice(
+        'web',
+        Array.from({ length: endpointsOfWeb }, (_, i): [number, string] => [
+          20 + i,
+          i % 2 ? 'node-a' : 'node-b',
+        ]),
+        http,
+      ),
+      slice('dns', [[1, 'node-b']], [{ name: 'dns', port: 5353, protocol: 'UDP' }]),
+      slice(
+        'lb',
+        [
+          [2, 'node-a'],
+          [3, 'node-b'],
+        ],
+        http,
+      ),
+      slice(
+        'sticky',
+        [
+          [4, 'node-a'],
+          [5, 'node-a'],
+        ],
+        http,
+      ),
+      slice('sctp', [[6, 'node-b']], [{ name: 's', port: 9, protocol: 'SCTP' }]),
+      slice('empty', [], http),
+    ],
+  };
+}
+
+describe('flat layout in a network namespace', options, () => {
+  const inNamespace = netnsCommandRunner(ns);
+  /** What each `nft -f -` was given, to count what a sync wrote. */
+  const written: string[] = [];
+  const commands: CommandRunner = {
+    run: (cmd, args, opts) => {
+      if (opts?.stdin !== undefined) written.push(opts.stdin);
+      return inNamespace.run(cmd, args, opts);
+    },
+  };
+  before(() => {
+    sweep();
+    execFileSync('ip', ['netns', 'add', ns]);
+  });
+  after(() => sweep());
+
+  for (const family of ['IPv4', 'IPv6'] as const) {
+    test(`${family}: full, partial with new dispatch chains, restart, switch and back`, async () => {
+      const node = nodeFor(family);
+      const nftFamily = family === 'IPv6' ? 'ip6' : 'ip';
+      const exec = new NftCommandExecutor({ family: nftFamily, table: 'kube-proxy' }, commands);
+      const clock = new FakeClock(0);
+      const cluster = new ModelCluster(family, 'node-a');
+      const load = (n: number): void => {
+        const o = objects(family, n);
+        for (const s of o.services) cluster.upsertService(s);
+        for (const s of o.slices) cluster.upsertSlice(s);
+      };
+      load(3);
+      assert.deepEqual(cluster.skipped, []);
+      const text = renderFullSyncTransaction(cluster.checkout().snapshot, node, undefined, FLAT_LAYOUT);
+      await exec.runText(text, [], true);
+
+      const backend = new NftablesBackend({ node, commands, clock, layout: FLAT_LAYOUT });
+      assert.equal((await cluster.sync(backend, true)).full, true);
+      // 3 → 5 → 2 endpoints: dispatch chains made by later transactions, the maps read back by nft each time.
+      for (const n of [5, 2]) {
+        load(n);
+        const r = await cluster.sync(backend);
+        assert.equal(r.full, false);
+      }
+
+      // The kernel holds what the fake holds for the same transactions (every element read back as written).
+      const fake = new FakeNft({ family: nftFamily, table: 'kube-proxy' });
+      fake.load(renderFullSyncTransaction(cluster.checkout().snapshot, node, undefined, FLAT_LAYOUT));
+      for (const c of [...(await fake.list()).sets, ...(await fake.list()).maps]) {
+        const key = (e: { key: readonly string[]; value?: readonly string[] }): string =>
+          `${e.key.join(' . ')} : ${(e.value ?? []).join(' . ')}`;
+        const real = (await exec.listElements(c.kind, c.name)).map(key).sort();
+        const expected = (await fake.listElements(c.kind, c.name)).map(key).sort();
+        assert.deepEqual(real, expected, c.name);
+      }
+
+      // A restart reads it all back and writes no element but the nodeport-ips one the setup always rewrites.
+      const restarted = new NftablesBackend({ node, commands, clock, layout: FLAT_LAYOUT });
+      written.length = 0;
+      const again = await restarted.sync(cluster.checkout().snapshot, {
+        full: true,
+        changedServices: new Set(),
+      });
+      assert.equal(again.full, true);
+      const elementLines = written
+        .join('')
+        .split('\n')
+        .filter((l) => / element /.test(l) && !/ nodeport-ips /.test(l));
+      assert.deepEqual(elementLines, [], 'every element read back equal to what is wanted');
+
+      // Switch to upstream's layout and back: each time the other layout's objects are gone.
+      const upstream = new NftablesBackend({ node, commands, clock, layout: UPSTREAM_LAYOUT });
+      await upstream.sync(cluster.checkout().snapshot, { full: true, changedServices: new Set() });
+      let listing = await exec.list();
+      assert.ok(!listing.maps.some((m) => m.name.startsWith('endpoints-') || m.name === 'cluster-dispatch'));
+      assert.ok(listing.maps.some((m) => m.name === 'firewall-ips'));
+      const flatAgain = new NftablesBackend({ node, commands, clock, layout: FLAT_LAYOUT });
+      await flatAgain.sync(cluster.checkout().snapshot, { full: true, changedServices: new Set() });
+      listing = await exec.list();
+      assert.ok(!listing.maps.some((m) => m.name === 'firewall-ips'));
+      assert.deepEqual(
+        listing.chains
+          .map((c) => c.name)
+          .filter((c) => c.includes('/') && !/^(service|local|endpoint)-/.test(c)),
+        [],
+        'no upstream per-port chain is left (affinity ports keep theirs)',
+      );
+    });
+  }
+});

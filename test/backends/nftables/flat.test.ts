@@ -1,0 +1,232 @@
+// The flat layout against the FakeNft: what one change costs in operations, how slots stay dense, that a restart
+// or an hourly resync writes no element it does not need to, and that switching layout leaves none of the other
+// layout's objects.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { EndpointSlice, Service } from '../../../src/api/objects.js';
+import { NftablesBackend, renderFullSyncTransaction } from '../../../src/backends/nftables/backend.js';
+import { FLAT_LAYOUT } from '../../../src/backends/nftables/flat/layout.js';
+import { firewallSources } from '../../../src/backends/nftables/flat/render.js';
+import { assignSlots } from '../../../src/backends/nftables/flat/slots.js';
+import type { NftablesLayout } from '../../../src/backends/nftables/layout.js';
+import { UPSTREAM_LAYOUT } from '../../../src/backends/nftables/upstream-layout.js';
+import type { CommandRunner } from '../../../src/netfilter/command.js';
+import { FakeNft } from '../../../src/netfilter/nft/fake.js';
+import type { NftOperation } from '../../../src/netfilter/nft/objects.js';
+import { FakeClock } from '../../../src/util/clock.js';
+import { ModelCluster } from '../../helpers/model-cluster.js';
+import { loadVector, nodeConfigFromVector } from './helpers.js';
+
+const NO_COMMANDS: CommandRunner = { run: () => Promise.reject(new Error('no commands in unit tests')) };
+const node = nodeConfigFromVector(loadVector('nft-v2-TestOverallNFTablesRules').proxierConfig);
+
+const clusterIP = (i: number): string => `172.30.${Math.floor(i / 250)}.${(i % 250) + 1}`;
+const podIP = (net: number, i: number): string => `10.${net}.${Math.floor(i / 250)}.${(i % 250) + 1}`;
+
+function service(i: number): Service {
+  return {
+    metadata: { namespace: 'ns', name: `svc${i}` },
+    spec: { type: 'ClusterIP', clusterIP: clusterIP(i), ports: [{ name: 'p80', port: 80, protocol: 'TCP' }] },
+  };
+}
+
+function slice(i: number, ips: readonly string[]): EndpointSlice {
+  return {
+    metadata: { namespace: 'ns', name: `svc${i}-1`, labels: { 'kubernetes.io/service-name': `svc${i}` } },
+    addressType: 'IPv4',
+    endpoints: ips.map((ip) => ({ addresses: [ip], nodeName: 'other-node' })),
+    ports: [{ name: 'p80', port: 80, protocol: 'TCP' }],
+  };
+}
+
+function backendOn(
+  fake: FakeNft,
+  layout: NftablesLayout = FLAT_LAYOUT,
+  clock = new FakeClock(0),
+): NftablesBackend {
+  return new NftablesBackend({ node, commands: NO_COMMANDS, clock, executor: fake, layout });
+}
+
+const lines = (ops: readonly NftOperation[]): string[] =>
+  ops.map((op) => {
+    const o = op.object;
+    const what =
+      o.kind === 'element'
+        ? `${o.set} { ${o.key.join(' . ')}${o.value ? ' : ' + o.value.join(' . ') : ''} }`
+        : '';
+    return `${op.verb} ${o.kind} ${what}`.trim();
+  });
+
+/** 1,000 ClusterIP Services with two endpoints each (svc500 with three), synced in full once. */
+async function thousand(): Promise<{ fake: FakeNft; backend: NftablesBackend; cluster: ModelCluster }> {
+  const fake = new FakeNft();
+  const backend = backendOn(fake);
+  const cluster = new ModelCluster('IPv4', 'test-node');
+  for (let i = 0; i < 1000; i++) {
+    cluster.upsertService(service(i));
+    const ips = [podIP(1, i), podIP(2, i)];
+    cluster.upsertSlice(slice(i, i === 500 ? [...ips, podIP(3, i)] : ips));
+  }
+  await cluster.sync(backend, true);
+  return { fake, backend, cluster };
+}
+
+describe('flat layout: one-endpoint changes at 1,000 Services', () => {
+  test('removing the endpoint in slot 0 of 3 moves the last into the hole: 5 element operations', async () => {
+    const { fake, backend, cluster } = await thousand();
+    const vip = clusterIP(500);
+    cluster.upsertSlice(slice(500, [podIP(2, 500), podIP(3, 500)]));
+    const r = await cluster.sync(backend);
+    assert.equal(r.full, false);
+    // One transaction, so the order is only nft's (a key's delete before its add); the planner writes a port's keys
+    // in the order it rendered them.
+    assert.deepEqual(lines(fake.lastTransaction?.operations ?? []), [
+      // The frontend points at the two-endpoint chain (which the other 999 Services made already) ...
+      `delete element service-ips { ${vip} . tcp . 80 }`,
+      `add element service-ips { ${vip} . tcp . 80 : goto dispatch-tcp-2 }`,
+      // ... slot 0 takes the endpoint of slot 2 (delete + add: nft refuses a new value for a key) ...
+      `delete element endpoints-tcp { ${vip} . tcp . 80 . 0 }`,
+      `add element endpoints-tcp { ${vip} . tcp . 80 . 0 : ${podIP(3, 500)} . 80 }`,
+      // ... and slot 2 goes; slot 1 is untouched.
+      `delete element endpoints-tcp { ${vip} . tcp . 80 . 2 }`,
+    ]);
+    assert.equal(r.operations, 5);
+    const dump = fake.dump();
+    assert.match(
+      dump,
+      new RegExp(
+        `endpoints-tcp \\{ ${vip.replaceAll('.', '\\.')} \\. tcp \\. 80 \\. 1 : ${podIP(2, 500).replaceAll('.', '\\.')} \\. 80 \\}`,
+      ),
+    );
+    assert.doesNotMatch(dump, new RegExp(`${vip.replaceAll('.', '\\.')} \\. tcp \\. 80 \\. 2 :`));
+  });
+
+  test('replacing one endpoint rewrites its slot only: 2 operations; adding one appends a slot: 3', async () => {
+    const { fake, backend, cluster } = await thousand();
+    const vip = clusterIP(7);
+    cluster.upsertSlice(slice(7, [podIP(1, 7), '10.9.9.9']));
+    assert.equal((await cluster.sync(backend)).operations, 2);
+    assert.deepEqual(lines(fake.lastTransaction?.operations ?? []), [
+      `delete element endpoints-tcp { ${vip} . tcp . 80 . 1 }`,
+      `add element endpoints-tcp { ${vip} . tcp . 80 . 1 : 10.9.9.9 . 80 }`,
+    ]);
+
+    cluster.upsertSlice(slice(7, [podIP(1, 7), '10.9.9.9', '10.9.9.10']));
+    assert.equal((await cluster.sync(backend)).operations, 3);
+    assert.deepEqual(lines(fake.lastTransaction?.operations ?? []), [
+      `delete element service-ips { ${vip} . tcp . 80 }`,
+      `add element service-ips { ${vip} . tcp . 80 : goto dispatch-tcp-3 }`,
+      `add element endpoints-tcp { ${vip} . tcp . 80 . 2 : 10.9.9.10 . 80 }`,
+    ]);
+
+    // A count no Service had before makes its dispatch chain first (add, flush, its one rule).
+    cluster.upsertSlice(slice(7, [podIP(1, 7), '10.9.9.9', '10.9.9.10', '10.9.9.11']));
+    assert.equal((await cluster.sync(backend)).operations, 3 + 3);
+    assert.ok(fake.hasChain('dispatch-tcp-4'));
+    assert.equal((await cluster.sync(backend)).operations, 0, 'no change, no operation');
+  });
+
+  test('a restart (a new backend on the same table) and a forced full sync write no element', async () => {
+    const { fake, backend, cluster } = await thousand();
+    const before = fake.dump();
+    const elementOps = (): number =>
+      (fake.lastTransaction?.operations ?? []).filter((op) => op.object.kind === 'element').length;
+    // nodeport-ips is rewritten by the fixed setup (flush + its one element), as upstream's layout does.
+    const r = await cluster.sync(backend, true);
+    assert.equal(r.full, true);
+    assert.equal(elementOps(), 1);
+    const restarted = backendOn(fake);
+    await cluster.sync(restarted, true);
+    assert.equal(elementOps(), 1);
+    assert.equal(fake.dump(), before);
+  });
+});
+
+describe('flat layout: slots', () => {
+  test('survivors keep their slot, the last moves into a hole, new endpoints fill holes then append', () => {
+    assert.deepEqual(assignSlots([], ['a', 'b', 'c']), ['a', 'b', 'c']);
+    assert.deepEqual(assignSlots(['a', 'b', 'c'], ['b', 'c']), ['c', 'b']);
+    assert.deepEqual(assignSlots(['a', 'b', 'c', 'd'], ['a', 'c']), ['a', 'c']);
+    assert.deepEqual(assignSlots(['a', 'b', 'c', 'd'], ['b', 'd']), ['d', 'b']);
+    assert.deepEqual(assignSlots(['a', 'b', 'c'], ['a', 'x', 'c']), ['a', 'x', 'c']);
+    assert.deepEqual(assignSlots(['a', 'b'], ['b', 'a', 'y', 'x']), ['a', 'b', 'y', 'x']);
+    assert.deepEqual(assignSlots(['a', 'b', 'c'], []), []);
+  });
+
+  test('firewall sources are disjoint prefixes, hosts written bare', () => {
+    assert.deepEqual(firewallSources(['10.0.0.0/8', '10.1.0.0/16', '192.0.2.7/32'], []), [
+      '10.0.0.0/8',
+      '192.0.2.7',
+    ]);
+    assert.deepEqual(firewallSources(['203.0.113.0/25'], ['203.0.113.5', '198.51.100.1']), [
+      '203.0.113.0/25',
+      '198.51.100.1',
+    ]);
+    assert.deepEqual(firewallSources(['2001:db8::/32', '2001:db8::/32'], ['2001:db8::1']), ['2001:db8::/32']);
+  });
+});
+
+describe('flat layout: switching layouts', () => {
+  async function filled(layout: NftablesLayout): Promise<{ fake: FakeNft; cluster: ModelCluster }> {
+    const fake = new FakeNft();
+    const cluster = new ModelCluster('IPv4', 'test-node');
+    for (let i = 0; i < 20; i++) {
+      cluster.upsertService(service(i));
+      cluster.upsertSlice(slice(i, [podIP(1, i), podIP(2, i)]));
+    }
+    await cluster.sync(backendOn(fake, layout), true);
+    return { fake, cluster };
+  }
+
+  /** What a fresh node would hold with `layout` for the cluster's current state. */
+  function freshDump(cluster: ModelCluster, layout: NftablesLayout): string {
+    const fresh = new FakeNft();
+    fresh.load(renderFullSyncTransaction(cluster.checkout().snapshot, node, undefined, layout));
+    return fresh.dump();
+  }
+
+  for (const [from, to] of [
+    [UPSTREAM_LAYOUT, FLAT_LAYOUT],
+    [FLAT_LAYOUT, UPSTREAM_LAYOUT],
+  ] as const) {
+    test(`${from.name} → ${to.name}: the first sync replaces the table in one transaction`, async () => {
+      const { fake, cluster } = await filled(from);
+      assert.equal(fake.transactions.length, 1);
+      const r = await cluster.sync(backendOn(fake, to), false);
+      assert.equal(r.full, true, 'a new backend starts with a full sync');
+      assert.equal(fake.transactions.length, 2, 'one transaction');
+      const first = fake.lastTransaction?.operations[0];
+      assert.deepEqual(first, { verb: 'delete', object: { kind: 'table' } });
+      assert.equal(fake.dump(), freshDump(cluster, to));
+    });
+  }
+});
+
+describe('flat layout: cold start in chunks', () => {
+  test('a table that did not exist is filled in transactions of at most the chunk, to the same state', async () => {
+    const fake = new FakeNft();
+    const chunked: NftablesLayout = { ...FLAT_LAYOUT, coldStartChunk: 500 };
+    const cluster = new ModelCluster('IPv4', 'test-node');
+    for (let i = 0; i < 300; i++) {
+      cluster.upsertService(service(i));
+      cluster.upsertSlice(slice(i, [podIP(1, i), podIP(2, i)]));
+    }
+    const r = await cluster.sync(backendOn(fake, chunked), true);
+    // 300 Services × (cluster-ips, service-ips, two endpoint slots) = 1,200 operations after the setup and the
+    // one dispatch chain's three: three chunks, after the setup's own transaction.
+    assert.equal(fake.transactions.length, 4);
+    for (const tx of fake.transactions.slice(1)) assert.ok(tx.size <= 500, String(tx.size));
+    assert.equal(
+      fake.dump(),
+      (() => {
+        const one = new FakeNft();
+        one.load(renderFullSyncTransaction(cluster.checkout().snapshot, node, undefined, FLAT_LAYOUT));
+        return one.dump();
+      })(),
+    );
+    assert.equal(
+      r.operations,
+      fake.transactions.reduce((n, tx) => n + tx.size, 0),
+    );
+  });
+});
