@@ -7,6 +7,13 @@ import { cpus, hostname as osHostname, networkInterfaces } from 'node:os';
 import { IptablesBackend } from '../backends/iptables/backend.js';
 import { cleanupIptables } from '../backends/iptables/cleanup.js';
 import { cleanupNftables, NftablesBackend } from '../backends/nftables/backend.js';
+import { NFTABLES_LAYOUT_BY_NAME } from '../backends/nftables/layouts.js';
+import type { NftablesLayoutName } from '../config/nftables-layout.js';
+import {
+  DEFAULT_NFTABLES_LAYOUT,
+  isNftablesLayout,
+  NFTABLES_LAYOUT_DESCRIPTIONS,
+} from '../config/nftables-layout.js';
 import {
   flagUsage,
   formatProblem,
@@ -149,13 +156,19 @@ class Agent {
   private readonly closers: (() => Promise<void> | void)[] = [];
   private exitCode: number | undefined;
   private wake: (() => void) | undefined;
+  /** loadProxyConfig refused any other name. */
+  private readonly nftablesLayout: NftablesLayoutName;
 
   constructor(
     private readonly config: ProxyConfig,
     private readonly options: ProxyOptions,
     private readonly deps: RunDeps,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.nftablesLayout = isNftablesLayout(options.nftablesLayout)
+      ? options.nftablesLayout
+      : DEFAULT_NFTABLES_LAYOUT;
+  }
 
   private stop(code: number, why: string): void {
     if (this.exitCode !== undefined) return;
@@ -254,7 +267,14 @@ class Agent {
         bindAddress: config.metricsBindAddress,
         registry: metrics.registry,
         mode: config.mode,
-        configz: () => JSON.parse(JSON.stringify(config)) as unknown,
+        // Beside upstream's fields, what kube-proxy-ts adds: the nftables layout (a flag, not a config field).
+        configz: () => ({
+          ...(JSON.parse(JSON.stringify(config)) as Record<string, unknown>),
+          kubeProxyTs: {
+            nftablesLayout: this.nftablesLayout,
+            nftablesLayoutDescription: NFTABLES_LAYOUT_DESCRIPTIONS[this.nftablesLayout],
+          },
+        }),
         logger,
         clock,
         hardFail: config.bindAddressHardFail,
@@ -350,6 +370,7 @@ class Agent {
           metrics,
           logger: flog,
           featureGates: config.gates,
+          layout: NFTABLES_LAYOUT_BY_NAME[this.nftablesLayout],
         });
       } else {
         const ipt = new IptablesBackend({

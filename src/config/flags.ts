@@ -66,6 +66,15 @@ export const FLAGS = {
     help: '--version, --version=raw prints version information and quits.',
   },
   help: { kind: 'bool', group: 'option', help: 'help for kube-proxy', shorthand: 'h' },
+  'nftables-layout': {
+    kind: 'string',
+    group: 'option',
+    help:
+      "kube-proxy-ts only, nftables mode: 'upstream' (default) programs upstream kube-proxy's ruleset, chain for " +
+      "chain; 'flat' programs a few shared maps and dispatch chains instead of chains per Service port, so that " +
+      'loading and one-endpoint changes take the same time at any cluster size. Not part of the config file; ' +
+      'applies with --config too.',
+  },
 
   v: { kind: 'int32', group: 'logging', help: 'number for the log level verbosity', shorthand: 'v' },
   vmodule: {

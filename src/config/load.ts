@@ -8,6 +8,7 @@ import { applyConfigFlags, applyLoggingFlags, attributeToFlag, bool, str } from 
 import { toProxyConfig } from './convert.js';
 import { resolveFeatureGates } from './feature-gates.js';
 import { flagDef, parseProxyFlags } from './flags.js';
+import { DEFAULT_NFTABLES_LAYOUT, isNftablesLayout, NFTABLES_LAYOUTS } from './nftables-layout.js';
 import type { ParsedFlags } from './flags.js';
 import { applyPlatformDefaults } from './platform-defaults.js';
 import { problem } from './problems.js';
@@ -46,6 +47,7 @@ export function proxyOptionsFrom(flags: ParsedFlags): ProxyOptions {
     kubeconfig: str(flags, 'kubeconfig'),
     version: version?.kind === 'version' ? version.value : false,
     help: bool(flags, 'help') ?? false,
+    nftablesLayout: str(flags, 'nftables-layout') ?? DEFAULT_NFTABLES_LAYOUT,
   };
 }
 
@@ -84,6 +86,14 @@ export function loadProxyConfig(argv: readonly string[], deps: LoadDeps): LoadRe
   if (hostnameFlag !== undefined && hostnameFlag !== '') doc = { ...doc, hostnameOverride: hostnameFlag };
   if (options.kubeconfig !== undefined) {
     doc = { ...doc, clientConnection: { ...doc.clientConnection, kubeconfig: options.kubeconfig } };
+  }
+  if (!isNftablesLayout(options.nftablesLayout)) {
+    errors.push(
+      problem(
+        '--nftables-layout',
+        `unknown layout ${JSON.stringify(options.nftablesLayout)} (${NFTABLES_LAYOUTS.join(' or ')})`,
+      ),
+    );
   }
   const logging = applyLoggingFlags(doc, flags);
   doc = logging.doc;

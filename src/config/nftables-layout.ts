@@ -6,6 +6,14 @@ export const NFTABLES_LAYOUTS = ['upstream', 'flat'] as const;
 export type NftablesLayoutName = (typeof NFTABLES_LAYOUTS)[number];
 export const DEFAULT_NFTABLES_LAYOUT: NftablesLayoutName = 'upstream';
 
+/** What each layout does, for /configz and the docs. */
+export const NFTABLES_LAYOUT_DESCRIPTIONS: Readonly<Record<NftablesLayoutName, string>> = {
+  upstream: "upstream kube-proxy's nftables ruleset: a chain per service port with its own dnat map",
+  flat:
+    'shared maps keyed by frontend (service-ips, *-dispatch, endpoints-<proto>) and shared dispatch chains by ' +
+    'endpoint count; no chain per service port; one-endpoint changes are a few element operations',
+};
+
 export function isNftablesLayout(value: string): value is NftablesLayoutName {
   return (NFTABLES_LAYOUTS as readonly string[]).includes(value);
 }

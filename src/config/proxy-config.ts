@@ -91,4 +91,6 @@ export interface ProxyOptions {
   /** --version (true) or --version=raw. */
   readonly version: boolean | 'raw';
   readonly help: boolean;
+  /** --nftables-layout as given; loadProxyConfig refuses a name that is not a layout. */
+  readonly nftablesLayout: string;
 }

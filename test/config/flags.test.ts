@@ -108,6 +108,7 @@ describe('flag syntax', () => {
       kubeconfig: '/k.conf',
       version: 'raw',
       help: false,
+      nftablesLayout: 'upstream',
     });
   });
 
