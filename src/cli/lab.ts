@@ -1,4 +1,5 @@
 // `kube-proxy-ts lab …`: the one-host cluster.
+import { isNftablesLayout, NFTABLES_LAYOUTS } from '../config/nftables-layout.js';
 import { parseArgs } from 'node:util';
 import { hostCommandRunner } from '../netfilter/command.js';
 import { stderrLogger } from './logging.js';
@@ -23,9 +24,11 @@ import { labApiserverCommand } from './lab-apiserver.js';
 export const LAB_USAGE = `Usage: kube-proxy-ts lab COMMAND
 
 Commands:
-  up [--nodes 2] [--mode nftables|iptables]
+  up [--nodes 2] [--mode nftables|iptables] [--nftables-layout upstream|flat]
             start a cluster on this host (needs root): nodes and pods as network namespaces, one
-            kube-proxy-ts per node, Service svc/web; runs in the foreground, Ctrl-C removes everything
+            kube-proxy-ts per node, Service svc/web; runs in the foreground, Ctrl-C removes everything.
+            --nftables-layout flat: every proxy programs the flat ruleset (shared maps, no chain per
+            Service; see docs/nftables-layouts.md)
   down      stop the lab (also after it crashed) and remove every namespace, link and process it made
   status    nodes, proxies (pid, mode, last sync) and pods
   exec TARGET -- CMD [ARGS…]
@@ -57,6 +60,7 @@ async function upCommand(argv: string[]): Promise<number> {
       options: {
         nodes: { type: 'string' },
         mode: { type: 'string' },
+        'nftables-layout': { type: 'string' },
         'state-dir': { type: 'string' },
         // Undocumented: tests run a lab beside a user's own under another prefix.
         prefix: { type: 'string' },
@@ -72,6 +76,11 @@ async function upCommand(argv: string[]): Promise<number> {
   const mode = values.mode ?? 'nftables';
   if (!isProxyModeName(mode))
     return fail(`up: --mode ${mode}: expected one of ${PROXY_MODE_NAMES.join(', ')}`);
+  const nftablesLayout = values['nftables-layout'];
+  if (nftablesLayout !== undefined && !isNftablesLayout(nftablesLayout))
+    return fail(`up: --nftables-layout ${nftablesLayout}: expected one of ${NFTABLES_LAYOUTS.join(', ')}`);
+  if (nftablesLayout !== undefined && mode !== 'nftables')
+    return fail('up: --nftables-layout: only with --mode nftables');
   if (!isRoot()) return fail('up: the lab creates network namespaces and needs root (try sudo)', 1);
   const stateDir = values['state-dir'] ?? defaultStateDir();
   const started = Date.now();
@@ -82,6 +91,7 @@ async function upCommand(argv: string[]): Promise<number> {
     lab = await startLab({
       nodes,
       mode,
+      ...(nftablesLayout !== undefined ? { nftablesLayout } : {}),
       stateDir,
       ...(values.prefix !== undefined ? { prefix: values.prefix } : {}),
       progress,
@@ -93,7 +103,7 @@ async function upCommand(argv: string[]): Promise<number> {
   }
   const running = lab;
   process.stdout.write(`
-The lab is up: ${running.nodes.length} nodes, kube-proxy-ts in ${mode} mode on each.
+The lab is up: ${running.nodes.length} nodes, kube-proxy-ts in ${mode} mode${nftablesLayout === 'flat' ? ' (flat layout)' : ''} on each.
 
   export KUBECONFIG=${running.kubeconfigPath}
   kubectl get nodes,pods -A -o wide

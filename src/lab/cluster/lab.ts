@@ -2,6 +2,7 @@
 // node's bridge), then the API server with the namespace-backed pod plug, the socket bridge and a relay per node
 // (the proxies' only way to the API server), the kube-proxy ConfigMap and one proxy per node, service names for
 // every namespace, and last the `svc/web` workload. stop() undoes it all; so does `lab down` from its records.
+import type { NftablesLayoutName } from '../../config/nftables-layout.js';
 import { mkdirSync, renameSync, writeFileSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { hostCommandRunner, type CommandRunner } from '../../netfilter/command.js';
@@ -48,6 +49,11 @@ import {
 export interface LabOptions {
   readonly nodes?: number;
   readonly mode?: ProxyModeName;
+  /**
+   * nftables mode's ruleset layout, given to every proxy as --nftables-layout (a flag, as a DaemonSet's args
+   * would carry it: the ConfigMap holds upstream's configuration only); default upstream.
+   */
+  readonly nftablesLayout?: NftablesLayoutName;
   readonly stateDir?: string;
   /** Names every namespace and /etc/netns directory; default "kptslab". */
   readonly prefix?: string;
@@ -305,6 +311,7 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
               n.name,
               '--config',
               paths.nodeConfig(n.name),
+              ...(options.nftablesLayout !== undefined ? ['--nftables-layout', options.nftablesLayout] : []),
             ]),
           pidFile: paths.proxyPidFile(n.name),
           log: paths.proxyLog(n.name),
