@@ -6,8 +6,11 @@
 // that run's alone (not the garbage of an earlier, smaller run or of another mode), and its first sync is cold.
 // Run the compiled build to measure what a user runs: under tsx the loader's own thread adds ~25 MiB.
 //   npm run build; KPTS_BENCH_MODES=nftables KPTS_BENCH_SIZES=1000,10000 node dist/bench/main.js
-// KPTS_BENCH_MODES: nftables, iptables (default both); KPTS_BENCH_SIZES: Services (default 1000,10000);
-// KPTS_BENCH_IPTABLES_VARIANTS: legacy,nft; KPTS_BENCH_IPTABLES_NFT_MAX: iptables-nft's largest size (1000).
+// KPTS_BENCH_MODES: nftables, nftables-flat, iptables, render (default all); KPTS_BENCH_SIZES: Services (default
+// 1000,10000, and 100000 for nftables-flat); KPTS_BENCH_IPTABLES_VARIANTS: legacy,nft;
+// KPTS_BENCH_IPTABLES_NFT_MAX: iptables-nft's largest size (1000). With both nftables layouts in the run, an SVG
+// plot of their full-sync and one-endpoint times against size is written (KPTS_BENCH_PLOT, default
+// bench-results/nftables-layouts.svg).
 //
 // Accounting, the same for every mode (bench/measure.ts does it for all of them):
 // - What is timed is what a user waits for: from the moment the API objects are handed in (Services and
@@ -34,22 +37,24 @@ import { AGENT_NODE_FLAGS } from '../src/util/node-flags.js';
 import { netnsCommandRunner } from '../src/netfilter/command.js';
 import { iptablesBenches } from './iptables.js';
 import { benchContext, REPEATS } from './measure.js';
-import { nftablesBench } from './nftables.js';
+import { nftablesBench, nftablesFlatBench } from './nftables.js';
+import { writeLayoutPlot } from './plot.js';
 import type { BenchModule, BenchRow } from './types.js';
 
-const MODULES: readonly BenchModule[] = [nftablesBench, ...iptablesBenches];
+const MODULES: readonly BenchModule[] = [nftablesBench, nftablesFlatBench, ...iptablesBenches];
 const labelOf = (m: BenchModule): string => m.label ?? m.mode;
 
 /** Set in the per-run child: `{ label, size, ns }`. */
 const CHILD_ENV = 'KPTS_BENCH_CHILD';
 const ROWS_MARK = 'KPTS_BENCH_ROWS ';
 
-function parseSizes(): number[] {
-  const arg = process.env.KPTS_BENCH_SIZES ?? '1000,10000';
-  return arg
+function parseSizes(m: BenchModule): number[] {
+  const given = process.env.KPTS_BENCH_SIZES;
+  const sizes = (given ?? '1000,10000')
     .split(',')
     .map((s) => Number(s.trim()))
     .filter((n) => Number.isInteger(n) && n > 0);
+  return given === undefined ? [...sizes, ...(m.defaultExtraSizes ?? [])] : sizes;
 }
 
 function selectedModules(): BenchModule[] {
@@ -163,7 +168,7 @@ async function main(): Promise<void> {
   try {
     const rows: BenchRow[] = [];
     for (const m of selectedModules()) {
-      for (const n of parseSizes()) {
+      for (const n of parseSizes(m)) {
         if (n > (m.maxServices ?? Infinity)) {
           process.stderr.write(`${labelOf(m)} ${n}: skipped above ${m.maxServices} Services\n`);
           continue;
@@ -172,6 +177,8 @@ async function main(): Promise<void> {
       }
     }
     if (rows.length > 0) printTable(rows);
+    const plot = writeLayoutPlot(rows, process.env.KPTS_BENCH_PLOT ?? 'bench-results/nftables-layouts.svg');
+    if (plot !== undefined) console.log(`\nplot of both nftables layouts: ${plot}`);
   } finally {
     cleanup();
   }

@@ -1,8 +1,13 @@
-// nftables mode benchmark: the first (full) sync and a one-endpoint-change sync for N Services × E endpoints, timed
-// from handing the objects to the trackers until the sync resolved (bench/measure.ts), split into our own work and
-// nft's, beside the floor (`nft -f` alone applying the same transaction text).
+// nftables mode benchmark, once per ruleset layout (upstream's, and flat: --nftables-layout): the first (full) sync
+// and a one-endpoint-change sync for N Services × E endpoints, timed from handing the objects to the trackers until
+// the sync resolved (bench/measure.ts), split into our own work and nft's, beside the floor (`nft -f` alone
+// applying the same transaction text; for the flat layout's cold start, which is cut into several transactions,
+// the same transactions one after another).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NftablesBackend } from '../src/backends/nftables/backend.js';
+import type { NftablesLayout } from '../src/backends/nftables/layout.js';
+import { NFTABLES_LAYOUT_BY_NAME } from '../src/backends/nftables/layouts.js';
+import type { NftablesLayoutName } from '../src/config/nftables-layout.js';
 import type { CommandRunner } from '../src/netfilter/command.js';
 import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
 import type { BackendSyncResult, NodeNetworkConfig } from '../src/sync/backend.js';
@@ -28,22 +33,27 @@ const NODE: NodeNetworkConfig = {
   serviceCIDRs: ['198.18.128.0/17'],
 };
 
-/** Remembers the stdin of the last `nft -f -` so the floor can replay exactly the same text. */
+/**
+ * Remembers the stdin of every `nft -f -` since forget() so the floor can replay exactly the same texts (a sync is
+ * one transaction, but the flat layout's cold start is several).
+ */
 function recording(base: CommandRunner): {
   runner: CommandRunner;
   last: () => string;
+  sinceForget: () => readonly string[];
   forget: () => void;
 } {
-  let last = '';
+  let texts: string[] = [];
   return {
     runner: {
       run: (cmd, args, options) => {
-        if (cmd === 'nft' && args.includes('-f') && !args.includes('-c')) last = options?.stdin ?? '';
+        if (cmd === 'nft' && args.includes('-f') && !args.includes('-c')) texts.push(options?.stdin ?? '');
         return base.run(cmd, args, options);
       },
     },
-    last: () => last,
-    forget: () => void (last = ''),
+    last: () => texts[texts.length - 1] ?? '',
+    sinceForget: () => texts,
+    forget: () => void (texts = []),
   };
 }
 
@@ -59,10 +69,16 @@ async function time(commands: CommandRunner, text: string): Promise<number> {
  * the listing nft prints while we render (and a stale-chain deletion's `nft -f` when one is due). */
 const nftKernelMs = (result: BackendSyncResult): number => result.timings.kernelMs;
 
-async function runSize(ctx: BenchContext, services: number): Promise<BenchRow[]> {
-  const what = `nftables ${services}`;
+/** The rows' mode column for a layout. */
+export function nftablesModeLabel(layout: NftablesLayoutName): string {
+  return layout === 'upstream' ? 'nftables' : `nftables-${layout}`;
+}
+
+async function runSize(ctx: BenchContext, services: number, layout: NftablesLayout): Promise<BenchRow[]> {
+  const mode = nftablesModeLabel(layout.name);
+  const what = `${mode} ${services}`;
   const rec = recording(ctx.commands);
-  const backend = new NftablesBackend({ node: NODE, commands: rec.runner, clock: benchClock });
+  const backend = new NftablesBackend({ node: NODE, commands: rec.runner, clock: benchClock, layout });
   const cluster = new BenchCluster(NODE.nodeName, ctx.endpointsPerService);
   const sync = (kind: SyncKind, handIn: () => void): Promise<SyncSample> =>
     timedSync(what, cluster, backend, kind, handIn, nftKernelMs);
@@ -72,11 +88,12 @@ async function runSize(ctx: BenchContext, services: number): Promise<BenchRow[]>
   await emptyTable();
   await sleep(SETTLE_MS);
   let rssBeforeSync = 0;
+  rec.forget();
   const first = await sync('full', () => {
     cluster.load(services);
     rssBeforeSync = peakRssMiB();
   });
-  const fullText = rec.last();
+  const fullTexts = [...rec.sinceForget()];
 
   // One endpoint of one Service changes (and changes back), repeatedly; the middle Service. Each change's floor
   // replays its transaction from the state the change started from (after the revert), then the revert's.
@@ -97,18 +114,19 @@ async function runSize(ctx: BenchContext, services: number): Promise<BenchRow[]>
 
   // What a proxy holds at its peak: the model, the first sync and the changes (the floors below are ours).
   const base = {
-    mode: 'nftables',
+    mode,
     services,
     endpointsPerService: ctx.endpointsPerService,
     peakRssMiB: peakRssMiB(),
     rssBeforeSyncMiB: rssBeforeSync,
   };
 
-  // The full sync's floor: the same text applied by `nft -f` alone to an empty table, once, like the sync.
+  // The full sync's floor: the same text(s) applied by `nft -f` alone to an empty table, once, like the sync.
   await emptyTable();
   await sleep(SETTLE_MS);
   const sampler = sampleChildPeakRss(['nft']);
-  const fullFloor = await time(ctx.commands, fullText);
+  let fullFloor = 0;
+  for (const text of fullTexts) fullFloor += await time(ctx.commands, text);
   const nftFullRss = sampler.stop();
   rec.forget();
 
@@ -118,12 +136,20 @@ async function runSize(ctx: BenchContext, services: number): Promise<BenchRow[]>
   ];
 }
 
-export const nftablesBench: BenchModule = {
-  mode: 'nftables',
-  async run(ctx) {
-    const rows: BenchRow[] = [];
-    for (const n of ctx.sizes) rows.push(...(await runSize(ctx, n)));
-    await ctx.commands.run('nft', ['-f', '-'], { stdin: EMPTY_TABLE });
-    return rows;
-  },
-};
+function layoutBench(name: NftablesLayoutName, extra: Partial<BenchModule>): BenchModule {
+  const layout = NFTABLES_LAYOUT_BY_NAME[name];
+  return {
+    mode: nftablesModeLabel(name),
+    ...extra,
+    async run(ctx) {
+      const rows: BenchRow[] = [];
+      for (const n of ctx.sizes) rows.push(...(await runSize(ctx, n, layout)));
+      await ctx.commands.run('nft', ['-f', '-'], { stdin: EMPTY_TABLE });
+      return rows;
+    },
+  };
+}
+
+export const nftablesBench: BenchModule = layoutBench('upstream', {});
+/** 100,000 Services by default too: the size the flat layout exists for (upstream's would take most of an hour). */
+export const nftablesFlatBench: BenchModule = layoutBench('flat', { defaultExtraSizes: [100_000] });

@@ -47,5 +47,7 @@ export interface BenchModule {
   readonly label?: string;
   /** Sizes above this are skipped, with a line on stderr saying so. */
   readonly maxServices?: number;
+  /** Sizes this module also runs when KPTS_BENCH_SIZES is not given (beyond the default sizes). */
+  readonly defaultExtraSizes?: readonly number[];
   run(ctx: BenchContext): Promise<BenchRow[]>;
 }

@@ -176,7 +176,9 @@ export class NftablesBackend implements ProxyBackend {
     const replaceTable = kernelState === 'foreign';
     const chunk = this.#layout.coldStartChunk;
     const txs =
-      kernelState !== 'present' && chunk !== undefined && plan.ops.length > chunk
+      // Only a table that did not exist is filled in pieces: nothing depends on it yet. Replacing the other
+      // layout's table stays one transaction, so no new connection meets a half-written table.
+      kernelState === 'absent' && chunk !== undefined && plan.ops.length > chunk
         ? chunkedTransactions(plan, chunk, replaceTable)
         : [newTransaction(plan, replaceTable)];
     let operations = 0;
