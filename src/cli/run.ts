@@ -44,6 +44,8 @@ import { createProxyHealthServer } from '../server/proxy-health-server.js';
 import { ProxyHealth } from '../server/proxy-health.js';
 import { ServiceHealthServers } from '../server/service-health.js';
 import type { ProxyBackend } from '../sync/backend.js';
+import { OtherModeCleanup } from '../sync/mode-switch.js';
+import type { ProxyMode } from '../config/proxy-mode.js';
 import { systemClock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { nodeNetworkConfig } from '../sync/node-network.js';
@@ -218,15 +220,6 @@ class Agent {
           file: options.configFile,
           error: watched.error,
         });
-    }
-
-    // Leftovers of the other mode (upstream platformCleanup); failures only logged.
-    if (config.mode === 'nftables') {
-      const r = await cleanupIptables(commands);
-      if (r.deletedChains.length > 0)
-        logger.info('removed iptables mode leftovers', { chains: r.deletedChains.length });
-    } else {
-      await cleanupNftables(commands);
     }
 
     const clientConfig = loadClientConfig({
@@ -423,7 +416,10 @@ class Agent {
         onAdd: (s) => proxiers.forEach((p) => p.onServiceAdd(s)),
         onUpdate: (o, s) => proxiers.forEach((p) => p.onServiceUpdate(o, s)),
         onDelete: (s) => proxiers.forEach((p) => p.onServiceDelete(s)),
-        onSynced: () => proxiers.forEach((p) => p.onServicesSynced()),
+        onSynced: () => {
+          logger.info('Caches are synced', { controller: 'service config' });
+          proxiers.forEach((p) => p.onServicesSynced());
+        },
       },
     });
     const slices = endpointSliceReflector({
@@ -435,20 +431,54 @@ class Agent {
         onAdd: (s) => proxiers.forEach((p) => p.onEndpointSliceAdd(s)),
         onUpdate: (o, s) => proxiers.forEach((p) => p.onEndpointSliceUpdate(o, s)),
         onDelete: (s) => proxiers.forEach((p) => p.onEndpointSliceDelete(s)),
-        onSynced: () => proxiers.forEach((p) => p.onEndpointSlicesSynced()),
+        onSynced: () => {
+          logger.info('Caches are synced', { controller: 'endpoint slice config' });
+          proxiers.forEach((p) => p.onEndpointSlicesSynced());
+        },
       },
     });
     this.reflectors.push(services as Reflector<Service>, slices as Reflector<EndpointSlice>);
+    // Upstream's informers say these at the default verbosity; operators grep the logs for them.
+    for (const controller of ['service config', 'endpoint slice config'])
+      logger.info('Waiting for caches to sync', { controller });
     services.start();
     slices.start();
+    // The other mode's rules (upstream platformCleanup) go only once this mode has programmed every family, so a
+    // switch never leaves the node without Service rules (src/sync/mode-switch.ts says why both may coexist).
+    const otherMode = new OtherModeCleanup(
+      proxiers.map((p) => p.family),
+      () => this.cleanupOtherMode(config.mode),
+    );
     for (const p of proxiers) {
       p.onSync((e) => {
+        otherMode.onSync({ family: p.family, ok: e.ok, full: e.full });
         if (!e.ok) return;
         logger.v(1, () => ({
           msg: 'sync done',
           fields: { ipFamily: p.family, full: e.full, ms: e.finishedAt - e.startedAt },
         }));
       });
+    }
+  }
+
+  /** Removes the other mode's leftovers; failures are only logged (the next start tries again). */
+  private async cleanupOtherMode(mode: ProxyMode): Promise<void> {
+    const { logger } = this;
+    const commands = this.deps.commands;
+    try {
+      if (mode === 'nftables') {
+        const r = await cleanupIptables(commands);
+        for (const e of r.errors) logger.warn('iptables mode leftovers not removed', { error: e });
+        logger.info('removed iptables mode leftovers after the first nftables sync', {
+          chains: r.deletedChains.length,
+        });
+      } else {
+        const errors = await cleanupNftables(commands);
+        for (const e of errors) logger.warn('nftables mode leftovers not removed', { error: e.message });
+        logger.info('removed nftables mode leftovers after the first iptables sync');
+      }
+    } catch (e) {
+      logger.warn('cleanup of the other mode failed', { error: String(e) });
     }
   }
 

@@ -63,7 +63,7 @@ class NodeProxy {
     readonly node: NodePlan,
     readonly family: IPFamily,
     readonly backend: ProxyBackend,
-    onSkip: (s: SkippedObject) => void,
+    readonly onSkip: (s: SkippedObject) => void,
   ) {
     this.services = new ServiceChangeTracker({ family, onSkip });
     this.endpoints = new EndpointsChangeTracker({ family, nodeName: node.name, onSkip });
@@ -143,17 +143,17 @@ export class TestCluster {
   readonly clock = new FakeClock(Date.UTC(2026, 0, 1));
 
   private constructor(
-    readonly mode: DataplaneBackend,
+    public mode: DataplaneBackend,
     readonly plan: TopologyPlan,
     readonly runner: CommandRunner,
     readonly stateDir: string,
-    private readonly support: ModeSupport,
+    private support: ModeSupport,
+    private readonly families: readonly IPFamily[],
   ) {}
 
   static async create(options: MakeTestClusterOptions): Promise<TestCluster> {
     const support = options.support ?? MODE_SUPPORT[options.mode];
-    const create = support.create;
-    if (create === null) throw new Error(`no ${options.mode} backend to test`);
+    if (support.create === null) throw new Error(`no ${options.mode} backend to test`);
     const runner = options.runner ?? hostCommandRunner;
     const plan = planTopology({
       prefix: options.prefix,
@@ -167,37 +167,11 @@ export class TestCluster {
       runner,
       mkdtempSync(join(tmpdir(), `${plan.prefix}-`)),
       support,
+      options.families ?? IP_FAMILIES,
     );
     try {
       await buildTopology(runner, plan);
-      for (const node of plan.nodes) {
-        const hostInterfaces = await listAddresses(runner, node.namespace);
-        for (const family of options.families ?? IP_FAMILIES) {
-          const { config, problems } = nodeNetworkConfig({
-            family,
-            nodeName: node.name,
-            nodeIPs: [node.ip, node.ip6],
-            detectLocalMode: 'ClusterCIDR',
-            clusterCIDRs: [plan.clusterCIDR, plan.clusterCIDR6],
-            nodePortAddresses: support.nodePortAddresses,
-            masqueradeAll: false,
-            masqueradeBit: MASQUERADE_BIT,
-            hostInterfaces,
-            serviceCIDRs: [plan.serviceCIDR, plan.serviceCIDR6],
-          });
-          if (problems.length > 0) {
-            throw new Error(`${node.name} ${family}: node network config: ${problems.join('; ')}`);
-          }
-          const backend = create({
-            node: config,
-            commands: inNamespace(runner, node.namespace),
-            clock: cluster.clock,
-            stateDir: cluster.stateDir,
-          });
-          const onSkip = (s: SkippedObject): void => void cluster.skipped.push({ ...s, family });
-          cluster.proxies.push(new NodeProxy(node, family, backend, onSkip));
-        }
-      }
+      cluster.proxies = await cluster.makeProxies(support);
       // Pod servers start in parallel: each is a Node process, and start-up dominates.
       const started = await Promise.allSettled(
         plan.nodes
@@ -224,6 +198,70 @@ export class TestCluster {
       await cluster.cleanup().catch(() => {});
       throw e;
     }
+  }
+
+  /** One proxy per node and family, with `support`'s backend (the trackers start empty). */
+  private async makeProxies(support: ModeSupport): Promise<NodeProxy[]> {
+    const create = support.create;
+    if (create === null) throw new Error('no backend to test');
+    const proxies: NodeProxy[] = [];
+    for (const node of this.plan.nodes) {
+      const hostInterfaces = await listAddresses(this.runner, node.namespace);
+      for (const family of this.families) {
+        const { config, problems } = nodeNetworkConfig({
+          family,
+          nodeName: node.name,
+          nodeIPs: [node.ip, node.ip6],
+          detectLocalMode: 'ClusterCIDR',
+          clusterCIDRs: [this.plan.clusterCIDR, this.plan.clusterCIDR6],
+          nodePortAddresses: support.nodePortAddresses,
+          masqueradeAll: false,
+          masqueradeBit: MASQUERADE_BIT,
+          hostInterfaces,
+          serviceCIDRs: [this.plan.serviceCIDR, this.plan.serviceCIDR6],
+        });
+        if (problems.length > 0) {
+          throw new Error(`${node.name} ${family}: node network config: ${problems.join('; ')}`);
+        }
+        const backend = create({
+          node: config,
+          commands: inNamespace(this.runner, node.namespace),
+          clock: this.clock,
+          stateDir: this.stateDir,
+        });
+        const onSkip = (s: SkippedObject): void => void this.skipped.push({ ...s, family });
+        proxies.push(new NodeProxy(node, family, backend, onSkip));
+      }
+    }
+    return proxies;
+  }
+
+  /**
+   * Restarts every node's proxy in `mode`, as an agent restarted with another mode: the new backends learn the
+   * current objects and make their first (full) sync while the old mode's rules are still in the kernel; then,
+   * per node, `afterFirstSync` runs with the node's command runner (the agent's cleanup of the other mode).
+   */
+  async switchMode(
+    mode: DataplaneBackend,
+    afterFirstSync: (node: NodePlan, commands: CommandRunner) => Promise<void>,
+  ): Promise<NodeSync[]> {
+    const support = MODE_SUPPORT[mode];
+    const proxies = await this.makeProxies(support);
+    for (const p of proxies) {
+      for (const svc of this.services.values()) p.services.update(undefined, svc);
+      for (const slice of this.slices.values()) p.endpoints.endpointSliceUpdate(slice, false);
+    }
+    this.proxies = proxies;
+    this.mode = mode;
+    this.support = support;
+    const reports = await this.sync();
+    for (const node of this.plan.nodes) await afterFirstSync(node, inNamespace(this.runner, node.namespace));
+    return reports;
+  }
+
+  /** Runs commands inside a node's namespace. */
+  nodeRunner(name: string): CommandRunner {
+    return inNamespace(this.runner, this.node(name).namespace);
   }
 
   get nodes(): readonly NodePlan[] {
