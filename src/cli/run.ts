@@ -45,6 +45,7 @@ import { ProxyHealth } from '../server/proxy-health.js';
 import { ServiceHealthServers } from '../server/service-health.js';
 import type { ProxyBackend } from '../sync/backend.js';
 import { OtherModeCleanup } from '../sync/mode-switch.js';
+import { configzDocument } from '../config/configz.js';
 import type { ProxyMode } from '../config/proxy-mode.js';
 import { systemClock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
@@ -260,13 +261,11 @@ class Agent {
         bindAddress: config.metricsBindAddress,
         registry: metrics.registry,
         mode: config.mode,
-        // Beside upstream's fields, what kube-proxy-ts adds: the nftables layout (a flag, not a config field).
-        configz: () => ({
-          ...(JSON.parse(JSON.stringify(config)) as Record<string, unknown>),
-          kubeProxyTs: {
-            nftablesLayout: this.nftablesLayout,
-            nftablesLayoutDescription: NFTABLES_LAYOUT_DESCRIPTIONS[this.nftablesLayout],
-          },
+        // Upstream's object, as upstream prints it; what kube-proxy-ts adds (the nftables layout, a flag) apart.
+        configz: () => configzDocument(config),
+        configzExtension: () => ({
+          nftablesLayout: this.nftablesLayout,
+          nftablesLayoutDescription: NFTABLES_LAYOUT_DESCRIPTIONS[this.nftablesLayout],
         }),
         logger,
         clock,

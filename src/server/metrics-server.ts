@@ -16,11 +16,16 @@ import type { ServerFatalError } from './retrying-server.js';
 /** The name under which kube-proxy registers its configuration with configz, so /configz reads the same. */
 export const CONFIGZ_KEY = 'kubeproxy.config.k8s.io';
 
+/** The component kube-proxy-ts registers beside kube-proxy's, for what it adds (the nftables layout). */
+export const CONFIGZ_EXTENSION_KEY = 'kube-proxy-ts';
+
 export interface MetricsHandlerOptions {
   readonly registry: Registry;
   readonly mode: ProxyMode;
-  /** The effective configuration, read on each /configz request. */
+  /** The effective configuration, read on each /configz request (upstream's internal shape: configz.ts). */
   readonly configz: () => unknown;
+  /** What kube-proxy-ts adds, under its own /configz key so that upstream's object stays as upstream prints it. */
+  readonly configzExtension?: () => unknown;
   readonly logger: Logger;
 }
 
@@ -46,7 +51,10 @@ async function answer(req: IncomingMessage, o: MetricsHandlerOptions): Promise<H
       return {
         status: 200,
         headers: { 'Content-Type': 'application/json', 'X-Content-Type-Options': 'nosniff' },
-        body: JSON.stringify({ [CONFIGZ_KEY]: o.configz() }),
+        body: JSON.stringify({
+          [CONFIGZ_KEY]: o.configz(),
+          ...(o.configzExtension !== undefined ? { [CONFIGZ_EXTENSION_KEY]: o.configzExtension() } : {}),
+        }),
       };
     default:
       return NOT_FOUND;
