@@ -1,5 +1,6 @@
 // The workload every mode's benchmark programs, in one place so the modes are compared on the same cluster: Service
-// i has ClusterIP 198.18.128.0 + i and one port; its slice has E endpoints in 198.19.0.0/16, the first on this node.
+// i has ClusterIP 198.18.128.0 + i (past 32,768 Services: benchClusterIP) and one port; its slice has E endpoints
+// in 198.19.0.0/16, the first on this node.
 // `variant` > 0 swaps the last endpoint for another address: the one-endpoint change.
 import type { EndpointSlice, Service } from '../src/api/objects.js';
 import type { EndpointsMap } from '../src/model/endpoint-slice-cache.js';
@@ -12,12 +13,23 @@ function ip(base: string, n: number): string {
   return `${base}.${(n >> 8) & 255}.${n & 255}`;
 }
 
+/**
+ * Service i's ClusterIP, unique up to 130,816 Services: 198.18.128.0/17 for the first 32,768 (as always), then
+ * 198.18.1.0–198.18.127.255, then 198.19.0.0/16. Past 32,768 they share addresses with pods, which no rule minds;
+ * two Services sharing a ClusterIP would be a cluster no API server allows, and would merge their elements.
+ */
+function benchClusterIP(i: number): string {
+  if (i < 32768) return ip('198.18', 32768 + i);
+  if (i < 65280) return ip('198.18', 256 + (i - 32768));
+  return ip('198.19', i - 65280);
+}
+
 export function benchService(i: number): Service {
   return {
     metadata: { namespace: `ns${i % 50}`, name: `svc${i}` },
     spec: {
       type: 'ClusterIP',
-      clusterIP: ip('198.18', 32768 + i),
+      clusterIP: benchClusterIP(i),
       ports: [{ name: 'http', port: 80, protocol: 'TCP' }],
     },
   };
