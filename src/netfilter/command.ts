@@ -61,3 +61,58 @@ export function netnsCommandRunner(netns: string, base: CommandRunner = hostComm
     run: (cmd, args, options) => base.run('ip', ['netns', 'exec', netns, cmd, ...args], options),
   };
 }
+
+/** A long-running command whose stdout is read line by line (`nft monitor trace`), stopped by the caller. */
+export interface StreamHandle {
+  /** Ends the command (SIGTERM, then SIGKILL after 2 s); resolves with its exit once it is gone. */
+  stop(): Promise<CommandResult>;
+  /** Resolves when the command exits by itself or is stopped; stdout holds what was not a whole line. */
+  readonly exited: Promise<CommandResult>;
+}
+
+export interface StreamRunner {
+  stream(cmd: string, args: readonly string[], onLine: (line: string) => void): StreamHandle;
+}
+
+export const hostStreamRunner: StreamRunner = {
+  stream(cmd, args, onLine) {
+    const child = spawn(cmd, [...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let partial = '';
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => {
+      const lines = (partial + b.toString('utf8')).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) onLine(line);
+    });
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    const exited = new Promise<CommandResult>((resolve) => {
+      child.on('error', (e) => resolve({ code: 127, stdout: '', stderr: `${cmd}: ${e.message}` }));
+      child.on('close', (code, signal) => {
+        const stderr = Buffer.concat(err).toString('utf8');
+        resolve({
+          code: code ?? 128,
+          stdout: partial,
+          stderr: signal && signal !== 'SIGTERM' ? `${stderr}${cmd}: killed by ${signal}` : stderr,
+        });
+      });
+    });
+    return {
+      exited,
+      stop: async () => {
+        if (child.exitCode === null && child.signalCode === null) {
+          child.kill('SIGTERM');
+          const timer = setTimeout(() => child.kill('SIGKILL'), 2000);
+          const r = await exited;
+          clearTimeout(timer);
+          return r;
+        }
+        return exited;
+      },
+    };
+  },
+};
+
+/** The stream runner inside network namespace `netns` (`ip netns exec` execs, so signals reach the command). */
+export function netnsStreamRunner(netns: string, base: StreamRunner = hostStreamRunner): StreamRunner {
+  return { stream: (cmd, args, onLine) => base.stream('ip', ['netns', 'exec', netns, cmd, ...args], onLine) };
+}
