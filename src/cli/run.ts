@@ -43,6 +43,9 @@ import { createProxyMetrics } from '../server/metrics.js';
 import { createProxyHealthServer } from '../server/proxy-health-server.js';
 import { ProxyHealth } from '../server/proxy-health.js';
 import { ServiceHealthServers } from '../server/service-health.js';
+import { ensureSysctl, ROUTE_LOCALNET } from '../netfilter/sysctl.js';
+import { localhostNodePortsActive } from '../backends/iptables/render.js';
+import { nodePortIPs } from '../model/nodeport-addresses.js';
 import type { ProxyBackend } from '../sync/backend.js';
 import { OtherModeCleanup } from '../sync/mode-switch.js';
 import { configzDocument } from '../config/configz.js';
@@ -313,7 +316,8 @@ class Agent {
     if (ips.some((ip) => parseIPSloppy(ip)?.family === other)) families.push(other);
     logger.info('node IPs', { nodeIPs: ips, families });
 
-    if (config.conntrack.maxPerCore > 0 || config.conntrack.tcpEstablishedTimeoutMs > 0) {
+    // Each sysctl on its own: a zero (or false) leaves that one alone, as upstream does.
+    {
       const sysctls = await applyConntrackSysctls(
         {
           maxPerCore: config.conntrack.maxPerCore,
@@ -329,8 +333,7 @@ class Agent {
       for (const p of sysctls.problems) logger.warn('conntrack sysctl', { problem: p });
     }
 
-    const serviceHealth = new ServiceHealthServers({ proxyHealth: health, logger });
-    this.closers.push(() => serviceHealth.close());
+    let serviceHealth: ServiceHealthServers | undefined;
     const conntrack = new ConntrackReconciler({ runner: commands, clock, logger, metrics });
     const podCIDRs =
       waited.node.spec?.podCIDRs ?? (waited.node.spec?.podCIDR ? [waited.node.spec.podCIDR] : []);
@@ -352,6 +355,15 @@ class Agent {
       });
       for (const p of problems) logger.warn('ignored', { ipFamily: family, problem: p });
       const flog = logger.child({ ipFamily: family });
+      if (family === primary) {
+        // Upstream binds each health-check port on the node IPs nodePortAddresses admits (all when it admits all).
+        const nodeAddresses = node.nodePortAddresses.matchAll
+          ? []
+          : nodePortIPs(node.nodePortAddresses, node.hostInterfaces);
+        const servers = new ServiceHealthServers({ proxyHealth: health, logger, nodeAddresses });
+        this.closers.push(() => servers.close());
+        serviceHealth = servers;
+      }
       let backend: ProxyBackend;
       let canary: (() => Promise<boolean>) | undefined;
       if (config.mode === 'nftables') {
@@ -365,6 +377,14 @@ class Agent {
           layout: NFTABLES_LAYOUT_BY_NAME[this.nftablesLayout],
         });
       } else {
+        const iptablesOptions = {
+          variant: 'auto' as const,
+          localhostNodePorts: config.iptables.localhostNodePorts,
+          nfacctCounters: [],
+          randomFully: await this.iptablesRandomFully(commands, family),
+          conntrackTCPBeLiberal: this.tcpBeLiberal(),
+          syncPeriodMs: config.syncPeriodMs,
+        };
         const ipt = new IptablesBackend({
           node,
           commands,
@@ -372,17 +392,16 @@ class Agent {
           metrics,
           logger: flog,
           featureGates: config.gates,
-          iptables: {
-            variant: 'auto',
-            localhostNodePorts: config.iptables.localhostNodePorts,
-            nfacctCounters: [],
-            randomFully: await this.iptablesRandomFully(commands, family),
-            conntrackTCPBeLiberal: this.tcpBeLiberal(),
-            syncPeriodMs: config.syncPeriodMs,
-          },
+          iptables: iptablesOptions,
         });
         backend = ipt;
         canary = () => ipt.checkCanary();
+        if (localhostNodePortsActive(node, iptablesOptions)) {
+          // Localhost NodePorts DNAT 127.0.0.1 to a pod; the kernel routes such packets only with route_localnet.
+          const r = await ensureSysctl(ROUTE_LOCALNET, 1);
+          if (r.kind === 'failed') flog.error('localhost NodePorts will not work', { problem: r.problem });
+          else if (r.kind === 'written') flog.info('Set sysctl', { path: r.path, from: r.from, to: r.to });
+        }
       }
       const proxier = new Proxier({
         family,
@@ -396,7 +415,7 @@ class Agent {
         featureGates: config.gates,
         health,
         // Upstream's dual-stack metaproxier lets the primary family own the health-check servers.
-        ...(family === primary ? { serviceHealth } : {}),
+        ...(family === primary && serviceHealth !== undefined ? { serviceHealth } : {}),
         conntrack,
         ...(canary ? { canary } : {}),
       });

@@ -3,9 +3,8 @@
 // the hash table with it (to max/4); the TCP and UDP timeouts are written when configured (> 0); tcp_be_liberal is
 // set to 1 when asked. Each file is written only if its value differs, so a node already tuned sees no writes.
 // These are host-wide (the root network namespace's nf_conntrack_max is global): tests point `root` at a temp dir.
-import { readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Logger } from '../../util/logger.js';
+import { ensureSysctl } from '../sysctl.js';
 
 export interface ConntrackSysctlConfig {
   /** conntrack.maxPerCore (default 32768); 0 leaves nf_conntrack_max alone. */
@@ -76,34 +75,14 @@ export async function applyConntrackSysctls(
   const writes: SysctlWrite[] = [];
   const problems: string[] = [];
 
-  const read = async (path: string): Promise<number | undefined> => {
-    try {
-      const text = (await readFile(join(root, path), 'utf8')).trim();
-      if (!/^\d+$/.test(text)) {
-        problems.push(`${path}: unexpected content ${JSON.stringify(text.slice(0, 40))}`);
-        return undefined;
-      }
-      return Number(text);
-    } catch (e) {
-      problems.push(`${path}: cannot read: ${e instanceof Error ? e.message : String(e)}`);
-      return undefined;
-    }
-  };
-  const write = async (path: string, from: number | undefined, to: number): Promise<void> => {
-    try {
-      await writeFile(join(root, path), `${to}\n`);
-      writes.push({ path, from, to });
-      o.logger.info('Set sysctl', { path, from, to });
-    } catch (e) {
-      // /sys is often read-only in containers; upstream reports that and carries on.
-      problems.push(`${path}: cannot write ${to}: ${e instanceof Error ? e.message : String(e)}`);
-    }
-  };
   /** Writes `to` when the current value differs (or, with raiseOnly, is lower). */
   const ensure = async (path: string, to: number, raiseOnly: boolean): Promise<void> => {
-    const current = await read(path);
-    if (current === to || (raiseOnly && current !== undefined && current > to)) return;
-    await write(path, current, to);
+    const r = await ensureSysctl(path, to, { root, raiseOnly });
+    if (r.kind === 'failed') problems.push(r.problem);
+    else if (r.kind === 'written') {
+      writes.push({ path, from: r.from, to });
+      o.logger.info('Set sysctl', { path, from: r.from, to });
+    }
   };
 
   const max = desiredConntrackMax(cfg, o.cpus);

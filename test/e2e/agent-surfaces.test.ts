@@ -1,0 +1,108 @@
+// Surfaces an operator scripts against, on a real agent in a node namespace: /configz in upstream's shape,
+// per-Service health-check ports bound where upstream binds them (the node IPs nodePortAddresses admits), and
+// route_localnet set when iptables mode serves localhost NodePorts.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { kernelOptions } from '../helpers/kernel.js';
+import { AgentLab } from './helpers/agent-lab.js';
+import { NODE_IP, NODE_NAME, PATHS, sliceObject } from './helpers/agent-objects.js';
+import { inNs } from './helpers/agent-table.js';
+import { until } from './helpers/agent-wait.js';
+
+const KERNEL = kernelOptions(['ip', 'nft', 'iptables', 'curl', 'ss']);
+
+/** A LoadBalancer Service with externalTrafficPolicy Local: it gets a health-check node port. */
+function localLoadBalancer(healthCheckNodePort: number) {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'lb', namespace: 'default' },
+    spec: {
+      type: 'LoadBalancer',
+      clusterIP: '198.19.0.30',
+      clusterIPs: ['198.19.0.30'],
+      ipFamilies: ['IPv4'],
+      externalTrafficPolicy: 'Local',
+      healthCheckNodePort,
+      ports: [{ name: 'http', port: 80, protocol: 'TCP', targetPort: 8080, nodePort: 30090 }],
+    },
+  };
+}
+
+describe('agent surfaces', () => {
+  test(
+    '/configz is upstream’s object; the health-check port listens on the node IP, not 0.0.0.0',
+    KERNEL,
+    async () => {
+      const lab = await AgentLab.start();
+      try {
+        lab.put(PATHS.services, localLoadBalancer(32123));
+        const slice = sliceObject({
+          service: 'lb',
+          addresses: ['198.18.10.2'],
+          ports: [{ name: 'http', port: 8080 }],
+        });
+        const endpoints = (slice as unknown as { endpoints: Record<string, unknown>[] }).endpoints;
+        for (const e of endpoints) e.nodeName = NODE_NAME;
+        lab.put(PATHS.endpointSlices, slice);
+        const proxy = lab.startProxy(lab.flags('--v=2'));
+        const listening = async (): Promise<string[]> => {
+          const r = await inNs(lab.node, 'ss', ['-ltnH']);
+          return r.stdout
+            .split('\n')
+            .map((l) => l.trim().split(/\s+/)[3] ?? '')
+            .filter((a) => a.endsWith(':32123'));
+        };
+        await until(
+          async () => (await listening()).length > 0,
+          'the health-check port listening',
+          60_000,
+          () => proxy.tail(20),
+        );
+        assert.deepEqual(
+          await listening(),
+          [`${NODE_IP}:32123`],
+          'bound on the node IP that nodePortAddresses (primary) admits',
+        );
+        const health = await lab.get(`http://${NODE_IP}:32123/`);
+        assert.equal(health.status, 200, health.body);
+        assert.match(health.body, /"localEndpoints": ?1/);
+
+        const configz = await lab.get('http://127.0.0.1:10249/configz');
+        assert.equal(configz.status, 200);
+        const doc = JSON.parse(configz.body) as Record<string, Record<string, unknown>>;
+        const kp = doc['kubeproxy.config.k8s.io'];
+        assert.ok(kp, configz.body);
+        assert.equal(kp.Mode, 'nftables');
+        assert.equal(kp.HostnameOverride, NODE_NAME);
+        assert.deepEqual((kp.NFTables as Record<string, unknown>).SyncPeriod, '30s');
+        assert.equal('syncPeriodMs' in kp, false);
+        assert.equal(doc['kube-proxy-ts']?.nftablesLayout, 'upstream');
+      } finally {
+        await lab.close();
+      }
+    },
+  );
+
+  test(
+    'iptables mode with localhost NodePorts sets route_localnet in the node’s namespace',
+    KERNEL,
+    async () => {
+      const lab = await AgentLab.start();
+      try {
+        const routeLocalnet = async (): Promise<string> =>
+          (await inNs(lab.node, 'cat', ['/proc/sys/net/ipv4/conf/all/route_localnet'])).stdout.trim();
+        assert.equal(await routeLocalnet(), '0', 'a fresh namespace starts without it');
+        const proxy = lab.startProxy(lab.flags('--proxy-mode', 'iptables'));
+        await until(
+          async () => (await routeLocalnet()) === '1',
+          'route_localnet = 1',
+          60_000,
+          () => proxy.tail(20),
+        );
+      } finally {
+        await lab.close();
+      }
+    },
+  );
+});
