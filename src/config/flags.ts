@@ -43,7 +43,7 @@ export const FLAGS = {
   cleanup: {
     kind: 'bool',
     group: 'option',
-    help: 'If true cleanup iptables, ipvs and nftables rules and exit.',
+    help: 'If true cleanup iptables and nftables rules and exit (kube-proxy-ts has no ipvs mode, so there are no ipvs rules to remove).',
   },
   'init-only': {
     kind: 'bool',
@@ -80,7 +80,7 @@ export const FLAGS = {
   vmodule: {
     kind: 'vmodule',
     group: 'logging',
-    help: 'pattern=N,... for file-filtered logging (text format only)',
+    help: 'pattern=N,... for file-filtered logging. Accepted and validated as upstream does, and shown in /configz, but kube-proxy-ts logs by one verbosity (--v) for every file: the patterns change nothing.',
   },
   'logging-format': { kind: 'string', group: 'logging', help: 'Sets the log format: "text" or "json".' },
   'log-flush-frequency': {
@@ -123,7 +123,7 @@ export const FLAGS = {
   profiling: {
     kind: 'bool',
     group: 'config',
-    help: 'If true enables profiling via web interface on /debug/pprof.',
+    help: "Accepted for compatibility and shown in /configz; kube-proxy-ts serves no /debug/pprof (Go's profiler has no Node.js counterpart there): use node --inspect or --cpu-prof instead.",
   },
   'show-hidden-metrics-for-version': {
     kind: 'string',
