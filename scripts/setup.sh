@@ -11,6 +11,7 @@ command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v conntrack >/dev/null 2>&1 || need_apt+=(conntrack)
 command -v kubectl >/dev/null 2>&1 || need_apt+=(kubernetes-client)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+command -v modprobe >/dev/null 2>&1 || need_apt+=(kmod)
 
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
@@ -23,14 +24,38 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
   fi
 fi
 
-if ! command -v node >/dev/null 2>&1; then
-  echo "setup: Node.js (>= 20) is required and not installed" >&2
-  exit 1
+# Node.js >= 20. Debian 12's own nodejs is 18: when the machine has no Node >= 20, Debian's npm installs one from
+# the npm registry (the `node` package, whose platform build ships inside a registry package) under .tools/, and
+# scripts/env.sh puts it first on PATH for every script.
+. scripts/env.sh
+node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+if ! command -v node >/dev/null 2>&1 || [ "$(node_major)" -lt 20 ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "setup: installing Debian's nodejs and npm (to fetch Node.js 20)"
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+    else
+      echo "setup: Node.js >= 20 is required; install it, or Debian's npm so setup can fetch it" >&2
+      exit 1
+    fi
+  fi
+  echo "setup: installing Node.js 20 from the npm registry into .tools/node"
+  npm install --prefix .tools/node --no-save --no-audit --no-fund --loglevel=error node@20
+  . scripts/env.sh
+  if [ "$(node_major)" -lt 20 ]; then
+    echo "setup: Node.js >= 20 is required, still found $(node --version 2>/dev/null || echo none)" >&2
+    exit 1
+  fi
 fi
-major=$(node -p 'process.versions.node.split(".")[0]')
-if [ "$major" -lt 20 ]; then
-  echo "setup: Node.js >= 20 is required, found $(node --version)" >&2
-  exit 1
+
+# The lab's pod bridges need bridged frames to pass netfilter (br_netfilter), as a CNI bridge does.
+if [ ! -d /proc/sys/net/bridge ]; then
+  if [ "$(id -u)" = 0 ] && command -v modprobe >/dev/null 2>&1 && modprobe br_netfilter; then
+    echo "setup: loaded br_netfilter"
+  else
+    echo "setup: the br_netfilter module is not loaded (modprobe br_netfilter as root); the lab and kernel tests need it" >&2
+  fi
 fi
 
 echo "setup: installing npm dependencies"

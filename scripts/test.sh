@@ -3,6 +3,7 @@
 # Arguments narrow the run to test files whose path contains one of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/env.sh
 if [ ! -d node_modules ] || [ ! -x node_modules/.bin/tsx ] || ! command -v nft >/dev/null 2>&1; then
   bash scripts/setup.sh
 fi
