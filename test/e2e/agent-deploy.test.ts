@@ -1,7 +1,7 @@
-// deploy/: the manifests that replace kubeadm's kube-proxy objects one for one, and the image's Dockerfile. Real
-// kubectl accepts them against the lab API server (client dry run, then a real apply read back), the ConfigMap's
-// config.conf loads through the proxy's own configuration loader, and the DaemonSet keeps kubeadm's names, mounts
-// and scheduling.
+// deploy/: the manifests that replace kubeadm's kube-proxy objects, and the image's Dockerfile. Real kubectl
+// applies them to the lab API server holding kubeadm's kube-proxy objects, and kubeadm's ConfigMap stays as it was
+// (rolling back needs it); the example ConfigMap (deploy/examples/, not applied) loads through the proxy's own
+// configuration loader; the DaemonSet keeps kubeadm's names, mounts and scheduling and adds a readiness probe.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
@@ -23,10 +23,10 @@ interface Manifest {
   readonly [field: string]: unknown;
 }
 
-async function manifests(): Promise<Manifest[]> {
+async function manifests(dir = DEPLOY): Promise<Manifest[]> {
   const out: Manifest[] = [];
-  for (const f of (await readdir(DEPLOY)).filter((n) => n.endsWith('.yaml')).sort()) {
-    for (const doc of parseAllDocuments(await readFile(join(DEPLOY, f), 'utf8'))) {
+  for (const f of (await readdir(dir)).filter((n) => n.endsWith('.yaml')).sort()) {
+    for (const doc of parseAllDocuments(await readFile(join(dir, f), 'utf8'))) {
       if (doc.errors.length > 0) throw new Error(`${f}: ${doc.errors[0]?.message ?? ''}`);
       const value = doc.toJS() as Manifest | null;
       if (value) out.push(value);
@@ -38,15 +38,21 @@ async function manifests(): Promise<Manifest[]> {
 function kubectl(
   kubeconfig: string,
   args: readonly string[],
+  stdin?: string,
 ): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve) => {
-    execFile('kubectl', ['--kubeconfig', kubeconfig, ...args], { timeout: 60_000 }, (error, stdout, stderr) =>
-      resolve({
-        code: error ? (typeof error.code === 'number' ? error.code : 1) : 0,
-        out: stdout,
-        err: stderr,
-      }),
+    const child = execFile(
+      'kubectl',
+      ['--kubeconfig', kubeconfig, ...args],
+      { timeout: 60_000 },
+      (error, stdout, stderr) =>
+        resolve({
+          code: error ? (typeof error.code === 'number' ? error.code : 1) : 0,
+          out: stdout,
+          err: stderr,
+        }),
     );
+    child.stdin?.end(stdin ?? '');
   });
 }
 
@@ -56,14 +62,23 @@ function find(all: readonly Manifest[], kind: string, name: string): Manifest {
   return m;
 }
 
-test('deploy/ replaces kubeadm kube-proxy objects one for one', async () => {
+test('deploy/ replaces kubeadm kube-proxy objects, but not its ConfigMap', async () => {
   const all = await manifests();
+  assert.equal(
+    all.some((m) => m.kind === 'ConfigMap'),
+    false,
+    'kubectl apply -f deploy/ must not replace kubeadm’s ConfigMap',
+  );
   // kubeadm's names (cmd/kubeadm/app/phases/addons/proxy): everything namespaced lives in kube-system.
   const sa = find(all, 'ServiceAccount', 'kube-proxy');
-  const cm = find(all, 'ConfigMap', 'kube-proxy');
+  const cm = find(await manifests(join(DEPLOY, 'examples')), 'ConfigMap', 'kube-proxy');
   const ds = find(all, 'DaemonSet', 'kube-proxy');
   const binding = find(all, 'ClusterRoleBinding', 'kubeadm:node-proxier');
   find(all, 'ClusterRole', 'system:node-proxier');
+  assert.deepEqual((ds.spec as { updateStrategy: unknown }).updateStrategy, {
+    type: 'RollingUpdate',
+    rollingUpdate: { maxUnavailable: 1 },
+  });
   for (const m of [sa, cm, ds]) assert.equal(m.metadata.namespace, 'kube-system', `${m.kind} namespace`);
   assert.deepEqual(binding.roleRef, {
     apiGroup: 'rbac.authorization.k8s.io',
@@ -104,6 +119,16 @@ test('deploy/ replaces kubeadm kube-proxy objects one for one', async () => {
   }[];
   assert.ok(container);
   assert.deepEqual(container.securityContext, { privileged: true });
+  assert.deepEqual(
+    (container as unknown as { readinessProbe: unknown }).readinessProbe,
+    {
+      httpGet: { path: '/healthz', port: 10256 },
+      initialDelaySeconds: 1,
+      periodSeconds: 5,
+      failureThreshold: 3,
+    },
+    'ready only once /healthz answers 200',
+  );
   assert.ok(container.command.includes('--config=/var/lib/kube-proxy/config.conf'));
   assert.ok(container.command.includes('--hostname-override=$(NODE_NAME)'));
   assert.deepEqual(container.env, [
@@ -132,21 +157,72 @@ test('deploy/ replaces kubeadm kube-proxy objects one for one', async () => {
     assert.match(dockerfile, needle);
 });
 
+// kubeadm's kube-proxy ConfigMap as `kubeadm init` writes it (cmd/kubeadm/app/phases/addons/proxy): iptables mode
+// by default (mode ""), the node's kubeconfig pointing at the control-plane endpoint.
+const KUBEADM_CONFIGMAP = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kube-proxy
+  namespace: kube-system
+  labels:
+    app: kube-proxy
+data:
+  config.conf: |-
+    apiVersion: kubeproxy.config.k8s.io/v1alpha1
+    kind: KubeProxyConfiguration
+    bindAddress: 0.0.0.0
+    clientConnection:
+      kubeconfig: /var/lib/kube-proxy/kubeconfig.conf
+    clusterCIDR: 198.18.8.0/21
+    mode: ""
+  kubeconfig.conf: |-
+    apiVersion: v1
+    kind: Config
+    clusters:
+    - cluster:
+        certificate-authority: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt
+        server: https://cp.kubeadm.internal:6443
+      name: default
+    contexts:
+    - context:
+        cluster: default
+        namespace: default
+        user: default
+      name: default
+    current-context: default
+    users:
+    - name: default
+      user:
+        tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+`;
+
 test(
-  'kubectl apply -f deploy/ is accepted by the lab API server (client dry run, then for real)',
+  'kubectl apply -f deploy/ over kubeadm’s objects: accepted, and kubeadm’s ConfigMap unchanged',
   toolOptions(['kubectl']),
   async () => {
     const dir = await mkdtemp(join(tmpdir(), 'kpts-deploy-'));
     const kubeconfig = join(dir, 'kubeconfig');
     const server = await startApiServer({ kubeconfigPath: kubeconfig });
     try {
+      const created = await kubectl(kubeconfig, ['create', '-f', '-'], KUBEADM_CONFIGMAP);
+      assert.equal(created.code, 0, created.err);
+      const cmBefore = await kubectl(kubeconfig, [
+        '-n',
+        'kube-system',
+        'get',
+        'cm',
+        'kube-proxy',
+        '-o',
+        'json',
+      ]);
+      assert.equal(cmBefore.code, 0, cmBefore.err);
+
       const dry = await kubectl(kubeconfig, ['apply', '--dry-run=client', '-f', DEPLOY]);
       assert.equal(dry.code, 0, dry.err);
       const lines = dry.out.trim().split('\n').sort();
       assert.deepEqual(lines, [
         'clusterrole.rbac.authorization.k8s.io/system:node-proxier created (dry run)',
         'clusterrolebinding.rbac.authorization.k8s.io/kubeadm:node-proxier created (dry run)',
-        'configmap/kube-proxy created (dry run)',
         'daemonset.apps/kube-proxy created (dry run)',
         'serviceaccount/kube-proxy created (dry run)',
       ]);
@@ -167,6 +243,18 @@ test(
       const again = await kubectl(kubeconfig, ['apply', '-f', DEPLOY]);
       assert.equal(again.code, 0, again.err);
       assert.match(again.out, /daemonset\.apps\/kube-proxy unchanged/);
+
+      const cmAfter = await kubectl(kubeconfig, [
+        '-n',
+        'kube-system',
+        'get',
+        'cm',
+        'kube-proxy',
+        '-o',
+        'json',
+      ]);
+      assert.equal(cmAfter.code, 0, cmAfter.err);
+      assert.deepEqual(JSON.parse(cmAfter.out), JSON.parse(cmBefore.out), 'kubeadm’s ConfigMap, untouched');
     } finally {
       await server.stop();
       await rm(dir, { recursive: true, force: true });

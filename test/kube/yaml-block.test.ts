@@ -119,7 +119,7 @@ describe('parseBlockYAML', () => {
   test("the repository's manifests read the same through readManifests as through the library", () => {
     for (const file of [
       'examples/cluster.yaml',
-      'deploy/configmap.yaml',
+      'deploy/examples/configmap.yaml',
       'deploy/daemonset.yaml',
       'deploy/rbac.yaml',
       'deploy/serviceaccount.yaml',
