@@ -39,7 +39,8 @@ import type { CommandRunner } from '../netfilter/command.js';
 import { ConntrackReconciler } from '../netfilter/conntrack/executor.js';
 import { applyConntrackSysctls } from '../netfilter/conntrack/sysctls.js';
 import { createMetricsServer } from '../server/metrics-server.js';
-import { createProxyMetrics } from '../server/metrics.js';
+import { createProxyMetrics, NFACCT_COUNTERS } from '../server/metrics.js';
+import { NfacctClient } from '../netfilter/nfacct.js';
 import { createProxyHealthServer } from '../server/proxy-health-server.js';
 import { ProxyHealth } from '../server/proxy-health.js';
 import { ServiceHealthServers } from '../server/service-health.js';
@@ -243,7 +244,12 @@ class Agent {
     });
     const client = createApiClient(clientConfig.config, { clock });
 
-    const metrics = createProxyMetrics({ mode: config.mode });
+    // iptables mode counts INVALID drops and localhost NodePort packets in nfacct objects, as upstream does.
+    const nfacct = config.mode === 'iptables' ? new NfacctClient(commands) : undefined;
+    const metrics = createProxyMetrics({
+      mode: config.mode,
+      ...(nfacct !== undefined ? { nfacctReader: (name: string) => nfacct.packets(name) } : {}),
+    });
     const health = new ProxyHealth({ clock, syncPeriodMs: config.syncPeriodMs, metrics });
     const fatal = (what: string) => (error: { message: string }) => this.stop(1, `${what}: ${error.message}`);
     if (config.healthzBindAddress !== '') {
@@ -334,6 +340,15 @@ class Agent {
     }
 
     let serviceHealth: ServiceHealthServers | undefined;
+    // The counters that exist go into the rules; where the kernel has no nfacct the rules go without them.
+    const nfacctCounters: string[] = [];
+    if (nfacct !== undefined) {
+      for (const name of Object.values(NFACCT_COUNTERS)) {
+        const problem = await nfacct.ensure(name);
+        if (problem === undefined) nfacctCounters.push(name);
+        else logger.info('nfacct counter not available; its rule and metric are left out', { problem });
+      }
+    }
     const conntrack = new ConntrackReconciler({ runner: commands, clock, logger, metrics });
     const podCIDRs =
       waited.node.spec?.podCIDRs ?? (waited.node.spec?.podCIDR ? [waited.node.spec.podCIDR] : []);
@@ -380,7 +395,7 @@ class Agent {
         const iptablesOptions = {
           variant: 'auto' as const,
           localhostNodePorts: config.iptables.localhostNodePorts,
-          nfacctCounters: [],
+          nfacctCounters,
           randomFully: await this.iptablesRandomFully(commands, family),
           conntrackTCPBeLiberal: this.tcpBeLiberal(),
           syncPeriodMs: config.syncPeriodMs,

@@ -1,6 +1,7 @@
 // Surfaces an operator scripts against, on a real agent in a node namespace: /configz in upstream's shape,
 // per-Service health-check ports bound where upstream binds them (the node IPs nodePortAddresses admits), and
-// route_localnet set when iptables mode serves localhost NodePorts.
+// route_localnet set when iptables mode serves localhost NodePorts, and iptables mode's nfacct counters made, used
+// by the rules and exported.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { kernelOptions } from '../helpers/kernel.js';
@@ -10,6 +11,7 @@ import { inNs } from './helpers/agent-table.js';
 import { until } from './helpers/agent-wait.js';
 
 const KERNEL = kernelOptions(['ip', 'nft', 'iptables', 'curl', 'ss']);
+const KERNEL_NFACCT = kernelOptions(['ip', 'iptables', 'iptables-save', 'curl', 'nfacct']);
 
 /** A LoadBalancer Service with externalTrafficPolicy Local: it gets a health-check node port. */
 function localLoadBalancer(healthCheckNodePort: number) {
@@ -100,6 +102,37 @@ describe('agent surfaces', () => {
           60_000,
           () => proxy.tail(20),
         );
+      } finally {
+        await lab.close();
+      }
+    },
+  );
+
+  test(
+    'iptables mode makes its nfacct counters, counts into them and exports them',
+    KERNEL_NFACCT,
+    async () => {
+      const lab = await AgentLab.start();
+      try {
+        const proxy = lab.startProxy(lab.flags('--proxy-mode', 'iptables'));
+        const save = async (): Promise<string> =>
+          (await inNs(lab.node, 'iptables-save', ['-t', 'filter'])).stdout;
+        await until(
+          async () => /KUBE-FORWARD/.test(await save()),
+          'iptables rules programmed',
+          60_000,
+          () => proxy.tail(20),
+        );
+        const list = (await inNs(lab.node, 'nfacct', ['list'])).stdout;
+        assert.match(list, /= ct_state_invalid_dropped_pkts;/);
+        assert.match(list, /= localhost_nps_accepted_pkts;/);
+        assert.match(
+          await save(),
+          /-A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name +ct_state_invalid_dropped_pkts -j DROP/,
+        );
+        const metrics = await lab.get('http://127.0.0.1:10249/metrics');
+        assert.match(metrics.body, /^kubeproxy_iptables_ct_state_invalid_dropped_packets_total \d+$/m);
+        assert.match(metrics.body, /^kubeproxy_iptables_localhost_nodeports_accepted_packets_total \d+$/m);
       } finally {
         await lab.close();
       }
