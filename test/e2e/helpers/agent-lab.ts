@@ -14,6 +14,7 @@ import { hostCommandRunner } from '../../../src/netfilter/command.js';
 import { FakeApiServer } from '../../kube/helpers/fake-apiserver.js';
 import type { FakeObject } from '../../kube/helpers/fake-apiserver.js';
 import { runPrefix } from '../../helpers/kernel.js';
+import type { NftablesLayoutName } from '../../../src/config/nftables-layout.js';
 import { startSocketBridge } from '../../../src/lab/cluster/relay.js';
 import type { Pipe } from '../../../src/lab/cluster/relay.js';
 import { CLUSTER_CIDR, NODE_IP, NODE_NAME, PATHS, keyOf, manifestList, nodeObject } from './agent-objects.js';
@@ -51,6 +52,8 @@ export class AgentLab {
     readonly prefix: string,
     readonly dir: string,
     readonly api: FakeApiServer,
+    /** --nftables-layout for flags() and the render; undefined: the flag is not passed (upstream's default). */
+    readonly layout: NftablesLayoutName | undefined,
   ) {
     this.node = `${prefix}-node`;
     this.ref = `${prefix}-ref`;
@@ -58,12 +61,12 @@ export class AgentLab {
   }
 
   /** Builds everything; on any failure, removes what was made and rethrows. */
-  static async start(options: { withNode?: boolean } = {}): Promise<AgentLab> {
+  static async start(options: { withNode?: boolean; layout?: NftablesLayoutName } = {}): Promise<AgentLab> {
     const prefix = runPrefix();
     const dir = join(tmpdir(), prefix);
     mkdirSync(dir, { recursive: true });
     const api = await FakeApiServer.start({ token: TOKEN });
-    const lab = new AgentLab(prefix, dir, api);
+    const lab = new AgentLab(prefix, dir, api, options.layout);
     try {
       await lab.setUp(options.withNode ?? true);
     } catch (e) {
@@ -150,7 +153,7 @@ export class AgentLab {
     return p;
   }
 
-  /** The flags an operator would pass for this node, in nftables mode. */
+  /** The flags an operator would pass for this node, in nftables mode (and the lab's layout, if it has one). */
   flags(...extra: string[]): string[] {
     return [
       '--kubeconfig',
@@ -161,6 +164,7 @@ export class AgentLab {
       'nftables',
       '--cluster-cidr',
       CLUSTER_CIDR,
+      ...(this.layout !== undefined ? ['--nftables-layout', this.layout] : []),
       ...CONNTRACK_FLAGS,
       ...extra,
     ];
@@ -193,12 +197,16 @@ export class AgentLab {
     return listTable(this.node);
   }
 
-  /** What `kube-proxy-ts render` of `objects` gives, applied to the reference namespace and listed. */
+  /**
+   * What `kube-proxy-ts render` of `objects` gives (with the lab's --nftables-layout), applied to the reference
+   * namespace and listed.
+   */
   expected(objects: readonly FakeObject[]): Promise<CanonicalTable> {
     return expectedTable(this.ref, manifestList(objects), join(this.dir, 'final.json'), {
       nodeName: NODE_NAME,
       nodeIP: NODE_IP,
       clusterCIDR: CLUSTER_CIDR,
+      ...(this.layout !== undefined ? { layout: this.layout } : {}),
     });
   }
 

@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { renderCommand } from '../../../src/cli/render.js';
+import type { NftablesLayoutName } from '../../../src/config/nftables-layout.js';
 
 export interface CanonicalChain {
   /** type/hook/prio/policy for base chains; empty for regular chains. */
@@ -137,6 +138,8 @@ export interface RenderNode {
   readonly nodeName: string;
   readonly nodeIP: string;
   readonly clusterCIDR: string;
+  /** The proxy's --nftables-layout; omitted, render's default (upstream's), as an operator would leave it. */
+  readonly layout?: NftablesLayoutName;
 }
 
 /** `kube-proxy-ts render` of a manifest file (in-process: the same command an operator runs), as nft text. */
@@ -155,6 +158,7 @@ export function renderNft(manifestPath: string, node: RenderNode): string {
       node.nodeIP,
       '--cluster-cidr',
       node.clusterCIDR,
+      ...(node.layout !== undefined ? ['--nftables-layout', node.layout] : []),
     ],
     {
       stdout: (t) => (stdout += t),
