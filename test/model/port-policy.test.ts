@@ -3,50 +3,16 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Endpoint } from '../../src/model/endpoint.js';
+import { endpointOf, servicePortOf } from '../helpers/model-values.js';
+import type { ServicePort } from '../../src/model/service-port.js';
 import { policyNode, servicePortPolicy } from '../../src/model/port-policy.js';
 import type { ServicePortPolicy } from '../../src/model/port-policy.js';
-import type { ServicePort } from '../../src/model/service-port.js';
+
+const e = endpointOf;
+const port = (p: Partial<ServicePort> = {}): ServicePort =>
+  servicePortOf({ clusterIP: '198.18.100.1', ...p });
 
 const NODE = policyNode({ nodeName: 'node-a', zone: 'zone-a' }, '198.18.0.2', undefined);
-
-// Flags: r=ready, s=serving, t=terminating, l=local.
-function e(ip: string, flags: string): Endpoint {
-  const c = (ch: string) => flags.includes(ch);
-  return {
-    ip,
-    port: 80,
-    endpoint: `${ip}:80`,
-    isLocal: c('l'),
-    ready: c('r'),
-    serving: c('s'),
-    terminating: c('t'),
-    zoneHints: new Set(),
-    nodeHints: new Set(),
-  };
-}
-
-function port(p: Partial<ServicePort> = {}): ServicePort {
-  return {
-    key: 'k',
-    name: { namespace: 'ns', name: 'svc', port: '', protocol: 'TCP' },
-    nameString: 'ns/svc',
-    serviceName: 'ns/svc',
-    family: 'IPv4',
-    clusterIP: '198.18.100.1',
-    port: 80,
-    protocol: 'TCP',
-    nodePort: 0,
-    sessionAffinityClientIP: false,
-    stickyMaxAgeSeconds: 0,
-    externalIPs: [],
-    loadBalancerSourceRanges: [],
-    loadBalancerVIPs: [],
-    healthCheckNodePort: 0,
-    externalPolicyLocal: false,
-    internalPolicyLocal: false,
-    ...p,
-  };
-}
 
 /** The decision in a comparable shape: endpoint IPs instead of objects. */
 function summary(p: ServicePortPolicy) {

@@ -1,49 +1,14 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Endpoint } from '../../src/model/endpoint.js';
+import { endpointOf, servicePortOf } from '../helpers/model-values.js';
 import type { ServicePort } from '../../src/model/service-port.js';
 import { categorizeEndpoints, topologyDecision, topologyModeFromHints } from '../../src/model/topology.js';
 
+const e = endpointOf;
+const port = servicePortOf;
+
 const NODE = { nodeName: 'node-a', zone: 'zone-a' };
-
-// Endpoints as plain values. Flags: r=ready, s=serving, t=terminating, l=local; hints as zone/node name lists.
-function e(ip: string, flags: string, hints: { zones?: string[]; nodes?: string[] } = {}): Endpoint {
-  const c = (ch: string) => flags.includes(ch);
-  return {
-    ip,
-    port: 80,
-    endpoint: `${ip}:80`,
-    isLocal: c('l'),
-    ready: c('r'),
-    serving: c('s'),
-    terminating: c('t'),
-    zoneHints: new Set(hints.zones ?? []),
-    nodeHints: new Set(hints.nodes ?? []),
-  };
-}
-
-function port(p: Partial<ServicePort> = {}): ServicePort {
-  return {
-    key: 'k',
-    name: { namespace: 'ns', name: 'svc', port: '', protocol: 'TCP' },
-    nameString: 'ns/svc',
-    serviceName: 'ns/svc',
-    family: 'IPv4',
-    clusterIP: '198.18.0.1',
-    port: 80,
-    protocol: 'TCP',
-    nodePort: 0,
-    sessionAffinityClientIP: false,
-    stickyMaxAgeSeconds: 0,
-    externalIPs: [],
-    loadBalancerSourceRanges: [],
-    loadBalancerVIPs: [],
-    healthCheckNodePort: 0,
-    externalPolicyLocal: false,
-    internalPolicyLocal: false,
-    ...p,
-  };
-}
 
 const ips = (eps: readonly Endpoint[] | null): string[] | null =>
   eps === null ? null : eps.map((x) => x.ip).sort();
