@@ -6,9 +6,13 @@ import { timingSafeEqual } from 'node:crypto';
 import { parse as parseYaml } from 'yaml';
 import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/logger.js';
+import type { Duplex } from 'node:stream';
+import type { Kubelet, StreamingKubelet } from '../controllers/pod-lifecycle.js';
+import { rejectUpgrade, serveRemoteCommand } from './remotecommand.js';
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, SERVER_VERSION } from './discovery.js';
 import { isObject, num, str, type JsonObject } from './json.js';
 import { patchTypeOf } from './patch.js';
+import { servePodLog } from './pod-log.js';
 import { decodeProtobuf } from './protobuf.js';
 import { OPENAPI_V2_PROTOBUF_TYPE, openapiGroupVersion, openapiRoot, openapiV2Protobuf } from './openapi.js';
 import type { DeleteOptions, ListResult, Registry, Subresource } from './registry.js';
@@ -32,7 +36,14 @@ export interface HttpOptions {
   readonly bookmarkIntervalMs: number;
   readonly maxWatchBufferedBytes: number;
   readonly serverAddress: () => string;
+  /** The kubelet behind pods/log (and exec, attach); without one those answer that no kubelet runs the Pod. */
+  readonly kubelet?: Kubelet & Partial<StreamingKubelet>;
+  /** Streaming subresources (exec, attach) and other routes served outside the registry, tried first. */
+  readonly extraRoutes?: ExtraRoute;
 }
+
+/** Answers a request (true) or leaves it to the registry (false); `parts` are the decoded path segments. */
+export type ExtraRoute = (req: IncomingMessage, res: ServerResponse, parts: readonly string[]) => boolean;
 
 type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
 
@@ -81,6 +92,8 @@ const ok200 = 200;
 
 export function createHandler(opts: HttpOptions): {
   handle: (req: IncomingMessage, res: ServerResponse) => void;
+  /** The server's 'upgrade' event: pods/exec and pods/attach over WebSocket; anything else is refused. */
+  upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
   closeWatches: () => void;
   watchCount: () => number;
 } {
@@ -428,6 +441,25 @@ export function createHandler(opts: HttpOptions): {
     else if (parts[0] === 'apis' && parts.length === 3)
       return discovery(apiResourceList(parts[1] ?? '', parts[2] ?? ''));
     else if (parts[0] === 'apis') routed = routeResource(parts[1] ?? '', parts[2] ?? '', parts.slice(3));
+    if (opts.extraRoutes?.(req, res, parts)) return;
+    // pods/log: the kubelet's file, not the registry's object.
+    if (
+      parts.length === 7 &&
+      parts[0] === 'api' &&
+      parts[1] === 'v1' &&
+      parts[2] === 'namespaces' &&
+      parts[4] === 'pods' &&
+      parts[6] === 'log'
+    ) {
+      if (method !== 'GET') return sendError(res, errors.methodNotAllowed(method, 'pods/log'));
+      const pod = opts.registry.get(
+        findResource('', 'v1', 'pods') as ResourceType,
+        parts[3] ?? '',
+        parts[5] ?? '',
+      );
+      if (!pod.ok) return sendError(res, pod.error);
+      return servePodLog(req, res, pod.value, opts.kubelet, url.searchParams, (e) => sendError(res, e));
+    }
     if (!routed) return sendError(res, errors.noRoute());
     await serveResource(req, res, routed, url.searchParams);
   };
@@ -439,6 +471,22 @@ export function createHandler(opts: HttpOptions): {
         if (!res.headersSent) sendError(res, errors.internal(String(e)));
         else res.destroy();
       });
+    },
+    upgrade(req, socket, head) {
+      socket.on('error', () => socket.destroy());
+      try {
+        if (!authorized(req)) return rejectUpgrade(socket, errors.unauthorized());
+        const url = new URL(req.url ?? '/', 'http://localhost');
+        const parts = url.pathname
+          .split('/')
+          .filter((p) => p !== '')
+          .map(decodeURIComponent);
+        if (!serveRemoteCommand(req, socket, head, parts, url.searchParams, opts.registry, opts.kubelet))
+          rejectUpgrade(socket, errors.badRequest(`${url.pathname} cannot be upgraded to a stream`));
+      } catch (e) {
+        opts.logger.error('upgrade failed', { url: req.url, error: String(e) });
+        socket.destroy();
+      }
     },
     closeWatches() {
       for (const w of [...watches]) w.stop();

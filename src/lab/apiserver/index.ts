@@ -10,11 +10,17 @@ import { dirname } from 'node:path';
 import type { Clock } from '../../util/clock.js';
 import { SILENT_LOGGER, type Logger } from '../../util/logger.js';
 import { startControllers, type Controllers } from '../controllers/index.js';
-import { readyPodLifecycle, type PodLifecycle } from '../controllers/pod-lifecycle.js';
-import { createHandler } from './http.js';
+import {
+  readyPodLifecycle,
+  type Kubelet,
+  type PodLifecycle,
+  type StreamingKubelet,
+} from '../controllers/pod-lifecycle.js';
+import { createHandler, type ExtraRoute } from './http.js';
 import { parseCidr } from './ipnet.js';
 import {
   configMapStrategy,
+  daemonSetStrategy,
   deploymentStrategy,
   endpointSliceStrategy,
   namespaceStrategy,
@@ -41,6 +47,10 @@ export interface ApiServerOptions {
   /** Default 198.19.0.0/16. */
   readonly serviceCIDR?: string;
   readonly podLifecycle?: PodLifecycle;
+  /** The kubelet behind pods/log, exec and attach (the lab's namespace-backed plug is one). */
+  readonly kubelet?: Kubelet & Partial<StreamingKubelet>;
+  /** Routes served before the registry's (exec, attach, metrics.k8s.io). */
+  readonly extraRoutes?: ExtraRoute;
   /** Default 100, as upstream. */
   readonly maxEndpointsPerSlice?: number;
   readonly clock?: Clock;
@@ -168,6 +178,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
     ['ConfigMap', configMapStrategy],
     ['EndpointSlice', endpointSliceStrategy],
     ['Deployment', deploymentStrategy],
+    ['DaemonSet', daemonSetStrategy],
     ['Service', serviceStrategy(allocators)],
   ]);
   const registry = new Registry(store, strategies, clock);
@@ -195,6 +206,8 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
     bookmarkIntervalMs: options.bookmarkIntervalMs ?? 10_000,
     maxWatchBufferedBytes: options.maxWatchBufferedBytes ?? 16 * 1024 * 1024,
     serverAddress: () => `${host}:${boundPort}`,
+    ...(options.kubelet ? { kubelet: options.kubelet } : {}),
+    ...(options.extraRoutes ? { extraRoutes: options.extraRoutes } : {}),
   });
   controllers = startControllers({
     registry,
@@ -212,6 +225,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
     ? createHttpsServer({ cert: cert.certPem, key: cert.keyPem, keepAliveTimeout: 30_000 }, handler.handle)
     : createServer({ keepAliveTimeout: 30_000 }, handler.handle);
   server = srv;
+  srv.on('upgrade', handler.upgrade);
   // Every raw socket, including ones still in their TLS handshake, which closeAllConnections() does not see: a
   // client reconnecting just as the server closes would otherwise hold close() open for good.
   const sockets = new Set<Socket>();

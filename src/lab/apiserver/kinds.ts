@@ -276,3 +276,62 @@ export const deploymentStrategy: Strategy = {
 };
 
 export { labelsMatchSelector };
+
+// DaemonSet: upstream's defaults (RollingUpdate, maxUnavailable 1, maxSurge 0) — kubectl rollout status refuses a
+// DaemonSet without a RollingUpdate strategy, and the controller reads maxUnavailable from here.
+export const daemonSetStrategy: Strategy = {
+  prepareForCreate(obj) {
+    const spec = ensureObject(obj, 'spec');
+    setDefault(spec, 'revisionHistoryLimit', 10);
+    setDefault(spec, 'updateStrategy', { type: 'RollingUpdate' });
+    const strategy = ensureObject(spec, 'updateStrategy');
+    if (strategy.type === 'RollingUpdate') {
+      const rolling = ensureObject(strategy, 'rollingUpdate');
+      setDefault(rolling, 'maxUnavailable', 1);
+      setDefault(rolling, 'maxSurge', 0);
+    }
+    podSpecDefaults(ensureObject(ensureObject(spec, 'template'), 'spec'));
+    delete obj.status;
+  },
+  prepareForUpdate(obj) {
+    const spec = ensureObject(obj, 'spec');
+    setDefault(spec, 'updateStrategy', { type: 'RollingUpdate' });
+    const strategy = ensureObject(spec, 'updateStrategy');
+    if (strategy.type === 'RollingUpdate') {
+      const rolling = ensureObject(strategy, 'rollingUpdate');
+      setDefault(rolling, 'maxUnavailable', 1);
+      setDefault(rolling, 'maxSurge', 0);
+    }
+    podSpecDefaults(ensureObject(ensureObject(spec, 'template'), 'spec'));
+  },
+  validate(obj, old) {
+    const out: StatusCause[] = [];
+    const spec = child(obj, 'spec');
+    const selector = spec.selector;
+    if (!isObject(selector) || Object.keys(child(selector, 'matchLabels')).length === 0)
+      out.push(cause('spec.selector', 'Required value', 'FieldValueRequired'));
+    else {
+      const labels = child(child(child(spec, 'template'), 'metadata'), 'labels');
+      if (!labelsMatchSelector(selector, labels))
+        out.push(
+          cause(
+            'spec.template.metadata.labels',
+            'Invalid value: `selector` does not match template `labels`',
+          ),
+        );
+      if (old && !jsonEqual(child(old, 'spec').selector, selector))
+        out.push(cause('spec.selector', 'Invalid value: field is immutable'));
+    }
+    const type = str(child(spec, 'updateStrategy'), 'type');
+    if (type !== 'RollingUpdate' && type !== 'OnDelete')
+      out.push(
+        cause(
+          'spec.updateStrategy.type',
+          `Unsupported value: ${JSON.stringify(type)}: supported values: "OnDelete", "RollingUpdate"`,
+          'FieldValueNotSupported',
+        ),
+      );
+    out.push(...podSpecCauses(child(child(spec, 'template'), 'spec'), 'spec.template.spec'));
+    return out;
+  },
+};

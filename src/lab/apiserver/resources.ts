@@ -101,6 +101,17 @@ export const RESOURCES: readonly ResourceType[] = [
     subresources: [],
   }),
   resource({
+    group: '',
+    version: 'v1',
+    resource: 'endpoints',
+    singular: 'endpoints',
+    kind: 'Endpoints',
+    namespaced: true,
+    shortNames: ['ep'],
+    nameRule: 'dns1123-subdomain',
+    subresources: [],
+  }),
+  resource({
     group: 'discovery.k8s.io',
     version: 'v1',
     resource: 'endpointslices',

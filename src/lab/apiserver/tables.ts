@@ -87,9 +87,61 @@ function podReady(o: JsonObject): string {
   return `${ready}/${containers}`;
 }
 
+/** upstream's printPod: the phase, overridden by a container's waiting or terminated reason (CrashLoopBackOff). */
 function podStatus(o: JsonObject): string {
   if (str(meta(o), 'deletionTimestamp')) return 'Terminating';
-  return str(child(o, 'status'), 'phase') ?? 'Unknown';
+  const status = child(o, 'status');
+  let reason = str(status, 'reason') ?? str(status, 'phase') ?? 'Unknown';
+  for (const c of arr(status, 'containerStatuses')) {
+    const waiting = child(child(c, 'state'), 'waiting');
+    const terminated = child(child(c, 'state'), 'terminated');
+    const w = str(waiting, 'reason');
+    if (w !== undefined && w !== '') reason = w;
+    else if (Object.keys(terminated).length > 0) {
+      const t = str(terminated, 'reason');
+      const signal = num(terminated, 'signal');
+      reason =
+        t !== undefined && t !== ''
+          ? t
+          : signal
+            ? `Signal:${signal}`
+            : `ExitCode:${num(terminated, 'exitCode') ?? 0}`;
+    }
+  }
+  return reason;
+}
+
+/** upstream's RESTARTS cell: the count, and how long ago the last one ended ("3 (5s ago)"). */
+function podRestarts(o: JsonObject, now: number): string {
+  let restarts = 0;
+  let last = 0;
+  for (const c of arr(child(o, 'status'), 'containerStatuses')) {
+    restarts += num(c, 'restartCount') ?? 0;
+    const finished = Date.parse(str(child(child(c, 'lastState'), 'terminated'), 'finishedAt') ?? '');
+    if (!Number.isNaN(finished)) last = Math.max(last, finished);
+  }
+  return restarts > 0 && last > 0 ? `${restarts} (${humanDuration(now - last)} ago)` : String(restarts);
+}
+
+function endpointsAddresses(o: JsonObject): string {
+  // upstream's formatEndpoints: ports outer, addresses inner.
+  const all = arr(o, 'subsets').flatMap((s) => {
+    const ports = arr(s, 'ports').map((p) => num(p, 'port'));
+    return (ports.length > 0 ? ports : [undefined]).flatMap((p) =>
+      arr(s, 'addresses').map((a) => (p === undefined ? (str(a, 'ip') ?? '') : `${str(a, 'ip') ?? ''}:${p}`)),
+    );
+  });
+  if (all.length === 0) return '<none>';
+  const shown = all.slice(0, 3).join(',');
+  return all.length > 3 ? `${shown} + ${all.length - 3} more...` : shown;
+}
+
+function selectorText(m: JsonObject): string {
+  return orNone(
+    Object.entries(m)
+      .map(([k, v]) => `${k}=${String(v)}`)
+      .join(','),
+  );
 }
 
 function nodeStatus(o: JsonObject): string {
@@ -144,16 +196,7 @@ const COLUMNS: Readonly<Record<string, readonly Column[]>> = {
     nameCol,
     col('Ready', podReady),
     col('Status', podStatus),
-    col(
-      'Restarts',
-      (o) =>
-        arr(child(o, 'status'), 'containerStatuses').reduce<number>(
-          (n, c) => n + (num(c, 'restartCount') ?? 0),
-          0,
-        ),
-      0,
-      'integer',
-    ),
+    col('Restarts', podRestarts),
     ageCol,
     col('IP', (o) => orNone(str(child(o, 'status'), 'podIP') ?? ''), 1),
     col('Node', (o) => orNone(str(child(o, 'spec'), 'nodeName') ?? ''), 1),
@@ -193,6 +236,40 @@ const COLUMNS: Readonly<Record<string, readonly Column[]>> = {
     col('Available', (o) => num(child(o, 'status'), 'availableReplicas') ?? 0, 0, 'integer'),
     ageCol,
   ],
+  DaemonSet: [
+    nameCol,
+    ...(
+      [
+        ['Desired', 'desiredNumberScheduled'],
+        ['Current', 'currentNumberScheduled'],
+        ['Ready', 'numberReady'],
+        ['Up-to-date', 'updatedNumberScheduled'],
+        ['Available', 'numberAvailable'],
+      ] as const
+    ).map(([name, field]) => col(name, (o) => num(child(o, 'status'), field) ?? 0, 0, 'integer')),
+    col('Node Selector', (o) =>
+      selectorText(child(child(child(child(o, 'spec'), 'template'), 'spec'), 'nodeSelector')),
+    ),
+    ageCol,
+    col(
+      'Containers',
+      (o) =>
+        arr(child(child(child(o, 'spec'), 'template'), 'spec'), 'containers')
+          .map((c) => str(c, 'name') ?? '')
+          .join(','),
+      1,
+    ),
+    col(
+      'Images',
+      (o) =>
+        arr(child(child(child(o, 'spec'), 'template'), 'spec'), 'containers')
+          .map((c) => str(c, 'image') ?? '')
+          .join(','),
+      1,
+    ),
+    col('Selector', (o) => selectorText(child(child(child(o, 'spec'), 'selector'), 'matchLabels')), 1),
+  ],
+  Endpoints: [nameCol, col('Endpoints', endpointsAddresses), ageCol],
   ConfigMap: [
     nameCol,
     col(

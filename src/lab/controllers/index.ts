@@ -2,8 +2,10 @@
 import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/logger.js';
 import type { Registry } from '../apiserver/registry.js';
+import { DaemonSetController } from './daemonset.js';
 import { DeploymentController } from './deployment.js';
 import { EndpointSliceController } from './endpointslice.js';
+import { EndpointsController } from './endpoints.js';
 import { NodePicker } from './node-picker.js';
 import type { PodLifecycle } from './pod-lifecycle.js';
 import { PodController } from './pods.js';
@@ -45,7 +47,9 @@ export function startControllers(o: ControllerOptions): Controllers {
     logger: o.logger,
     maxEndpointsPerSlice: o.maxEndpointsPerSlice,
   });
-  const queues = [pods.queue, deployments.queue, slices.queue];
+  const daemonSets = new DaemonSetController({ registry: o.registry, logger: o.logger });
+  const endpoints = new EndpointsController(o.registry, o.logger);
+  const queues = [pods.queue, deployments.queue, daemonSets.queue, slices.queue, endpoints.queue];
   return {
     async idle() {
       // One queue's work can feed another's; settle only when all are quiet at once, after pending promise
@@ -59,7 +63,9 @@ export function startControllers(o: ControllerOptions): Controllers {
     stop() {
       pods.stop();
       deployments.stop();
+      daemonSets.stop();
       slices.stop();
+      endpoints.stop();
     },
   };
 }

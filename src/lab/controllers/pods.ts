@@ -9,7 +9,7 @@ import { rfc3339, type Registry } from '../apiserver/registry.js';
 import { resourceByKind } from '../apiserver/resources.js';
 import { storedPod } from '../apiserver/types.js';
 import type { NodePicker } from './node-picker.js';
-import type { PodLifecycle } from './pod-lifecycle.js';
+import type { PodLifecycle, PodStatusReport } from './pod-lifecycle.js';
 import { WorkQueue } from './work-queue.js';
 
 const POD = resourceByKind('Pod');
@@ -34,6 +34,9 @@ export function isPodReady(pod: unknown): boolean {
 export class PodController {
   readonly queue: WorkQueue;
   private readonly started = new Set<string>();
+  /** The plug's latest report per Pod uid, and whether start() has resolved (the Pod was marked running). */
+  private readonly reports = new Map<string, PodStatusReport>();
+  private readonly running = new Set<string>();
   private readonly stopping = new Map<string, TimerHandle | undefined>();
   private readonly unsubscribe: () => void;
   private stopped = false;
@@ -63,10 +66,12 @@ export class PodController {
     if (phase !== 'Pending' || this.started.has(uid)) return;
     if (!str(status, 'podIP')) return this.assignAddress(pod, nodeName);
     this.started.add(uid);
-    this.o.lifecycle.start(storedPod(pod)).then(
-      () => this.markRunning(key, uid),
-      (e: unknown) => this.markFailed(key, uid, String(e)),
-    );
+    this.o.lifecycle
+      .start(storedPod(pod), (r) => this.report(key, uid, r))
+      .then(
+        () => this.markRunning(key, uid),
+        (e: unknown) => this.markFailed(key, uid, String(e)),
+      );
   }
 
   private schedule(pod: JsonObject): void {
@@ -143,9 +148,49 @@ export class PodController {
     if (!r.ok) this.o.logger.warn('cannot update pod status', { pod: keyOf(pod), error: r.error.message });
   }
 
+  /** A container changed state (exit, restart, back-off): the Pod's status says so, as the kubelet's would. */
+  private report(key: string, uid: string, r: PodStatusReport): void {
+    this.reports.set(uid, r);
+    if (!this.running.has(uid)) return; // markRunning writes it
+    const pod = this.get(key);
+    if (this.stopped || !pod || str(meta(pod), 'uid') !== uid) return;
+    this.writeReport(pod, r);
+  }
+
+  private writeReport(pod: JsonObject, r: PodStatusReport): void {
+    const now = rfc3339(this.o.clock.now());
+    const ready =
+      r.phase === 'Running' &&
+      r.containerStatuses.length > 0 &&
+      r.containerStatuses.every((c) => c.ready === true);
+    const old = arr(child(pod, 'status'), 'conditions');
+    const condition = (type: string, status: string): JsonObject => {
+      const prev = old.find((c) => str(c, 'type') === type);
+      return {
+        type,
+        status,
+        lastTransitionTime: str(prev, 'status') === status ? (str(prev, 'lastTransitionTime') ?? now) : now,
+      };
+    };
+    this.writeStatus(pod, {
+      ...child(pod, 'status'),
+      phase: r.phase,
+      conditions: [
+        condition('PodScheduled', 'True'),
+        condition('Initialized', 'True'),
+        condition('ContainersReady', ready ? 'True' : 'False'),
+        condition('Ready', ready ? 'True' : 'False'),
+      ],
+      containerStatuses: r.containerStatuses,
+    });
+  }
+
   private markRunning(key: string, uid: string): void {
     const pod = this.get(key);
     if (this.stopped || !pod || str(meta(pod), 'uid') !== uid || str(meta(pod), 'deletionTimestamp')) return;
+    this.running.add(uid);
+    const reported = this.reports.get(uid);
+    if (reported) return this.writeReport(pod, reported);
     const now = rfc3339(this.o.clock.now());
     const containers = arr(child(pod, 'spec'), 'containers');
     this.writeStatus(pod, {
@@ -183,6 +228,8 @@ export class PodController {
       if (timer) this.o.clock.clearTimeout(timer);
       this.stopping.delete(uid);
       this.started.delete(uid);
+      this.reports.delete(uid);
+      this.running.delete(uid);
       if (this.stopped || !cur || str(meta(cur), 'uid') !== uid) return;
       this.o.registry.remove(POD, cur, cur);
     };
