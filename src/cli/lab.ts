@@ -24,9 +24,14 @@ import { labApiserverCommand } from './lab-apiserver.js';
 export const LAB_USAGE = `Usage: kube-proxy-ts lab COMMAND
 
 Commands:
-  up [--nodes 2] [--mode nftables|iptables] [--nftables-layout upstream|flat]
-            start a cluster on this host (needs root): nodes and pods as network namespaces, one
-            kube-proxy-ts per node, Service svc/web; runs in the foreground, Ctrl-C removes everything.
+  up [--nodes 2] [--mode nftables|iptables] [--nftables-layout upstream|flat] [--zones zone-a,zone-b]
+     [--follow-configmap]
+            start a cluster on this host (needs root): nodes and pods as network namespaces,
+            kube-proxy-ts as the pods of DaemonSet kube-system/kube-proxy, Service svc/web; runs in the
+            foreground, Ctrl-C removes everything.
+            --zones: label the nodes with topology.kubernetes.io/zone, round robin
+            --follow-configmap: a kube-proxy ConfigMap edit restarts the proxies at once (default: as on a
+            real cluster, \`kubectl -n kube-system rollout restart ds kube-proxy\` applies it)
             --nftables-layout flat: every proxy programs the flat ruleset (shared maps, no chain per
             Service; see docs/nftables-layouts.md)
   down      stop the lab (also after it crashed) and remove every namespace, link and process it made
@@ -61,6 +66,8 @@ async function upCommand(argv: string[]): Promise<number> {
         nodes: { type: 'string' },
         mode: { type: 'string' },
         'nftables-layout': { type: 'string' },
+        zones: { type: 'string' },
+        'follow-configmap': { type: 'boolean' },
         'state-dir': { type: 'string' },
         // Undocumented: tests run a lab beside a user's own under another prefix.
         prefix: { type: 'string' },
@@ -81,6 +88,10 @@ async function upCommand(argv: string[]): Promise<number> {
     return fail(`up: --nftables-layout ${nftablesLayout}: expected one of ${NFTABLES_LAYOUTS.join(', ')}`);
   if (nftablesLayout !== undefined && mode !== 'nftables')
     return fail('up: --nftables-layout: only with --mode nftables');
+  const zones = values.zones === undefined ? [] : values.zones.split(',').map((z) => z.trim());
+  const badZone = zones.find((z) => !/^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/.test(z));
+  if (badZone !== undefined)
+    return fail(`up: --zones: ${JSON.stringify(badZone)} is not a label value (letters, digits, - _ .)`);
   if (!isRoot()) return fail('up: the lab creates network namespaces and needs root (try sudo)', 1);
   const stateDir = values['state-dir'] ?? defaultStateDir();
   const started = Date.now();
@@ -92,6 +103,8 @@ async function upCommand(argv: string[]): Promise<number> {
       nodes,
       mode,
       ...(nftablesLayout !== undefined ? { nftablesLayout } : {}),
+      ...(zones.length > 0 ? { zones } : {}),
+      ...(values['follow-configmap'] === true ? { followConfigMap: true } : {}),
       stateDir,
       ...(values.prefix !== undefined ? { prefix: values.prefix } : {}),
       progress,
@@ -108,12 +121,13 @@ The lab is up: ${running.nodes.length} nodes, kube-proxy-ts in ${mode} mode${nft
   export KUBECONFIG=${running.kubeconfigPath}
   kubectl get nodes,pods -A -o wide
   kubectl -n svc get svc,endpointslices
-  kube-proxy-ts lab exec $(kubectl -n svc get pods -o name | head -1 | cut -d/ -f2) -- curl -s http://web.svc/
-  kube-proxy-ts lab exec worker -- curl -s 127.0.0.1:10249/metrics | grep sync_proxy_rules
+  kubectl -n kube-system get ds kube-proxy
+  kubectl -n kube-system logs -l k8s-app=kube-proxy --tail=5
+  kubectl -n svc exec $(kubectl -n svc get pods -o name | head -1 | cut -d/ -f2) -- curl -s http://web.svc/hostname
   kube-proxy-ts lab exec worker -- nft list table ip kube-proxy
   kube-proxy-ts lab status
 
-Proxy logs: ${labPaths(stateDir).nodeDir('NODE')}/kube-proxy.log
+Proxy logs: kubectl -n kube-system logs -l k8s-app=kube-proxy (files: ${labPaths(stateDir).nodeDir('NODE')}/kube-proxy.log)
 Ctrl-C (or \`kube-proxy-ts lab down\`) removes everything. Walkthrough: docs/lab-walkthrough.md
 `);
   await untilSignal(running.stopped);

@@ -7,7 +7,7 @@
 //
 // It exits by itself after --max-lifetime seconds so that a test run that dies without cleaning up cannot leave
 // servers behind for long.
-import { writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createSocket } from 'node:dgram';
 import type { AddressInfo } from 'node:net';
@@ -54,6 +54,20 @@ export interface PodServerOptions {
   readonly udpPorts: readonly number[];
   readonly readyFile?: string;
   readonly maxLifetimeSeconds: number;
+  /** Appends one line per request here: the pod's output, which `kubectl logs` shows. */
+  readonly logFile?: string;
+}
+
+/**
+ * agnhost netexec's answers for the paths the seeds use (`/hostname`, `/clientip`, `/echo?msg=`), so a request
+ * written for the real image gets what it expects; undefined for every other path (the pod reply).
+ */
+export function netexecAnswer(url: string, reply: PodReply): string | undefined {
+  const u = new URL(url, 'http://pod');
+  if (u.pathname === '/hostname') return reply.pod;
+  if (u.pathname === '/clientip') return hostPort(reply.clientIP, reply.clientPort);
+  if (u.pathname === '/echo') return u.searchParams.get('msg') ?? '';
+  return undefined;
 }
 
 /** The argv (after `node --import tsx`) that starts this file as a pod server with `options`. */
@@ -63,6 +77,7 @@ export function podServerArgs(options: PodServerOptions): string[] {
   for (const p of options.udpPorts) args.push('--udp', String(p));
   if (options.readyFile !== undefined) args.push('--ready-file', options.readyFile);
   args.push('--max-lifetime', String(options.maxLifetimeSeconds));
+  if (options.logFile !== undefined) args.push('--log-file', options.logFile);
   return args;
 }
 
@@ -82,6 +97,7 @@ export function parsePodServerArgs(argv: readonly string[]): PodServerOptions {
       udp: { type: 'string', multiple: true },
       'ready-file': { type: 'string' },
       'max-lifetime': { type: 'string' },
+      'log-file': { type: 'string' },
     },
     strict: true,
   });
@@ -98,6 +114,7 @@ export function parsePodServerArgs(argv: readonly string[]): PodServerOptions {
     udpPorts,
     ...(values['ready-file'] !== undefined ? { readyFile: values['ready-file'] } : {}),
     maxLifetimeSeconds: lifetime,
+    ...(values['log-file'] !== undefined ? { logFile: values['log-file'] } : {}),
   };
 }
 
@@ -110,6 +127,14 @@ export interface RunningPodServer {
 
 /** Starts every listener; resolves once all are bound. */
 export async function startPodServer(options: PodServerOptions): Promise<RunningPodServer> {
+  const log = (line: string): void => {
+    if (options.logFile === undefined) return;
+    try {
+      appendFileSync(options.logFile, `${line}\n`);
+    } catch {
+      // A log that cannot be written must not stop the answers.
+    }
+  };
   const closers: (() => void)[] = [];
   const tcpPorts: number[] = [];
   const udpPorts: number[] = [];
@@ -128,7 +153,10 @@ export async function startPodServer(options: PodServerOptions): Promise<Running
         [POD_NAME_HEADER]: reply.pod,
         [CLIENT_ADDRESS_HEADER]: hostPort(reply.clientIP, reply.clientPort),
       });
-      res.end(formatPodReply(reply));
+      res.end(netexecAnswer(req.url ?? '/', reply) ?? formatPodReply(reply));
+      log(
+        `${new Date().toISOString()} ${req.method ?? '?'} ${req.url ?? '/'} from ${hostPort(reply.clientIP, reply.clientPort)}`,
+      );
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -154,6 +182,12 @@ export async function startPodServer(options: PodServerOptions): Promise<Running
     udpPorts.push(socket.address().port);
     closers.push(() => socket.close());
   }
+  log(
+    `${new Date().toISOString()} pod-server ${options.name}: listening on ${[
+      ...tcpPorts.map((p) => `${p}/tcp`),
+      ...udpPorts.map((p) => `${p}/udp`),
+    ].join(', ')}`,
+  );
   return { tcpPorts, udpPorts, close: () => closers.forEach((close) => close()) };
 }
 

@@ -364,14 +364,16 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 480_000 }, ()
     });
   });
 
-  test('backend switch: ConfigMap mode iptables → nftables restarts the proxies and replaces the rules', async () => {
+  test('backend switch: ConfigMap mode iptables → nftables, then rollout restart, replaces the proxies and the rules', async () => {
     assert.ok(lab);
     const node = lab.nodes.find((n) => n.name === 'worker');
     assert.ok(node);
     const rollout = async (sedExpr: string, wantMode: string): Promise<void> => {
       const starts = lab?.nodes.map((n) => n.proxy.starts) ?? [];
+      // As on a real cluster: edit the ConfigMap, then restart the DaemonSet's pods to apply it.
       await k().sh(
-        `kubectl -n kube-system get configmap kube-proxy -o yaml | sed '${sedExpr}' | kubectl replace -f -`,
+        `kubectl -n kube-system get configmap kube-proxy -o yaml | sed '${sedExpr}' | kubectl replace -f - && ` +
+          'kubectl -n kube-system rollout restart ds kube-proxy && kubectl -n kube-system rollout status ds kube-proxy --timeout=90s',
       );
       await waitFor(`every proxy restarted in ${wantMode} mode and synced`, 60_000, async () => {
         for (const [i, n] of (lab?.nodes ?? []).entries()) {
@@ -410,11 +412,14 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 480_000 }, ()
     );
 
     await rollout('s/mode: iptables/mode: nftables/', 'nftables');
-    const after = await inNetns(ns, [
-      'sh',
-      '-c',
-      'iptables-nft-save 2>/dev/null; iptables-legacy-save 2>/dev/null',
-    ]);
+    // The other mode's rules go right after the new proxy's first sync (src/sync/mode-switch.ts), which is also
+    // what makes its pod ready: give that cleanup its moment.
+    const iptablesNow = (): Promise<string> =>
+      inNetns(ns, ['sh', '-c', 'iptables-nft-save 2>/dev/null; iptables-legacy-save 2>/dev/null']);
+    const after = await waitFor('the iptables mode’s rules removed', 30_000, async () => {
+      const text = await iptablesNow();
+      return /KUBE-/.test(text) ? undefined : text;
+    }).catch(() => iptablesNow());
     assert.doesNotMatch(after, /KUBE-/, 'no KUBE-* chain is left in either iptables');
     const table = await inNetns(ns, ['nft', 'list', 'table', 'ip', 'kube-proxy']);
     const elementRe = new RegExp(
@@ -446,7 +451,8 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 480_000 }, ()
     assert.ok(lab);
     const starts = lab.nodes.map((n) => n.proxy.starts);
     await k().sh(
-      `kubectl -n kube-system get configmap kube-proxy -o yaml | sed 's/minSyncPeriod: 1s/minSyncPeriod: 15s/' | kubectl replace -f -`,
+      `kubectl -n kube-system get configmap kube-proxy -o yaml | sed 's/minSyncPeriod: 1s/minSyncPeriod: 15s/' | kubectl replace -f - && ` +
+        'kubectl -n kube-system rollout restart ds kube-proxy && kubectl -n kube-system rollout status ds kube-proxy --timeout=90s',
     );
     const conf = parse(readFileSync(lab.paths.nodeConfig('worker'), 'utf8')) as unknown;
     assert.equal(

@@ -1,9 +1,10 @@
 // `lab up`: the whole one-host cluster in one process. The order matters: the network first (pods need their
 // node's bridge), then the API server with the namespace-backed pod plug, the socket bridge and a relay per node
-// (the proxies' only way to the API server), the kube-proxy ConfigMap and one proxy per node, service names for
-// every namespace, and last the `svc/web` workload. stop() undoes it all; so does `lab down` from its records.
+// (the proxies' only way to the API server), the kube-proxy ConfigMap and DaemonSet (whose pods are the proxies,
+// one per node), service names for every namespace, and last the `svc/web` workload. stop() undoes it all; so
+// does `lab down` from its records.
 import type { NftablesLayoutName } from '../../config/nftables-layout.js';
-import { mkdirSync, renameSync, writeFileSync, readFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { hostCommandRunner, type CommandRunner } from '../../netfilter/command.js';
 import { SILENT_LOGGER, type Logger } from '../../util/logger.js';
@@ -12,7 +13,9 @@ import { child, str } from '../apiserver/json.js';
 import { kubeconfigYaml } from '../apiserver/kubeconfig.js';
 import { resourceByKind } from '../apiserver/resources.js';
 import type { Pod } from '../apiserver/types.js';
-import { HostsFiles, serviceName, type HostsTarget } from './hosts.js';
+import type { ContainerProcess } from './containers.js';
+import { KUBE_PROXY_LABELS, kubeProxyDaemonSet } from './kube-proxy-daemonset.js';
+import { HostsFiles, serviceName, type HostsTarget, type ServiceName } from './hosts.js';
 import {
   DEFAULT_PREFIX,
   NODE_APISERVER_ADDRESS,
@@ -65,6 +68,16 @@ export interface LabOptions {
   readonly workload?: boolean;
   /** How long to wait for the proxies' first sync and the web pods (default 120 s). */
   readonly readyTimeoutMs?: number;
+  /**
+   * Nodes get topology.kubernetes.io/zone labels from this list, round robin (`lab up --zones zone-a,zone-b`).
+   */
+  readonly zones?: readonly string[];
+  /**
+   * Rewrite the kube-proxy pods' config volumes when the ConfigMap changes, as a kubelet's volume sync does: the
+   * proxies exit on the change and are restarted. Off by default: as on a real cluster, `kubectl -n kube-system
+   * rollout restart ds kube-proxy` applies an edit.
+   */
+  readonly followConfigMap?: boolean;
 }
 
 export class LabAlreadyUpError extends Error {
@@ -78,10 +91,18 @@ export class LabAlreadyUpError extends Error {
   }
 }
 
+/** The node's kube-proxy, as its DaemonSet pod's container runs it. */
+export interface ProxyView {
+  /** How many kube-proxy processes this node has started (every pod, every restart). */
+  readonly starts: number;
+  readonly running: boolean;
+  pid(): number | undefined;
+}
+
 export interface NodeHandle {
   readonly name: string;
   readonly namespace: string;
-  readonly proxy: Supervised;
+  readonly proxy: ProxyView;
   readonly relay: Supervised;
 }
 
@@ -200,19 +221,63 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     const hosts = new HostsFiles();
     const podTargets = new Map<string, HostsTarget>();
     let refreshHosts: () => void = () => undefined;
+    // Each node's kube-proxy: the container process of its DaemonSet pod. Its PID file and log are linked at the
+    // node's paths (`lab status`, the walkthrough's `tail`), whichever pod runs it now.
+    const proxyProcesses = new Map<string, { starts: number; current?: ContainerProcess }>();
+    const serverRef: { current?: ApiServer } = {};
     lifecycle = namespacePodLifecycle({
       runner,
       layout,
       podStateDir: paths.podDir(),
       logger: logger.child({ component: 'pods' }),
+      configMaps: () => (namespace, name) => {
+        const cm = serverRef.current?.store.get(resourceByKind('ConfigMap'), namespace, name);
+        if (!cm) return undefined;
+        const data: Record<string, string> = {};
+        for (const [k, v] of Object.entries(child(cm, 'data'))) if (typeof v === 'string') data[k] = v;
+        return data;
+      },
+      containerStarted: (pod, container) => {
+        const labels = pod.metadata.labels ?? {};
+        if (
+          pod.metadata.namespace !== CONFIGMAP_NAMESPACE ||
+          labels['k8s-app'] !== KUBE_PROXY_LABELS['k8s-app']
+        )
+          return;
+        const node = pod.spec?.nodeName ?? '';
+        const entry = proxyProcesses.get(node) ?? { starts: 0 };
+        entry.starts++;
+        entry.current = container;
+        proxyProcesses.set(node, entry);
+        for (const [link, target] of [
+          [paths.proxyPidFile(node), container.pidFile],
+          [paths.proxyLog(node), container.logFile()],
+        ] as const) {
+          if (target === undefined) continue;
+          try {
+            mkdirSync(paths.nodeDir(node), { recursive: true, mode: 0o700 });
+            rmSync(link, { force: true });
+            symlinkSync(target, link);
+          } catch (e) {
+            logger.warn('cannot link the proxy file', { link, error: String(e) });
+          }
+        }
+      },
       events: {
         added: (ns: string, pod: Pod) => {
-          podTargets.set(ns, {
+          const target: HostsTarget = {
             netns: ns,
             podNamespace: pod.metadata.namespace ?? 'default',
             self: { name: pod.metadata.name ?? ns, ip: pod.status?.podIP ?? '127.0.0.1' },
-          });
-          refreshHosts();
+          };
+          podTargets.set(ns, target);
+          // At once, not debounced: `ip netns exec` binds the file only if it exists when a process starts, and a
+          // pod's command (kubectl run … -- curl http://web.svc/) starts right after this.
+          try {
+            hosts.write(target, serverRef.current ? serviceNames(serverRef.current) : []);
+          } catch (e) {
+            logger.warn('cannot write hosts file', { netns: ns, error: String(e) });
+          }
         },
         removed: (ns: string) => {
           podTargets.delete(ns);
@@ -223,12 +288,17 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     mkdirSync(paths.podDir(), { recursive: true, mode: 0o700 });
 
     progress('starting the API server');
+    const zones = options.zones ?? [];
     const server = await startApiServer({
-      nodes: defaultNodes(layout.nodes.length),
+      nodes: defaultNodes(layout.nodes.length).map((n, i) =>
+        zones.length > 0 ? { ...n, zone: zones[i % zones.length] } : n,
+      ),
       podLifecycle: lifecycle,
+      kubelet: lifecycle,
       kubeconfigPath: paths.kubeconfig,
       logger: logger.child({ component: 'apiserver' }),
     });
+    serverRef.current = server;
     cleanups.push(() => server.stop());
     writeLabState(paths.stateFile, {
       ...baseState,
@@ -238,10 +308,9 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     });
 
     // Service names: every namespace's hosts file follows the Services (debounced: a burst writes once).
-    const SERVICE = resourceByKind('Service');
     let hostsTimer: NodeJS.Timeout | undefined;
     const writeAllHosts = (): void => {
-      const services = server.store.list(SERVICE).flatMap((s) => serviceName(s) ?? []);
+      const services = serviceNames(server);
       const targets: HostsTarget[] = [
         { netns: layout.clientNamespace },
         ...layout.nodes.map((n) => ({ netns: n.namespace })),
@@ -284,6 +353,7 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     const nodes: NodeHandle[] = layout.nodes.map((n) => {
       mkdirSync(paths.nodeDir(n.name), { recursive: true, mode: 0o700 });
       writeAtomically(paths.nodeKubeconfig(n.name), nodeKubeconfig);
+      // A copy of config.conf for tools run by hand (`explain --config`); the proxies read their pod's volume.
       writeAtomically(paths.nodeConfig(n.name), configText);
       const nlog = logger.child({ node: n.name });
       const relay = new Supervised(
@@ -298,38 +368,47 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
         },
         nlog,
       );
-      const proxy = new Supervised(
-        runner,
-        {
-          name: `kube-proxy-ts on ${n.name}`,
-          namespace: n.namespace,
-          argv: () =>
-            cliArgv([
-              '--kubeconfig',
-              paths.nodeKubeconfig(n.name),
-              '--hostname-override',
-              n.name,
-              '--config',
-              paths.nodeConfig(n.name),
-              ...(options.nftablesLayout !== undefined ? ['--nftables-layout', options.nftablesLayout] : []),
-            ]),
-          pidFile: paths.proxyPidFile(n.name),
-          log: paths.proxyLog(n.name),
+      const proxy: ProxyView = {
+        get starts() {
+          return proxyProcesses.get(n.name)?.starts ?? 0;
         },
-        nlog,
-      );
+        get running() {
+          return proxyProcesses.get(n.name)?.current?.running ?? false;
+        },
+        pid: () => proxyProcesses.get(n.name)?.current?.pid(),
+      };
       return { name: n.name, namespace: n.namespace, proxy, relay };
     });
     cleanups.push(async () => {
-      await Promise.all(nodes.map((n) => n.proxy.stop()));
+      await lifecycle?.stopProcesses(5000);
       await Promise.all(nodes.map((n) => n.relay.stop()));
     });
-    progress('starting a relay and kube-proxy-ts on every node');
+    progress('starting a relay on every node, and DaemonSet kube-system/kube-proxy');
     for (const n of nodes) n.relay.start();
-    for (const n of nodes) n.proxy.start();
+    for (const [kind, obj] of [
+      [
+        'ServiceAccount',
+        {
+          apiVersion: 'v1',
+          kind: 'ServiceAccount',
+          metadata: { name: 'kube-proxy', namespace: 'kube-system' },
+        },
+      ],
+      [
+        'DaemonSet',
+        kubeProxyDaemonSet({
+          kubeconfigPath: paths.nodeKubeconfig('$(NODE_NAME)'),
+          extraArgs:
+            options.nftablesLayout !== undefined ? [`--nftables-layout=${options.nftablesLayout}`] : [],
+        }),
+      ],
+    ] as const) {
+      const r = server.registry.create(resourceByKind(kind), CONFIGMAP_NAMESPACE, obj);
+      if (!r.ok) throw new Error(`creating ${kind} kube-system/kube-proxy: ${r.error.message}`);
+    }
 
-    // A ConfigMap change is a DaemonSet rollout: the new file makes each proxy exit (its config watcher), and
-    // its supervisor starts it again with the new configuration. A proxy that missed the change is restarted.
+    // The node copies follow the ConfigMap; the proxies do only with followConfigMap (their volumes are rewritten,
+    // each proxy exits on the change and its container restarts). Otherwise `rollout restart` applies an edit.
     const unsubscribeConfig = server.store.subscribe((ev) => {
       if (ev.resource.kind !== 'ConfigMap') return;
       const meta = child(ev.object, 'metadata');
@@ -338,14 +417,15 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
       const text = configFromConfigMap(ev.object);
       if (text === undefined || text === configText) return;
       configText = text;
-      progress('kube-proxy ConfigMap changed: rolling out to every node');
-      for (const n of nodes) {
-        const startsBefore = n.proxy.starts;
-        writeAtomically(paths.nodeConfig(n.name), text);
-        setTimeout(() => {
-          if (n.proxy.starts === startsBefore && !stopping) void n.proxy.kick();
-        }, 15_000).unref();
-      }
+      for (const n of nodes) writeAtomically(paths.nodeConfig(n.name), text);
+      if (options.followConfigMap === true) {
+        progress("kube-proxy ConfigMap changed: rewriting the kube-proxy pods' config volumes");
+        // After the store's fan-out: the lookup reads the stored object.
+        setImmediate(() => lifecycle?.refreshConfigMap(CONFIGMAP_NAMESPACE, CONFIGMAP_NAME));
+      } else
+        progress(
+          'kube-proxy ConfigMap changed: `kubectl -n kube-system rollout restart ds kube-proxy` applies it',
+        );
     });
     cleanups.push(unsubscribeConfig);
 
@@ -390,6 +470,10 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     if (e instanceof Error && tails.length > 0) e.message += `\n${tails.join('\n')}`;
     throw e;
   }
+}
+
+function serviceNames(server: ApiServer): ServiceName[] {
+  return server.store.list(resourceByKind('Service')).flatMap((s) => serviceName(s) ?? []);
 }
 
 /** The last lines of a log file, headed by its path; '' when there is none (the state directory goes on stop). */

@@ -22,11 +22,12 @@ export function launchInNamespace(
   namespace: string,
   argv: readonly string[],
   files: { readonly pidFile: string; readonly log: string },
+  env: Readonly<Record<string, string>> = {},
 ): LaunchedProcess {
   const exited = runner.run(
     'sh',
     ['-c', LAUNCH, 'sh', 'ip', 'netns', 'exec', checkNamespaceName(namespace), ...argv],
-    { env: { KPTS_PIDFILE: files.pidFile, KPTS_LOG: files.log } },
+    { env: { ...env, KPTS_PIDFILE: files.pidFile, KPTS_LOG: files.log } },
   );
   return { exited, pidFile: files.pidFile };
 }

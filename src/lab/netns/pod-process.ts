@@ -24,6 +24,8 @@ export interface StartPodServerOptions {
   readonly stateDir: string;
   readonly maxLifetimeSeconds?: number;
   readonly readyTimeoutMs?: number;
+  /** The server's own log (one line per request), for `kubectl logs`. */
+  readonly logFile?: string;
 }
 
 // tsx as a file URL, so the child finds it whatever its working directory.
@@ -52,6 +54,7 @@ export async function startPodServerIn(
     udpPorts: options.udpPorts,
     readyFile,
     maxLifetimeSeconds: options.maxLifetimeSeconds ?? 900,
+    ...(options.logFile !== undefined ? { logFile: options.logFile } : {}),
   };
   const proc = startInNamespace(runner, namespace, process.execPath, [
     '--import',

@@ -1,0 +1,53 @@
+// kube-system/kube-proxy as the lab runs it: deploy/daemonset.yaml itself (kubeadm's shape: k8s-app=kube-proxy,
+// host network, the ConfigMap mounted at /var/lib/kube-proxy, $(NODE_NAME) from spec.nodeName), with two
+// additions the lab needs: --kubeconfig names the node's kubeconfig in the lab's state directory (pods see the
+// host's filesystem; the token stays out of the ConfigMap, where deploy/'s kubeconfig.conf reads a service
+// account's), and lab-only flags (--nftables-layout) appended as a DaemonSet's args would carry them.
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
+import { arr, child, isObject, type JsonObject } from '../apiserver/json.js';
+
+export const KUBE_PROXY_LABELS = { 'k8s-app': 'kube-proxy' } as const;
+
+/** deploy/daemonset.yaml, from the source tree (tests) or beside dist/ (`npm start`). */
+function deployManifestPath(): string {
+  for (const rel of ['../../../deploy/daemonset.yaml', '../../../../deploy/daemonset.yaml']) {
+    const p = fileURLToPath(new URL(rel, import.meta.url));
+    if (existsSync(p)) return p;
+  }
+  throw new Error('deploy/daemonset.yaml is missing: the lab runs kube-proxy from that DaemonSet');
+}
+
+export function kubeProxyDaemonSet(options: {
+  /** The node's kubeconfig, with $(NODE_NAME) where the node's name goes. */
+  readonly kubeconfigPath: string;
+  readonly extraArgs?: readonly string[];
+}): JsonObject {
+  const doc: unknown = parse(readFileSync(deployManifestPath(), 'utf8'));
+  if (!isObject(doc) || doc.kind !== 'DaemonSet')
+    throw new Error('deploy/daemonset.yaml: expected one DaemonSet document');
+  const container = arr(child(child(child(doc, 'spec'), 'template'), 'spec'), 'containers')[0];
+  if (!isObject(container) || !Array.isArray(container.command))
+    throw new Error('deploy/daemonset.yaml: its first container has no command');
+  // Ready once the proxy has programmed its rules (its sync timestamp is set), so that a rolling update moves
+  // to the next node only after this one's new proxy works, and `rollout status` means what it says. kubeadm's
+  // DaemonSet has no probe; a lab reader sees one here, in `kubectl get ds kube-proxy -o yaml`.
+  container.readinessProbe = {
+    exec: {
+      command: [
+        'sh',
+        '-c',
+        "curl -sf http://127.0.0.1:10249/metrics | grep -q '^kubeproxy_sync_proxy_rules_last_timestamp_seconds.* [1-9]'",
+      ],
+    },
+    periodSeconds: 1,
+    timeoutSeconds: 2,
+  };
+  container.command = [
+    ...container.command,
+    `--kubeconfig=${options.kubeconfigPath}`,
+    ...(options.extraArgs ?? []),
+  ];
+  return doc;
+}

@@ -1,0 +1,130 @@
+// From a container spec to the argv the lab's kubelet runs: $(VAR) expansion as the kubelet does it, volume paths
+// rewritten to host directories, kube-proxy-ts mapped to this checkout's CLI; and the pieces of the streaming
+// protocol (WebSocket frames, the exit Status) and the container runtime's exit codes.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { expandVars, resolveContainer, rewritePaths } from '../../../src/lab/cluster/container-spec.js';
+import { exitCodeOf } from '../../../src/lab/cluster/containers.js';
+import { namespaceArgv, shellQuote } from '../../../src/lab/cluster/streams.js';
+import { exitStatus } from '../../../src/lab/apiserver/remotecommand.js';
+import { tailLines } from '../../../src/lab/apiserver/pod-log.js';
+import { acceptKey, decodeFrame, encodeFrame } from '../../../src/lab/apiserver/websocket.js';
+
+test('$(VAR) expands defined variables, $$ escapes, unknown ones stay as written', () => {
+  const env = { NODE_NAME: 'worker', A: 'x' };
+  assert.equal(expandVars('--hostname-override=$(NODE_NAME)', env), '--hostname-override=worker');
+  assert.equal(expandVars('$$(NODE_NAME) $(MISSING) $(A)$(A)', env), '$(NODE_NAME) $(MISSING) xx');
+});
+
+test('paths under a mountPath are rewritten, bare and as --flag=path; others are left alone', () => {
+  const vols = [
+    { mountPath: '/var/lib/kube-proxy', hostPath: '/state/pods/p/volumes/kube-proxy' },
+    { mountPath: '/var/lib', hostPath: '/elsewhere' },
+  ];
+  assert.equal(
+    rewritePaths('--config=/var/lib/kube-proxy/config.conf', vols),
+    '--config=/state/pods/p/volumes/kube-proxy/config.conf',
+  );
+  assert.equal(rewritePaths('/var/lib/x', vols), '/elsewhere/x');
+  assert.equal(rewritePaths('/var/library', vols), '/var/library');
+  assert.equal(rewritePaths('--v=2', vols), '--v=2');
+});
+
+test('deploy/’s kube-proxy container becomes this checkout’s CLI with the node name and the volume path', () => {
+  const pod = {
+    metadata: { name: 'kube-proxy-abcde', namespace: 'kube-system' },
+    spec: { nodeName: 'worker' },
+  };
+  const container = {
+    name: 'kube-proxy',
+    image: 'kube-proxy-ts:v0.1.0',
+    command: [
+      '/usr/local/bin/kube-proxy-ts',
+      '--config=/var/lib/kube-proxy/config.conf',
+      '--hostname-override=$(NODE_NAME)',
+    ],
+    env: [{ name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } }],
+  };
+  const r = resolveContainer(pod, container, [{ mountPath: '/var/lib/kube-proxy', hostPath: '/v' }]);
+  assert.ok(r.argv);
+  assert.equal(r.argv[0], process.execPath);
+  assert.ok(r.argv.some((a) => /src\/cli\/main\.(ts|js)$/.test(a)));
+  assert.deepEqual(r.argv.slice(-2), ['--config=/v/config.conf', '--hostname-override=worker']);
+  assert.equal(r.env.NODE_NAME, 'worker');
+});
+
+test('a container without a command (or agnhost netexec) runs the pod server; kubectl run’s args run as given', () => {
+  const pod = { metadata: { name: 'c' }, spec: {} };
+  assert.equal(resolveContainer(pod, { name: 'web', image: 'x' }, []).argv, undefined);
+  assert.equal(
+    resolveContainer(pod, { name: 'n', args: ['netexec', '--http-port=8080'] }, []).argv,
+    undefined,
+  );
+  const run = resolveContainer(
+    pod,
+    { name: 'c', args: ['sh', '-c', 'echo $(HOME)'], stdin: true, tty: true },
+    [],
+  );
+  assert.deepEqual(run.argv, ['sh', '-c', 'echo $(HOME)']);
+  assert.equal(run.stdin, true);
+  assert.equal(run.tty, true);
+});
+
+test('exit codes as the kubelet reports them: a signal is 128 + its number', () => {
+  assert.equal(exitCodeOf({ code: 3, stdout: '', stderr: '' }), 3);
+  assert.equal(exitCodeOf({ code: 128, stdout: '', stderr: 'x: killed by SIGTERM' }), 143);
+  assert.equal(exitCodeOf({ code: 128, stdout: '', stderr: 'x: killed by SIGKILL' }), 137);
+});
+
+test('commands run through ip netns exec; a TTY runs them under script, sized first', () => {
+  assert.deepEqual(namespaceArgv('kptslab-svc-c', ['curl', '-s', 'http://web.svc/'], undefined), [
+    'ip',
+    'netns',
+    'exec',
+    'kptslab-svc-c',
+    'curl',
+    '-s',
+    'http://web.svc/',
+  ]);
+  const tty = namespaceArgv('kptslab-svc-c', ['sh', '-c', "echo 'a b'"], { width: 100, height: 30 });
+  assert.deepEqual(tty.slice(4, 6), ['script', '-qfec']);
+  assert.equal(tty[6], `stty rows 30 cols 100 2>/dev/null; exec sh -c ${shellQuote("echo 'a b'")}`);
+  assert.equal(shellQuote("it's"), `'it'\\''s'`);
+});
+
+test('WebSocket: the accept key of RFC 6455’s example; masked client frames decode, server frames encode', () => {
+  assert.equal(acceptKey('dGhlIHNhbXBsZSBub25jZQ=='), 's3pPLMBiTxaQ9kYGzzhZRbK+xOo=');
+  const payload = Buffer.from('\x01hello');
+  const mask = Buffer.from([1, 2, 3, 4]);
+  const masked = Buffer.from(payload.map((b, i) => b ^ (mask[i % 4] ?? 0)));
+  const frame = Buffer.concat([Buffer.from([0x82, 0x80 | payload.length]), mask, masked]);
+  const d = decodeFrame(Buffer.concat([frame, Buffer.from([0x88])]));
+  assert.ok(d && d !== 'invalid');
+  assert.equal(d.frame.opcode, 2);
+  assert.equal(d.frame.payload.toString(), '\x01hello');
+  assert.equal(d.rest.length, 1, 'the next frame’s bytes are kept');
+  assert.equal(decodeFrame(frame.subarray(0, 5)), undefined, 'incomplete');
+  assert.equal(decodeFrame(Buffer.from([0x82, 0x01, 0x41])), 'invalid', 'an unmasked client frame');
+  const big = encodeFrame(2, Buffer.alloc(70_000));
+  assert.equal(big[1], 127);
+  assert.equal(encodeFrame(2, Buffer.alloc(300))[1], 126);
+});
+
+test('the Status that ends a stream carries a non-zero exit code as upstream does', () => {
+  assert.deepEqual(exitStatus({ exitCode: 0 }), { metadata: {}, status: 'Success' });
+  assert.deepEqual(exitStatus({ exitCode: 3 }), {
+    metadata: {},
+    status: 'Failure',
+    message: 'command terminated with non-zero exit code: exit status 3',
+    reason: 'NonZeroExitCode',
+    details: { causes: [{ reason: 'ExitCode', message: '3' }] },
+  });
+});
+
+test('tailLines counts lines, not bytes, and a trailing newline is no extra line', () => {
+  const text = Buffer.from('a\nb\nc\n');
+  assert.equal(tailLines(text, 2).toString(), 'b\nc\n');
+  assert.equal(tailLines(text, 5).toString(), 'a\nb\nc\n');
+  assert.equal(tailLines(text, 0).toString(), '');
+  assert.equal(tailLines(Buffer.from('a\nb'), 1).toString(), 'b');
+});
