@@ -64,9 +64,13 @@ export interface NftElement {
   readonly kind: 'element';
   /** Name of the set or map the element belongs to. */
   readonly set: string;
-  /** Key fields, joined with ` . ` (one field for a plain set). */
+  /**
+   * Key fields, joined with ` . ` when written (one field for a plain set). Code that keeps keys as text may pass
+   * the joined text as one entry (the flat layout's element ledger does, for operations it made from elements it
+   * had validated): the line is the same.
+   */
   readonly key: readonly string[];
-  /** Map value fields (a verdict such as `goto chain`, or `drop`); absent for set elements. */
+  /** Map value fields (a verdict such as `goto chain`, or `drop`); absent for set elements. Joined like `key`. */
   readonly value?: readonly string[];
   readonly comment?: string;
 }

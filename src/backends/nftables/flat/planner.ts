@@ -7,8 +7,7 @@ import type { NftOperation } from '../../../netfilter/nft/objects.js';
 import type { FeatureGates } from '../../../model/feature-gates.js';
 import { policyNode, servicePortPolicy } from '../../../model/port-policy.js';
 import type { NodeNetworkConfig, ProxySnapshot } from '../../../sync/backend.js';
-import { ElementLedger, elementKey, elementValue } from '../element-ledger.js';
-import type { KernelUpdate } from '../element-ledger.js';
+import { ElementLedger, KernelUpdates, elementKey, elementValue } from '../element-ledger.js';
 import type { ElementContainer, LayoutPlanner } from '../layout.js';
 import {
   CLUSTER_DISPATCH_MAP,
@@ -62,8 +61,11 @@ export const FLAT_ELEMENT_CONTAINERS: readonly ElementContainer[] = [
 /** Milliseconds a flushed chain waits before it is deleted (kernels < 6.2 notice late that it is unreferenced). */
 const STALE_CHAIN_DELAY_MS = 1000;
 
-/** What the planner keeps of a rendered port between syncs (not the affinity rule text). */
-type OwnedFlatPort = Omit<FlatRenderedPort, 'chainOps'>;
+/**
+ * What the planner keeps of a rendered port between syncs: not the affinity rule text, and not its elements
+ * (the ledger holds them as text; `claims` is the port's (set, key) pairs in it, for release).
+ */
+type OwnedFlatPort = Omit<FlatRenderedPort, 'chainOps' | 'elements'> & { readonly claims: readonly string[] };
 
 export class FlatPlanner implements LayoutPlanner {
   readonly #node: NodeNetworkConfig;
@@ -141,15 +143,18 @@ export class FlatPlanner implements LayoutPlanner {
     this.#trackedPorts++;
   }
 
-  #claim(r: OwnedFlatPort, touched: Map<string, Set<string>> | undefined): void {
-    this.#ledger.claim(r.elements, touched);
+  /** Claims a freshly rendered port's elements and chains; returns what the planner keeps of it. */
+  #claim(r: FlatRenderedPort, touched: Map<string, Set<string>> | undefined): OwnedFlatPort {
+    const claims: string[] = [];
+    this.#ledger.claim(r.elements, touched, claims);
     for (const c of r.dispatchChains) this.#dispatchUsers.set(c, (this.#dispatchUsers.get(c) ?? 0) + 1);
     if (r.noLocalInternal) this.#noLocalInternal++;
     if (r.noLocalExternal) this.#noLocalExternal++;
+    return owned(r, claims);
   }
 
   #release(r: OwnedFlatPort, touched: Map<string, Set<string>>): void {
-    this.#ledger.release(r.elements, touched);
+    this.#ledger.release(r.claims, touched);
     for (const c of r.dispatchChains) {
       const n = (this.#dispatchUsers.get(c) ?? 0) - 1;
       if (n > 0) this.#dispatchUsers.set(c, n);
@@ -203,8 +208,7 @@ export class FlatPlanner implements LayoutPlanner {
         seenSkipped.set(key, this.#skipped.get(key) ?? '');
         continue;
       }
-      this.#rendered.set(key, owned(r));
-      this.#claim(r, undefined);
+      this.#rendered.set(key, this.#claim(r, undefined));
       for (const op of r.chainOps) chainOps.push(op);
       for (const c of r.chains) activeChains.add(c);
       for (const s of r.affinitySets) activeAffinitySets.add(s);
@@ -235,7 +239,9 @@ export class FlatPlanner implements LayoutPlanner {
     for (const c of FLAT_ELEMENT_CONTAINERS) {
       const listed = kernel.elements.get(c.name);
       if (listed === undefined) ops.push({ verb: 'flush', object: { kind: c.kind, name: c.name } });
-      kernelElements.set(c.name, new Map((listed ?? []).map((e) => [elementKey(e), elementValue(e)])));
+      const held = new Map<string, string>();
+      for (const e of listed ?? []) held.set(elementKey(e), elementValue(e));
+      kernelElements.set(c.name, held);
     }
     this.#ledger.setKernel(kernelElements);
     const listedChains = (kernel.listing?.chains ?? []).map((c) => c.name);
@@ -248,7 +254,7 @@ export class FlatPlanner implements LayoutPlanner {
 
     const adds: NftOperation[] = [];
     const deletes: NftOperation[] = [];
-    const updates: KernelUpdate[] = [];
+    const updates = new KernelUpdates();
     this.#ledger.diff(
       FLAT_ELEMENT_CONTAINERS.map((c) => [c.name, this.#ledger.allKeys(c.name)] as const),
       adds,
@@ -340,8 +346,7 @@ export class FlatPlanner implements LayoutPlanner {
         this.#track(name, key);
         const r = this.#render(snapshot, key, previousSlots.get(key) ?? NO_SLOTS, newlySkipped);
         if (!r) continue;
-        this.#rendered.set(key, owned(r));
-        this.#claim(r, touched);
+        this.#rendered.set(key, this.#claim(r, touched));
         for (const op of r.chainOps) chainOps.push(op);
         for (const c of r.chains) newChains.add(c);
         for (const s of r.affinitySets) newSets.add(s);
@@ -354,7 +359,7 @@ export class FlatPlanner implements LayoutPlanner {
     for (const op of chainOps) ops.push(op);
     const adds: NftOperation[] = [];
     const deletes: NftOperation[] = [];
-    const updates: KernelUpdate[] = [];
+    const updates = new KernelUpdates();
     this.#ledger.diff(touched, adds, deletes, updates);
     for (const op of adds) ops.push(op);
     for (const op of deletes) ops.push(op);
@@ -399,14 +404,17 @@ export class FlatPlanner implements LayoutPlanner {
   }
 }
 
-function owned(r: FlatRenderedPort): OwnedFlatPort {
+const NONE: readonly string[] = [];
+
+function owned(r: FlatRenderedPort, claims: readonly string[]): OwnedFlatPort {
+  // Most ports have no chains or sets of their own: one shared empty list instead of two per port.
   return {
     key: r.key,
     serviceName: r.serviceName,
-    elements: r.elements,
+    claims,
     dispatchChains: r.dispatchChains,
-    chains: r.chains,
-    affinitySets: r.affinitySets,
+    chains: r.chains.length > 0 ? r.chains : NONE,
+    affinitySets: r.affinitySets.length > 0 ? r.affinitySets : NONE,
     slots: r.slots,
     noLocalInternal: r.noLocalInternal,
     noLocalExternal: r.noLocalExternal,
