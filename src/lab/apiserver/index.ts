@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { cpus, totalmem } from 'node:os';
 import { dirname } from 'node:path';
 import type { Clock } from '../../util/clock.js';
 import { SILENT_LOGGER, type Logger } from '../../util/logger.js';
@@ -124,6 +125,10 @@ function parseListen(listen: string | number | undefined): { host: string; port:
   return { host: '127.0.0.1', port: Number(m[2]) };
 }
 
+function hostResources(): Record<string, string> {
+  return { cpu: String(cpus().length), memory: `${Math.floor(totalmem() / 1024)}Ki`, pods: '110' };
+}
+
 function nodeObject(spec: NodeSpec, index: number): object {
   const podCIDR = spec.podCIDR ?? `198.18.${10 + index}.0/24`;
   const ip = spec.internalIP ?? `198.18.0.${10 + index}`;
@@ -149,6 +154,9 @@ function nodeObject(spec: NodeSpec, index: number): object {
         { type: 'InternalIP', address: ip },
         { type: 'Hostname', address: spec.name },
       ],
+      // The host's, on every node (they share it): kubectl top prints usage as a share of allocatable.
+      capacity: hostResources(),
+      allocatable: hostResources(),
       conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'lab node is ready' }],
       nodeInfo: {
         kubeletVersion: 'v1.32.0-kpts',

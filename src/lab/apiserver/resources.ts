@@ -149,6 +149,30 @@ export const RESOURCES: readonly ResourceType[] = [
     nameRule: 'dns1123-subdomain',
     subresources: ['status'],
   }),
+  // metrics.k8s.io, as metrics-server serves it: the lab fills these from /proc (cluster/usage.ts) through an
+  // extra route; without one (a bare API server) lists are empty and `kubectl top` says metrics are not ready.
+  resource({
+    group: 'metrics.k8s.io',
+    version: 'v1beta1',
+    resource: 'nodes',
+    singular: '',
+    kind: 'NodeMetrics',
+    namespaced: false,
+    shortNames: [],
+    nameRule: 'dns1123-subdomain',
+    subresources: [],
+  }),
+  resource({
+    group: 'metrics.k8s.io',
+    version: 'v1beta1',
+    resource: 'pods',
+    singular: '',
+    kind: 'PodMetrics',
+    namespaced: true,
+    shortNames: [],
+    nameRule: 'dns1123-subdomain',
+    subresources: [],
+  }),
   resource({
     group: '',
     version: 'v1',

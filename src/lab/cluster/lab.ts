@@ -14,6 +14,8 @@ import { kubeconfigYaml } from '../apiserver/kubeconfig.js';
 import { resourceByKind } from '../apiserver/resources.js';
 import type { Pod } from '../apiserver/types.js';
 import type { ContainerProcess } from './containers.js';
+import { namespacePids } from '../netns/index.js';
+import { serveMetrics, UsageSampler } from './usage.js';
 import { KUBE_PROXY_LABELS, kubeProxyDaemonSet } from './kube-proxy-daemonset.js';
 import { HostsFiles, serviceName, type HostsTarget, type ServiceName } from './hosts.js';
 import {
@@ -288,6 +290,31 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     mkdirSync(paths.podDir(), { recursive: true, mode: 0o700 });
 
     progress('starting the API server');
+    // kubectl top: each pod's processes (its namespace's, or its containers' on the host network), each node's.
+    const pidsOf = async (netns: string): Promise<number[]> => namespacePids(runner, netns).catch(() => []);
+    const usage = new UsageSampler(async () => {
+      const groups = new Map<string, number[]>();
+      const byNode = new Map<string, number[]>();
+      for (const n of layout.nodes) byNode.set(n.name, await pidsOf(n.namespace));
+      for (const p of lifecycle?.runningPods() ?? []) {
+        const own = p.containers.flatMap((c) => c.pid() ?? []);
+        const inNs = p.hostNetwork ? [] : await pidsOf(p.netns);
+        p.containers.forEach((c, i) => {
+          const pid = c.pid();
+          // A pod server's namespace may hold helpers too: the rest of the namespace counts for its first container.
+          const rest = i === 0 ? inNs.filter((x) => !own.includes(x)) : [];
+          groups.set(`pod/${p.namespace}/${p.name}/${c.name}`, [
+            ...(pid !== undefined ? [pid] : []),
+            ...rest,
+          ]);
+        });
+        byNode.get(p.node)?.push(...own, ...inNs);
+      }
+      for (const [node, pids] of byNode) groups.set(`node/${node}`, pids);
+      return groups;
+    });
+    usage.start();
+    cleanups.push(() => usage.stop());
     const zones = options.zones ?? [];
     const server = await startApiServer({
       nodes: defaultNodes(layout.nodes.length).map((n, i) =>
@@ -295,6 +322,20 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
       ),
       podLifecycle: lifecycle,
       kubelet: lifecycle,
+      extraRoutes: (req, res, parts) =>
+        serveMetrics(
+          req,
+          res,
+          parts,
+          usage,
+          () => layout.nodes.map((n) => n.name),
+          () =>
+            (lifecycle?.runningPods() ?? []).map((p) => ({
+              namespace: p.namespace,
+              name: p.name,
+              containers: p.containers.map((c) => c.name),
+            })),
+        ),
       kubeconfigPath: paths.kubeconfig,
       logger: logger.child({ component: 'apiserver' }),
     });

@@ -60,6 +60,15 @@ export interface PodEvents {
 /** What `kubectl logs` and `kubectl exec` need of a running Pod's container. */
 export type PodContainerView = KubeletContainer;
 
+export interface RunningPod {
+  readonly namespace: string;
+  readonly name: string;
+  readonly node: string;
+  readonly hostNetwork: boolean;
+  readonly netns: string;
+  readonly containers: readonly { readonly name: string; pid(): number | undefined }[];
+}
+
 /** The data of a ConfigMap, for configMap volumes; undefined when it does not exist. */
 export type ConfigMapLookup = (namespace: string, name: string) => Record<string, string> | undefined;
 
@@ -81,6 +90,8 @@ export interface NamespacePodLifecycleOptions {
 export interface NamespacePodLifecycle extends PodLifecycle, Kubelet, StreamingKubelet {
   /** Pod namespaces that exist now. */
   namespaces(): string[];
+  /** Every Pod this kubelet runs, with its containers' main PIDs (for `kubectl top`). */
+  runningPods(): RunningPod[];
   /** Rewrites every configMap volume of this ConfigMap (`lab up --follow-configmap`: the kubelet's volume sync). */
   refreshConfigMap(namespace: string, name: string): void;
   /** Stops waiting for grace periods (the lab is going down; its sweep removes the namespaces). */
@@ -94,8 +105,12 @@ export function namespacePodLifecycle(o: NamespacePodLifecycleOptions): Namespac
   const servers = new Map<string, PodServerHandle>();
   interface PodRuntime {
     readonly uid: string;
+    readonly namespace: string;
+    readonly name: string;
+    readonly node: string;
     readonly netns: string;
     readonly hostNetwork: boolean;
+    readonly pids: { readonly name: string; pid(): number | undefined }[];
     readonly processes: ContainerProcess[];
     readonly views: PodContainerView[];
     /** Rewrites the pod's configMap volumes from the current ConfigMaps. */
@@ -310,7 +325,22 @@ export function namespacePodLifecycle(o: NamespacePodLifecycleOptions): Namespac
           (a, b) =>
             resolved.findIndex((r) => r.name === a.name) - resolved.findIndex((r) => r.name === b.name),
         );
-        runtimes.set(keyOf(pod), { uid, netns, hostNetwork, processes, views, refreshVolumes });
+        const pids = resolved.map((r) => {
+          const p = processes.find((x) => x.name === r.name);
+          return { name: r.name, pid: () => (p ? p.pid() : servers.get(ns)?.pid) };
+        });
+        runtimes.set(keyOf(pod), {
+          uid,
+          namespace: podNamespace,
+          name,
+          node: node.name,
+          netns,
+          hostNetwork,
+          pids,
+          processes,
+          views,
+          refreshVolumes,
+        });
         for (const p of processes) p.start();
         o.logger.v(2, () => ({
           msg: 'pod started',
@@ -343,6 +373,15 @@ export function namespacePodLifecycle(o: NamespacePodLifecycleOptions): Namespac
       });
     },
     containers: (podNamespace, podName) => runtimes.get(`${podNamespace}/${podName}`)?.views,
+    runningPods: () =>
+      [...runtimes.values()].map((rt) => ({
+        namespace: rt.namespace,
+        name: rt.name,
+        node: rt.node,
+        hostNetwork: rt.hostNetwork,
+        netns: rt.netns,
+        containers: rt.pids,
+      })),
     exec(podNamespace, podName, container, command, session) {
       const rt = runtimes.get(`${podNamespace}/${podName}`);
       const view = rt?.views.find((v) => v.name === container);

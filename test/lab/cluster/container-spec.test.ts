@@ -128,3 +128,27 @@ test('tailLines counts lines, not bytes, and a trailing newline is no extra line
   assert.equal(tailLines(text, 0).toString(), '');
   assert.equal(tailLines(Buffer.from('a\nb'), 1).toString(), 'b');
 });
+
+test('usage: CPU is the rate of a process’s ticks between two rounds, memory its resident set', async () => {
+  const { UsageSampler } = await import('../../../src/lab/cluster/usage.js');
+  let ticks = 100;
+  const sampler = new UsageSampler(
+    () => Promise.resolve(new Map([['node/worker', [42]]])),
+    (pid) => (pid === 42 ? { cpuTicks: ticks, rssBytes: 2048 * 1024 } : undefined),
+  );
+  await sampler.sample();
+  assert.equal(sampler.usage('node/worker')?.cpuNanoCores, 0, 'no rate from one round');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  ticks += 10; // 0.1 s of CPU in about 0.2 s: about half a core
+  await sampler.sample();
+  const u = sampler.usage('node/worker');
+  assert.ok(u && u.cpuNanoCores > 0.3e9 && u.cpuNanoCores < 0.6e9, `${u?.cpuNanoCores}`);
+  assert.equal(u.memoryBytes, 2048 * 1024);
+});
+
+test('readProcessUsage reads this process’s own /proc entry', async () => {
+  const { readProcessUsage } = await import('../../../src/lab/cluster/usage.js');
+  const u = readProcessUsage(process.pid);
+  assert.ok(u && u.cpuTicks >= 0 && u.rssBytes > 1024 * 1024, JSON.stringify(u));
+  assert.equal(readProcessUsage(2 ** 30), undefined);
+});
