@@ -14,6 +14,9 @@ Usage:
                                           (see explain --help)
   kube-proxy-ts diff -f BEFORE -f AFTER [flags]
                                           what each backend would write for the change (see diff --help)
+  kube-proxy-ts trace --to DEST[:PORT][/PROTO] [flags]
+                                          follow real packets through this node's rules (see trace --help)
+  kube-proxy-ts doctor [flags]            check this node's proxy and kernel, with remedies (see doctor --help)
   kube-proxy-ts lab up|down|status|exec|kubeconfig|apiserver
                                           a small cluster on this host (see lab --help)
 `;
@@ -30,6 +33,14 @@ async function main(argv: readonly string[]): Promise<number> {
     case 'diff': {
       const { diffCommand } = await import('./diff.js');
       return diffCommand(rest);
+    }
+    case 'trace': {
+      const { traceCommand } = await import('./trace.js');
+      return traceCommand(rest);
+    }
+    case 'doctor': {
+      const { doctorCommand } = await import('./doctor.js');
+      return doctorCommand(rest);
     }
     case 'lab': {
       const { labCommand } = await import('./lab.js');

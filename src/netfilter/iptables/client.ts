@@ -41,7 +41,11 @@ export interface IptablesClientOptions {
   readonly commands: CommandRunner;
   readonly clock: Clock;
   readonly variant?: IptablesVariant;
-  /** The xtables lock file; passed to every command as XTABLES_LOCKFILE (tests use their own). */
+  /**
+   * The xtables lock file; passed to every command as XTABLES_LOCKFILE (tests use their own). Default: our own
+   * $XTABLES_LOCKFILE, else /run/xtables.lock, as iptables itself decides, so that the wait we measure is on
+   * the file the commands will lock.
+   */
   readonly lockFile?: string;
   /** Seconds to wait for the xtables lock (upstream: 5). */
   readonly lockWaitSeconds?: number;
@@ -80,7 +84,7 @@ export class IptablesClient {
     this.binaries = iptablesBinaries(options.family, this.variant);
     this.commands = options.commands;
     this.clock = options.clock;
-    this.lockFile = options.lockFile ?? DEFAULT_LOCK_FILE;
+    this.lockFile = options.lockFile ?? (process.env.XTABLES_LOCKFILE || DEFAULT_LOCK_FILE);
     this.lockWaitSeconds = options.lockWaitSeconds ?? DEFAULT_LOCK_WAIT_SECONDS;
     this.env = options.lockFile === undefined ? undefined : { XTABLES_LOCKFILE: options.lockFile };
   }

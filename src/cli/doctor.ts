@@ -1,0 +1,198 @@
+// `kube-proxy-ts doctor [--metrics-url URL] [-o text|json]`: parses flags, gathers what the checks read (the
+// agent's /metrics, /configz and /healthz; the cluster's Services and EndpointSlices when asked), runs
+// inspect/doctor and prints the findings. Exit 0 all ok, 1 a warning, 2 a failure (3 for a usage error, so that a
+// script can tell a bad command line from a sick node).
+import { performance } from 'node:perf_hooks';
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import type { EndpointSlice, Service } from '../api/objects.js';
+import {
+  DEFAULT_HEALTHZ_URL,
+  DEFAULT_METRICS_URL,
+  fetchMetrics,
+  fetchSettings,
+  fetchText,
+} from '../inspect/doctor/agent-endpoints.js';
+import { DOCTOR_CHECKS } from '../inspect/doctor/checks/index.js';
+import { runDoctor } from '../inspect/doctor/runner.js';
+import type { DoctorReport } from '../inspect/doctor/runner.js';
+import type { AgentSettings, ClusterView, DoctorContext } from '../inspect/doctor/types.js';
+import { createApiClient } from '../kube/api-client.js';
+import { loadClientConfig } from '../kube/client-config.js';
+import { listAll } from '../kube/list-all.js';
+import { loadManifestFile } from '../kube/manifest-file.js';
+import { IP_FAMILIES } from '../model/ip.js';
+import type { CommandRunner } from '../netfilter/command.js';
+import { hostCommandRunner } from '../netfilter/command.js';
+import { snapshotFromObjects } from '../sync/snapshot.js';
+import { systemClock } from '../util/clock.js';
+
+export const DOCTOR_USAGE = `Usage: kube-proxy-ts doctor [flags]
+
+Run on a node (as root, in the node's network namespace): checks the proxy and the kernel the way a runbook for
+sync trouble would (seed 003: xtables lock contention during endpoint churn), and prints one finding per check
+with its severity (ok, warn, fail), the evidence and the remedy. Exit status: 0 all ok, 1 a warning, 2 a failure.
+
+Checks:
+${DOCTOR_CHECKS.map((c) => `  ${c.id.padEnd(24)} ${c.title}`).join('\n')}
+
+Flags:
+  --metrics-url URL        the agent's metrics (default ${DEFAULT_METRICS_URL}; /configz beside it)
+  --healthz-url URL        the agent's health check (default ${DEFAULT_HEALTHZ_URL})
+  --proxy-mode MODE        nftables or iptables, when /configz cannot be read
+  -f, --filename FILE      the cluster's Services and EndpointSlices (for stale-udp-conntrack), as render reads them
+  --kubeconfig FILE        read them from the API server instead
+  -o, --output text|json   output format (default text)
+The xtables lock file is $XTABLES_LOCKFILE if set, else /run/xtables.lock, as iptables itself decides.
+`;
+
+export interface DoctorIO {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly runner: CommandRunner;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly now: () => number;
+}
+
+const defaultIO: DoctorIO = {
+  stdout: (t) => process.stdout.write(t),
+  stderr: (t) => process.stderr.write(t),
+  runner: hostCommandRunner,
+  env: process.env,
+  now: () => Date.now(),
+};
+
+async function clusterObjects(
+  values: { filename?: string | undefined; kubeconfig?: string | undefined },
+  io: DoctorIO,
+): Promise<{ services: readonly Service[]; endpointSlices: readonly EndpointSlice[] } | string> {
+  if (values.filename !== undefined) {
+    const loaded = loadManifestFile(values.filename, 'doctor', {
+      readFile: (p) => readFileSync(p === '-' ? 0 : p, 'utf8'),
+      stderr: io.stderr,
+      now: () => performance.now(),
+    });
+    return loaded.ok ? loaded.objects : loaded.error;
+  }
+  const cfg = loadClientConfig({ kubeconfig: (values.kubeconfig ?? '').split(':')[0] ?? '' });
+  if (!cfg.ok) return `--kubeconfig: ${cfg.error.message}`;
+  const client = createApiClient(cfg.config, { clock: systemClock });
+  const signal = AbortSignal.timeout(30_000);
+  try {
+    const [services, endpointSlices] = await Promise.all([
+      listAll<Service>(client, '/api/v1/services', true, signal),
+      listAll<EndpointSlice>(client, '/apis/discovery.k8s.io/v1/endpointslices', true, signal),
+    ]);
+    return { services: services.items, endpointSlices: endpointSlices.items };
+  } catch (e) {
+    return `reading the cluster from ${cfg.config.server.origin}: ${(e as Error).message}`;
+  }
+}
+
+function clusterView(objects: {
+  services: readonly Service[];
+  endpointSlices: readonly EndpointSlice[];
+}): ClusterView {
+  return {
+    families: IP_FAMILIES.map((family) => {
+      const { snapshot } = snapshotFromObjects({ family, nodeName: '', ...objects });
+      return { family, serviceMap: snapshot.serviceMap, endpointsMap: snapshot.endpointsMap };
+    }),
+  };
+}
+
+const MARK = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL' } as const;
+
+export function formatDoctorReport(r: DoctorReport): string {
+  const lines: string[] = [];
+  for (const f of r.findings) {
+    lines.push(`[${f.notChecked !== undefined ? ' -- ' : MARK[f.severity]}] ${f.id}: ${f.summary}`);
+    for (const e of f.evidence) lines.push(`         ${e}`);
+    if (f.remedy !== '') lines.push(`       → ${f.remedy}`);
+  }
+  const count = (s: 'ok' | 'warn' | 'fail'): number => r.findings.filter((f) => f.severity === s).length;
+  lines.push('', `${count('fail')} failing, ${count('warn')} warning, ${count('ok')} ok`);
+  return `${lines.join('\n')}\n`;
+}
+
+export async function doctorCommand(argv: readonly string[], io: DoctorIO = defaultIO): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      strict: true,
+      options: {
+        'metrics-url': { type: 'string' },
+        'healthz-url': { type: 'string' },
+        'proxy-mode': { type: 'string' },
+        filename: { type: 'string', short: 'f' },
+        kubeconfig: { type: 'string' },
+        output: { type: 'string', short: 'o' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (e) {
+    io.stderr(`doctor: ${e instanceof Error ? e.message : String(e)}\n\n${DOCTOR_USAGE}`);
+    return 3;
+  }
+  if (values.help) {
+    io.stdout(DOCTOR_USAGE);
+    return 0;
+  }
+  const output = values.output ?? 'text';
+  if (output !== 'text' && output !== 'json') {
+    io.stderr(`doctor: -o ${output}: expected text or json\n`);
+    return 3;
+  }
+  const modeFlag = values['proxy-mode'];
+  if (modeFlag !== undefined && modeFlag !== 'nftables' && modeFlag !== 'iptables') {
+    io.stderr(`doctor: --proxy-mode ${modeFlag}: expected nftables or iptables\n`);
+    return 3;
+  }
+  const metricsURL = values['metrics-url'] ?? DEFAULT_METRICS_URL;
+  const healthzURL = values['healthz-url'] ?? DEFAULT_HEALTHZ_URL;
+  try {
+    new URL(metricsURL);
+    new URL(healthzURL);
+  } catch {
+    io.stderr(`doctor: --metrics-url/--healthz-url: not a URL\n`);
+    return 3;
+  }
+  const [metrics, healthz, fetched] = await Promise.all([
+    fetchMetrics(metricsURL),
+    fetchText(healthzURL),
+    fetchSettings(metricsURL),
+  ]);
+  let settings: AgentSettings | undefined = fetched;
+  if (modeFlag !== undefined)
+    settings = settings
+      ? { ...settings, mode: modeFlag }
+      : { mode: modeFlag, syncPeriodSeconds: 30, minSyncPeriodSeconds: 1, localhostNodePorts: true };
+  let cluster: ClusterView | undefined;
+  if (values.filename !== undefined || values.kubeconfig !== undefined) {
+    const objects = await clusterObjects(values, io);
+    if (typeof objects === 'string') {
+      io.stderr(`doctor: ${objects}\n`);
+      return 3;
+    }
+    cluster = clusterView(objects);
+  }
+  const ctx: DoctorContext = {
+    runner: io.runner,
+    now: io.now(),
+    metricsURL,
+    metrics,
+    healthzURL,
+    healthz,
+    ...(settings ? { settings } : {}),
+    xtablesLockFile: io.env.XTABLES_LOCKFILE ?? '/run/xtables.lock',
+    ...(cluster ? { cluster } : {}),
+  };
+  const report = await runDoctor(ctx);
+  io.stdout(
+    output === 'json'
+      ? `${JSON.stringify({ findings: report.findings, exitCode: report.exitCode }, null, 2)}\n`
+      : formatDoctorReport(report),
+  );
+  return report.exitCode;
+}

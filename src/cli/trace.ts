@@ -1,0 +1,162 @@
+// `kube-proxy-ts trace --to DEST[:PORT][/tcp|/udp] [--from SRC] …`: parses flags, runs inspect/trace on this
+// host's network namespace (as root, on the node), and prints each packet's path and what it means.
+import { parseArgs } from 'node:util';
+import { TABLE_NAME } from '../backends/nftables/naming.js';
+import type { TraceReport } from '../inspect/trace/session.js';
+import { runTrace, TraceUnavailableError } from '../inspect/trace/session.js';
+import type { ProxyModeName } from '../inspect/trace/interpret.js';
+import { formatTarget, parseTraceTarget } from '../inspect/trace/target.js';
+import { TRACE_TABLE } from '../inspect/trace/table.js';
+import type { CommandRunner, StreamRunner } from '../netfilter/command.js';
+import { hostCommandRunner, hostStreamRunner } from '../netfilter/command.js';
+
+export const TRACE_USAGE = `Usage: kube-proxy-ts trace --to DEST[:PORT][/tcp|/udp|/sctp] [flags]
+
+Run as root on a node (in the lab: inside the node's namespace, or use 'lab trace'). Adds a temporary nftables
+table (${TRACE_TABLE}) that marks packets to DEST for the kernel's trace, waits for real packets (it never sends
+any), prints each one's path through kube-proxy's rules (chain, rule, verdict) and what it means: the Service
+port whose frontend matched, the endpoint it was sent to, whether it was masqueraded, or why it was rejected or
+dropped. The table is removed at the end, on Ctrl-C, and (left by a crash) at the start of the next run.
+
+Flags:
+  --to DEST[:PORT][/PROTO]   destination to trace (IPv6 with a port: [ADDR]:PORT)
+  --from SRC                 only packets from this source address or CIDR
+  --count N                  stop after N packets (default 1)
+  --timeout S                stop after S seconds (default 60)
+  --all-packets              every matching packet, not only those that open a connection
+  --proxy-mode MODE          nftables or iptables (default: nftables if table ip/ip6 ${TABLE_NAME} exists)
+  -o, --output text|json     output format (default text)
+`;
+
+export interface TraceIO {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly runner: CommandRunner;
+  readonly streams: StreamRunner;
+  readonly signal?: AbortSignal;
+}
+
+function defaultIO(): TraceIO {
+  const abort = new AbortController();
+  for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => abort.abort());
+  return {
+    stdout: (t) => process.stdout.write(t),
+    stderr: (t) => process.stderr.write(t),
+    runner: hostCommandRunner,
+    streams: hostStreamRunner,
+    signal: abort.signal,
+  };
+}
+
+async function detectMode(runner: CommandRunner): Promise<ProxyModeName> {
+  for (const family of ['ip', 'ip6']) {
+    if ((await runner.run('nft', ['list', 'table', family, TABLE_NAME])).code === 0) return 'nftables';
+  }
+  return 'iptables';
+}
+
+export function formatTraceReport(r: TraceReport): string {
+  const lines: string[] = [
+    `trace ${formatTarget(r.target)}${r.target.from !== undefined ? ` from ${r.target.from}` : ''} (${r.mode} mode): ` +
+      `${r.packets.length} packet${r.packets.length === 1 ? '' : 's'}, ended by ${r.ended}`,
+  ];
+  for (const l of r.removedLeftovers) lines.push(`(removed a trace table left by an earlier run: ${l})`);
+  r.packets.forEach((p, i) => {
+    lines.push('', `packet ${i + 1}: ${p.packet}`);
+    for (const s of p.path) {
+      const verdict = s.verdict !== undefined ? `  → ${s.verdict}` : '';
+      lines.push(
+        s.kind === 'packet'
+          ? `  ${s.table} ${s.chain}: enters`
+          : `  ${s.table} ${s.chain}: ${s.kind === 'rule' ? s.text.trim() : s.kind}${verdict}`,
+      );
+    }
+    lines.push('  means:');
+    if (p.servicePort !== undefined) lines.push(`    Service port ${p.servicePort}`);
+    if (p.frontend !== undefined) lines.push(`    frontend     ${p.frontend}`);
+    if (p.endpoint !== undefined) lines.push(`    endpoint     ${p.endpoint}`);
+    lines.push(`    outcome      ${p.outcome}`);
+    for (const w of p.why) lines.push(`    - ${w}`);
+  });
+  if (r.packets.length === 0)
+    lines.push('', 'no packet matched while tracing: send traffic to the destination while trace runs');
+  for (const u of r.unreadable) lines.push(`(unreadable monitor line: ${u})`);
+  return `${lines.join('\n')}\n`;
+}
+
+export async function traceCommand(argv: readonly string[], io: TraceIO = defaultIO()): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      strict: true,
+      options: {
+        to: { type: 'string' },
+        from: { type: 'string' },
+        count: { type: 'string' },
+        timeout: { type: 'string' },
+        'all-packets': { type: 'boolean' },
+        'proxy-mode': { type: 'string' },
+        output: { type: 'string', short: 'o' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (e) {
+    io.stderr(`trace: ${e instanceof Error ? e.message : String(e)}\n\n${TRACE_USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    io.stdout(TRACE_USAGE);
+    return 0;
+  }
+  const usage = (m: string): number => {
+    io.stderr(`trace: ${m}\n\n${TRACE_USAGE}`);
+    return 2;
+  };
+  if (values.to === undefined) return usage('--to is required');
+  const parsed = parseTraceTarget(values.to, values.from);
+  if (!parsed.ok) return usage(parsed.reason);
+  const count = Number(values.count ?? '1');
+  if (!Number.isInteger(count) || count < 1)
+    return usage(`--count ${values.count ?? ''}: expected a positive integer`);
+  const timeout = Number(values.timeout ?? '60');
+  if (!Number.isFinite(timeout) || timeout <= 0)
+    return usage(`--timeout ${values.timeout ?? ''}: expected seconds > 0`);
+  const output = values.output ?? 'text';
+  if (output !== 'text' && output !== 'json') return usage(`-o ${output}: expected text or json`);
+  const modeFlag = values['proxy-mode'];
+  if (modeFlag !== undefined && modeFlag !== 'nftables' && modeFlag !== 'iptables')
+    return usage(`--proxy-mode ${modeFlag}: expected nftables or iptables`);
+  if (typeof process.getuid === 'function' && process.getuid() !== 0 && io.runner === hostCommandRunner) {
+    io.stderr('trace: needs root (it adds an nftables table and reads the kernel’s trace events)\n');
+    return 1;
+  }
+  const mode = modeFlag ?? (await detectMode(io.runner));
+  try {
+    const report = await runTrace({
+      target: parsed.target,
+      mode,
+      runner: io.runner,
+      streams: io.streams,
+      count,
+      timeoutMs: timeout * 1000,
+      ...(values['all-packets'] ? { allPackets: true } : {}),
+      ...(io.signal ? { signal: io.signal } : {}),
+      onReady: () => {
+        if (output === 'text')
+          io.stderr(
+            `tracing ${formatTarget(parsed.target)} for up to ${timeout} s; send traffic now (Ctrl-C ends)\n`,
+          );
+      },
+    });
+    io.stdout(output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : formatTraceReport(report));
+    return 0;
+  } catch (e) {
+    if (e instanceof TraceUnavailableError) {
+      io.stderr(`trace: ${e.message}\n`);
+      return 1;
+    }
+    io.stderr(`trace: ${e instanceof Error ? e.message : String(e)}\n`);
+    return 1;
+  }
+}

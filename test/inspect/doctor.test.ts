@@ -1,0 +1,135 @@
+// The doctor's pieces that need no kernel: reading /metrics text, /proc/locks and iptables-save, the
+// thresholds of the metric checks, and the exit status. The kernel findings are provoked for real in
+// test/e2e/doctor.test.ts.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { histogram, parseMetrics, sum } from '../../src/inspect/doctor/prometheus.js';
+import { holdersFromProcLocks } from '../../src/inspect/doctor/checks/xtables-lock.js';
+import { kubeProxyChainsInSave } from '../../src/inspect/doctor/checks/leftover-other-mode.js';
+import { conntrackFull } from '../../src/inspect/doctor/checks/conntrack-full.js';
+import { syncSlow } from '../../src/inspect/doctor/checks/sync-slow.js';
+import { pendingStuck } from '../../src/inspect/doctor/checks/pending-stuck.js';
+import { exitCodeOf, runDoctor } from '../../src/inspect/doctor/runner.js';
+import { settingsFromConfigz } from '../../src/inspect/doctor/agent-endpoints.js';
+import type { DoctorContext } from '../../src/inspect/doctor/types.js';
+import type { CommandRunner } from '../../src/netfilter/command.js';
+
+const METRICS = `# HELP kubeproxy_sync_proxy_rules_duration_seconds x
+# TYPE kubeproxy_sync_proxy_rules_duration_seconds histogram
+kubeproxy_sync_proxy_rules_duration_seconds_bucket{ip_family="IPv4",le="0.001"} 0
+kubeproxy_sync_proxy_rules_duration_seconds_bucket{ip_family="IPv4",le="1.024"} 50
+kubeproxy_sync_proxy_rules_duration_seconds_bucket{ip_family="IPv4",le="2.048"} 90
+kubeproxy_sync_proxy_rules_duration_seconds_bucket{ip_family="IPv4",le="4.096"} 100
+kubeproxy_sync_proxy_rules_duration_seconds_bucket{ip_family="IPv4",le="+Inf"} 100
+kubeproxy_sync_proxy_rules_duration_seconds_sum{ip_family="IPv4"} 130
+kubeproxy_sync_proxy_rules_duration_seconds_count{ip_family="IPv4"} 100
+kubeproxy_sync_proxy_rules_endpoint_changes_pending 4
+kubeproxy_sync_proxy_rules_service_changes_pending 0
+kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"} 1000
+kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{ip_family="IPv4"} 1010
+`;
+
+const noCommands: CommandRunner = { run: async () => ({ code: 1, stdout: '', stderr: 'not here' }) };
+
+function ctx(over: Partial<DoctorContext> = {}): DoctorContext {
+  return {
+    runner: noCommands,
+    now: 1100 * 1000,
+    metricsURL: 'http://127.0.0.1:10249/metrics',
+    metrics: parseMetrics(METRICS),
+    healthzURL: 'http://127.0.0.1:10256/healthz',
+    healthz: { status: 200, body: '{}' },
+    settings: { mode: 'iptables', syncPeriodSeconds: 30, minSyncPeriodSeconds: 1, localhostNodePorts: true },
+    xtablesLockFile: '/run/xtables.lock',
+    ...over,
+  };
+}
+
+test('metrics text: sums and histogram quantiles as histogram_quantile interpolates them', () => {
+  const m = parseMetrics(METRICS);
+  assert.equal(sum(m, 'kubeproxy_sync_proxy_rules_endpoint_changes_pending'), 4);
+  const h = histogram(m, 'kubeproxy_sync_proxy_rules_duration_seconds');
+  assert.equal(h?.count, 100);
+  assert.equal(h?.p50, 1.024);
+  assert.ok(h?.p99 !== undefined && h.p99 > 2.048 && h.p99 < 4.096);
+  assert.equal(h?.maxBucket, 4.096);
+});
+
+test('sync-slow fails when half the syncs outlast minSyncPeriod; pending-stuck when changes wait past syncPeriod', async () => {
+  assert.equal((await syncSlow.run(ctx())).severity, 'fail', 'p50 1.024 s is over minSyncPeriod 1 s');
+  const slow = await syncSlow.run(
+    ctx({
+      settings: {
+        mode: 'iptables',
+        syncPeriodSeconds: 30,
+        minSyncPeriodSeconds: 2,
+        localhostNodePorts: true,
+      },
+    }),
+  );
+  assert.equal(slow.severity, 'warn');
+  const stuck = await pendingStuck.run(ctx());
+  assert.equal(stuck.severity, 'fail');
+  assert.match(stuck.summary, /4 changes have waited 90 s/);
+  assert.equal(
+    (await pendingStuck.run(ctx({ now: 1015 * 1000 }))).severity,
+    'ok',
+    'queued 5 s ago: a sync is due',
+  );
+});
+
+test('/proc/locks: the holder of the lock file by inode, never a waiter', () => {
+  const text = [
+    '1: FLOCK  ADVISORY  WRITE 4242 00:1a:12345 0 EOF',
+    '1: -> FLOCK  ADVISORY  WRITE 4343 00:1a:12345 0 EOF',
+    '2: POSIX  ADVISORY  WRITE 99 fd:00:777 0 EOF',
+  ].join('\n');
+  assert.deepEqual(holdersFromProcLocks(text, 12345), [{ pid: 4242, kind: 'FLOCK', access: 'WRITE' }]);
+});
+
+test("iptables-save: kube-proxy's chains, not kubelet's", () => {
+  const save =
+    '*nat\n:PREROUTING ACCEPT [0:0]\n:KUBE-SERVICES - [0:0]\n:KUBE-KUBELET-CANARY - [0:0]\nCOMMIT\n*filter\n:KUBE-FORWARD - [0:0]\nCOMMIT\n';
+  assert.deepEqual(kubeProxyChainsInSave(save), ['nat KUBE-SERVICES', 'filter KUBE-FORWARD']);
+});
+
+test('conntrack-full by fill, from the namespace’s sysctls', async () => {
+  const sysctl = (count: number): CommandRunner => ({
+    run: async (_cmd, args) => ({
+      code: 0,
+      stdout: args.includes('net.netfilter.nf_conntrack_count') ? `${count}\n` : '1000\n',
+      stderr: '',
+    }),
+  });
+  assert.equal((await conntrackFull.run(ctx({ runner: sysctl(100) }))).severity, 'ok');
+  assert.equal((await conntrackFull.run(ctx({ runner: sysctl(800) }))).severity, 'warn');
+  const full = await conntrackFull.run(ctx({ runner: sysctl(950) }));
+  assert.equal(full.severity, 'fail');
+  assert.match(full.evidence[0] ?? '', /nf_conntrack_count 950 of nf_conntrack_max 1000 \(95\.0 %\)/);
+  assert.match(full.remedy, /sysctl -w net\.netfilter\.nf_conntrack_max=131072/);
+});
+
+test('exit status: 0 all ok, 1 a warning, 2 a failure; a check that throws is a failure of its own id', async () => {
+  assert.equal(exitCodeOf([]), 0);
+  const r = await runDoctor(ctx(), [
+    { id: 'boom', title: 't', run: async () => Promise.reject(new Error('no /proc here')) },
+  ]);
+  assert.equal(r.exitCode, 2);
+  assert.deepEqual(r.findings[0]?.evidence, ['no /proc here']);
+});
+
+test('/configz: mode and the mode’s periods, in upstream’s internal field names', () => {
+  const body = JSON.stringify({
+    'kubeproxy.config.k8s.io': {
+      Mode: 'nftables',
+      IPTables: { SyncPeriod: '30s', MinSyncPeriod: '1s', LocalhostNodePorts: true },
+      NFTables: { SyncPeriod: '2s', MinSyncPeriod: '100ms' },
+    },
+  });
+  assert.deepEqual(settingsFromConfigz(body), {
+    mode: 'nftables',
+    syncPeriodSeconds: 2,
+    minSyncPeriodSeconds: 0.1,
+    localhostNodePorts: true,
+  });
+});
