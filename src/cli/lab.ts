@@ -40,6 +40,9 @@ Commands:
             run a command inside a node (control-plane, worker, …), "client", or a pod (NAME or NS/NAME);
             without a command, print the target's network namespace (for an interactive shell:
             ip netns exec "$(kube-proxy-ts lab exec worker)" bash)
+  trace FROM TO [--timeout S] [-o text|json]
+            follow one request from a pod or "client" to web.svc, web.svc:80, http://web.svc/, IP:PORT or
+            NODE:NODEPORT through every node's rules (see lab trace --help)
   kubeconfig
             print the path of the lab's kubeconfig (export KUBECONFIG=$(kube-proxy-ts lab kubeconfig))
   apiserver [--listen 127.0.0.1:PORT] [--kubeconfig-out PATH] [--nodes N]
@@ -245,6 +248,10 @@ export async function labCommand(argv: readonly string[]): Promise<number> {
       return execCommand(rest);
     case 'kubeconfig':
       return kubeconfigCommand(rest);
+    case 'trace': {
+      const { labTraceCommand } = await import('./lab-trace.js');
+      return labTraceCommand(rest, defaultStateDir());
+    }
     case 'relay':
       return relayCommand(rest);
     case 'apiserver':

@@ -2,6 +2,8 @@
 // table added in a node, real packets from a pod or the client, and the path read back from `nft monitor trace`.
 // Each case asserts what the trace says (Service port by frontend, endpoint, masquerade, reject, drop) and that
 // the trace table is gone afterwards. Expected values come from the objects the test programs, not from output.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sweepNamespaces } from '../../src/lab/netns/namespace.js';
@@ -18,6 +20,42 @@ import { makeTestCluster } from './harness/cluster.js';
 import type { TestCluster } from './harness/cluster.js';
 import { endpointSlice, httpPort, service } from './harness/objects.js';
 import type { DataplaneBackend } from './harness/backends.js';
+
+const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+
+/** `kube-proxy-ts trace ARGS` as a user runs it inside a node's namespace. */
+function traceProcess(
+  ns: string,
+  args: readonly string[],
+): {
+  readonly started: Promise<void>;
+  readonly exited: Promise<{ code: number | null; stdout: string; stderr: string }>;
+  interrupt(): void;
+} {
+  const child = spawn(
+    'ip',
+    ['netns', 'exec', ns, process.execPath, '--import', 'tsx', MAIN, 'trace', ...args],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let stdout = '';
+  let stderr = '';
+  let onStart: () => void = () => {};
+  const started = new Promise<void>((resolve) => (onStart = resolve));
+  child.stdout.on('data', (b: Buffer) => (stdout += b.toString('utf8')));
+  child.stderr.on('data', (b: Buffer) => {
+    stderr += b.toString('utf8');
+    if (stderr.includes('send traffic now')) onStart();
+  });
+  const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('close', (code) => {
+      onStart();
+      resolve({ code, stdout, stderr });
+    }),
+  );
+  return { started, exited, interrupt: () => void child.kill('SIGINT') };
+}
 
 function target(to: string, from?: string): TraceTarget {
   const t = parseTraceTarget(to, from);
@@ -149,6 +187,48 @@ for (const mode of ['nftables', 'nftables-flat', 'iptables'] as const satisfies 
         assert.equal(pkt.outcome, 'sent-to-endpoint', pkt.why.join('; '));
         assert.equal(pkt.endpoint, `${p0.ip}:8080`);
         assert.equal(pkt.masqueraded, false);
+      });
+
+      test('the command: prints the path and its meaning, and ends by itself after --count packets', async () => {
+        if (mode !== 'nftables') return;
+        const ns = c.node('node-0').namespace;
+        const p = traceProcess(ns, ['--to', '198.19.0.10:80/tcp', '--timeout', '60']);
+        await p.started;
+        const sent = await c.http(c.pods[0]!.namespace, '198.19.0.10', 80);
+        assert.equal(sent[0]?.ok, true);
+        const out = await p.exited;
+        assert.equal(out.code, 0, out.stderr);
+        assert.match(out.stdout, /^trace 198\.19\.0\.10:80\/tcp \(nftables mode\): 1 packet, ended by count/);
+        assert.match(
+          out.stdout,
+          /kube-proxy services: ip daddr \. meta l4proto \. th dport vmap @service-ips {2}→ goto service-GLEXRXEO-dataplane\/web\/tcp\/http/,
+        );
+        assert.match(
+          out.stdout,
+          /Service port dataplane\/web:http\n {4}frontend {5}198\.19\.0\.10:80\/tcp\n {4}endpoint {5}198\.18\.11\.10:8080/,
+        );
+        assert.equal(await traceTablePresent(inNamespace(hostCommandRunner, ns)), false);
+      });
+
+      test('Ctrl-C ends the command and removes its table', async () => {
+        if (mode !== 'nftables') return;
+        const ns = c.node('node-0').namespace;
+        const p = traceProcess(ns, ['--to', '198.19.0.10:80/tcp', '--timeout', '60']);
+        await p.started;
+        assert.equal(
+          await traceTablePresent(inNamespace(hostCommandRunner, ns)),
+          true,
+          'the table is there while tracing',
+        );
+        p.interrupt();
+        const out = await p.exited;
+        assert.equal(out.code, 0, out.stderr);
+        assert.match(out.stdout, /0 packets, ended by interrupted/);
+        assert.equal(
+          await traceTablePresent(inNamespace(hostCommandRunner, ns)),
+          false,
+          'Ctrl-C removed the table',
+        );
       });
 
       test('a trace table left by a crashed run is removed by the next run', async () => {
