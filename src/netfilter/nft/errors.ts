@@ -19,7 +19,11 @@ export interface NftErrorDetails {
   readonly code: NftErrorCode;
   /** The operation that failed, when known. */
   readonly operation?: NftOperation;
-  /** 1-based line of the transaction text (= operation index + 1), when known. */
+  /**
+   * 1-based position of the operation in the transaction (operation index + 1: its line in one-line-per-operation
+   * text such as `render`'s), when known. The executor groups elements on one line, so nft's own line and column
+   * are in `detail`.
+   */
   readonly line?: number;
   /** nft's own message (stderr), for logs. */
   readonly detail?: string;

@@ -6,7 +6,7 @@ import { NftError, classifyNftMessage } from './errors.js';
 import { parseElementsJson, parseTableJson } from './json.js';
 import type { NftChain, NftElement, NftMap, NftOperation, NftSet, NftTable } from './objects.js';
 import type { NftTableRef } from './serialize.js';
-import { serializeOperations } from './serialize.js';
+import { serializeTransaction } from './serialize.js';
 import type { NftTransaction } from './transaction.js';
 
 /** A rule as listed by the kernel: its text is not read back (JSON gives expressions, not nft syntax). */
@@ -47,15 +47,21 @@ const NFT_TIMEOUT_MS = 10 * 60 * 1000;
  * Turns nft's stderr into an NftError naming the failing operation: nft reports `/dev/stdin:LINE:COL…: Error: …`,
  * and since every operation is one line, LINE - 1 is the operation's index.
  */
-export function parseNftError(stderr: string, ops: readonly NftOperation[], exitCode: number): NftError {
+export function parseNftError(
+  stderr: string,
+  ops: readonly NftOperation[],
+  exitCode: number,
+  operationAt: (line: number, column: number) => number | undefined = (line) => line - 1,
+): NftError {
   const first = stderr.split('\n').find((l) => /Error:/.test(l)) ?? stderr.trim();
-  const located = /^(?:\/dev\/stdin|-):(\d+):\d+(?:-\d+)?:\s*Error:\s*(.*)$/.exec(first);
+  const located = /^(?:\/dev\/stdin|-):(\d+):(\d+)(?:-\d+)?:\s*Error:\s*(.*)$/.exec(first);
   const message =
-    (located ? located[2] : first.replace(/^.*?Error:\s*/, '')) || `nft exited with code ${exitCode}`;
+    (located ? located[3] : first.replace(/^.*?Error:\s*/, '')) || `nft exited with code ${exitCode}`;
   const code = classifyNftMessage(message);
   if (!located) return new NftError(`nft: ${message}`, { code, detail: stderr });
-  const line = Number(located[1]);
-  const operation = ops[line - 1];
+  const index = operationAt(Number(located[1]), Number(located[2]));
+  const line = index === undefined ? Number(located[1]) : index + 1;
+  const operation = index === undefined ? undefined : ops[index];
   return new NftError(
     `nft: ${message}`,
     operation ? { code, line, operation, detail: stderr } : { code, line, detail: stderr },
@@ -75,23 +81,33 @@ export class NftCommandExecutor implements NftExecutor {
     if (tx.error) throw tx.error;
     if (tx.size === 0) return { serializeMs: 0, applyMs: 0 };
     const t0 = performance.now();
-    const text = serializeOperations(this.ref, tx.operations);
+    const text = serializeTransaction(this.ref, tx.operations);
     const t1 = performance.now();
-    await this.runText(text, tx.operations, false);
+    await this.#runText(text.text, tx.operations, false, (l, c) => text.operationAt(l, c));
     return { serializeMs: t1 - t0, applyMs: performance.now() - t1 };
   }
 
   /** `nft -c -f -`: parses and checks the transaction against the kernel without applying it. */
   async check(tx: NftTransaction): Promise<void> {
     if (tx.error) throw tx.error;
-    await this.runText(serializeOperations(this.ref, tx.operations), tx.operations, true);
+    const text = serializeTransaction(this.ref, tx.operations);
+    await this.#runText(text.text, tx.operations, true, (l, c) => text.operationAt(l, c));
   }
 
-  /** Runs already-serialized text (the benchmark's floor measurement uses this with the same text). */
-  async runText(text: string, ops: readonly NftOperation[], checkOnly: boolean): Promise<void> {
+  /** Runs already-serialized text, one line per operation of `ops` (render's output, or none). */
+  runText(text: string, ops: readonly NftOperation[], checkOnly: boolean): Promise<void> {
+    return this.#runText(text, ops, checkOnly);
+  }
+
+  async #runText(
+    text: string,
+    ops: readonly NftOperation[],
+    checkOnly: boolean,
+    operationAt?: (line: number, column: number) => number | undefined,
+  ): Promise<void> {
     const args = checkOnly ? ['-c', '-f', '-'] : ['-f', '-'];
     const r = await this.#commands.run('nft', args, { stdin: text, timeoutMs: NFT_TIMEOUT_MS });
-    if (r.code !== 0) throw parseNftError(r.stderr, ops, r.code);
+    if (r.code !== 0) throw parseNftError(r.stderr, ops, r.code, operationAt);
   }
 
   async list(): Promise<NftListing> {

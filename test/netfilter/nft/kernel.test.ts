@@ -8,6 +8,7 @@ import { NftError } from '../../../src/netfilter/nft/errors.js';
 import { NftCommandExecutor } from '../../../src/netfilter/nft/executor.js';
 import { FakeNft } from '../../../src/netfilter/nft/fake.js';
 import { parseOperations } from '../../../src/netfilter/nft/parse.js';
+import type { NftOperation } from '../../../src/netfilter/nft/objects.js';
 import { NftTransaction } from '../../../src/netfilter/nft/transaction.js';
 import { FakeClock } from '../../../src/util/clock.js';
 import { kernelOptions, runPrefix } from '../../helpers/kernel.js';
@@ -101,6 +102,34 @@ describe('nft in a network namespace', options, () => {
     const listing = await exec.list();
     assert.ok(
       !listing.chains.some((c) => c.name === 'good-chain'),
+      'nothing of the failed transaction applied',
+    );
+  });
+
+  test('elements written on one line: an error names the element that failed, and nothing applies', async () => {
+    const exec = new NftCommandExecutor(ref, commands);
+    await resetTable(exec, true);
+    const element = (ip: string, chain: string): NftOperation => ({
+      verb: 'add',
+      object: { kind: 'element', set: 'm', key: [ip, 'tcp', '80'], value: [`goto ${chain}`] },
+    });
+    const tx = new NftTransaction()
+      .add('add', { kind: 'map', name: 'm', type: 'ipv4_addr . inet_proto . inet_service : verdict' })
+      .add('add', { kind: 'chain', name: 'c' })
+      .addValidated([
+        element('198.18.0.1', 'c'),
+        element('198.18.0.2', 'no-such-chain'),
+        element('198.18.0.3', 'c'),
+      ]);
+    await assert.rejects(exec.run(tx), (e: unknown) => {
+      assert.ok(e instanceof NftError);
+      assert.equal(e.code, 'NotFound');
+      assert.equal(e.line, 4);
+      assert.deepEqual(e.operation, tx.operations[3]);
+      return true;
+    });
+    assert.ok(
+      !(await exec.list()).maps.some((m) => m.name === 'm'),
       'nothing of the failed transaction applied',
     );
   });

@@ -4,7 +4,14 @@ import type { NftObject, NftObjectKind, NftVerb } from '../../../src/netfilter/n
 import { NFT_OBJECT_KINDS, NFT_VERBS, VERBS_BY_KIND } from '../../../src/netfilter/nft/objects.js';
 import { parseOperationLine } from '../../../src/netfilter/nft/parse.js';
 import { goQuote, quoteComment } from '../../../src/netfilter/nft/quote.js';
-import { writeOperation } from '../../../src/netfilter/nft/serialize.js';
+import { parseNftError } from '../../../src/netfilter/nft/executor.js';
+import {
+  ELEMENTS_PER_LINE,
+  serializeOperations,
+  serializeTransaction,
+  writeOperation,
+} from '../../../src/netfilter/nft/serialize.js';
+import type { NftOperation } from '../../../src/netfilter/nft/objects.js';
 import { NftTransaction } from '../../../src/netfilter/nft/transaction.js';
 
 const ref = { family: 'ip', table: 'kube-proxy' } as const;
@@ -169,5 +176,76 @@ describe('NftTransaction', () => {
       const tx = new NftTransaction().add('add', object);
       assert.equal(tx.error?.code, 'Invalid', JSON.stringify(object));
     }
+  });
+});
+
+describe("serializeTransaction (the executor's text)", () => {
+  const el = (verb: NftVerb, set: string, key: string, value?: string, comment?: string): NftOperation => ({
+    verb,
+    object: {
+      kind: 'element',
+      set,
+      key: key.split(' . '),
+      ...(value !== undefined ? { value: [value] } : {}),
+      ...(comment !== undefined ? { comment } : {}),
+    },
+  });
+  const ops: NftOperation[] = [
+    { verb: 'add', object: { kind: 'chain', name: 'c' } },
+    el('add', 'service-ips', '198.18.0.1 . tcp . 80', 'goto c'),
+    el('add', 'service-ips', '198.18.0.2 . tcp . 80', 'goto c', 'ns/s:p'),
+    el('add', 'cluster-ips', '198.18.0.1'),
+    el('delete', 'cluster-ips', '198.18.0.3'),
+    el('delete', 'cluster-ips', '198.18.0.4'),
+    el('add', 'service-ips', '198.18.0.5 . tcp . 80', 'drop'),
+  ];
+
+  test('runs of element operations with the same verb and set share one line, in order', () => {
+    const t = serializeTransaction(ref, ops);
+    assert.deepEqual(t.text.split('\n'), [
+      'add chain ip kube-proxy c',
+      'add element ip kube-proxy service-ips { 198.18.0.1 . tcp . 80 : goto c, 198.18.0.2 . tcp . 80 comment "ns/s:p" : goto c }',
+      'add element ip kube-proxy cluster-ips { 198.18.0.1 }',
+      'delete element ip kube-proxy cluster-ips { 198.18.0.3, 198.18.0.4 }',
+      'add element ip kube-proxy service-ips { 198.18.0.5 . tcp . 80 : drop }',
+      '',
+    ]);
+    // Each element is exactly what its own line would hold.
+    const own = serializeOperations(ref, ops).split('\n');
+    assert.equal(
+      own[2],
+      'add element ip kube-proxy service-ips { 198.18.0.2 . tcp . 80 comment "ns/s:p" : goto c }',
+    );
+  });
+
+  test('a line holds at most ELEMENTS_PER_LINE elements', () => {
+    const many = Array.from({ length: ELEMENTS_PER_LINE + 1 }, (_, i) =>
+      el('add', 'cluster-ips', `198.18.${i >> 8}.${i & 255}`),
+    );
+    const lines = serializeTransaction(ref, many).text.split('\n');
+    assert.equal(lines.length, 3);
+    assert.equal(lines[1], 'add element ip kube-proxy cluster-ips { 198.18.3.232 }');
+  });
+
+  test("nft's line and column of an error name the element's operation", () => {
+    const t = serializeTransaction(ref, ops);
+    const line2 = t.text.split('\n')[1] ?? '';
+    // nft marks the element's key: 1-based column of its first character.
+    const col = (needle: string): number => line2.indexOf(needle) + 1;
+    assert.equal(t.operationAt(1, 1), 0);
+    assert.equal(t.operationAt(2, col('198.18.0.1')), 1);
+    assert.equal(t.operationAt(2, col('198.18.0.2')), 2);
+    assert.equal(t.operationAt(3, 30), 3);
+    assert.equal(t.operationAt(4, (t.text.split('\n')[3] ?? '').indexOf('198.18.0.4') + 1), 5);
+    assert.equal(t.operationAt(9, 1), undefined);
+    const e = parseNftError(
+      `/dev/stdin:2:${col('198.18.0.2')}-${col('198.18.0.2') + 20}: Error: Could not process rule: File exists\n`,
+      ops,
+      1,
+      (l, c) => t.operationAt(l, c),
+    );
+    assert.equal(e.code, 'Exists');
+    assert.equal(e.line, 3);
+    assert.deepEqual(e.operation, ops[2]);
   });
 });
