@@ -38,9 +38,9 @@ export const syncFailing: DoctorCheck = {
     const inspect =
       mode === 'nftables'
         ? `nft list table ip kube-proxy   # an object of the wrong type or a foreign rule in kube-proxy's table blocks every transaction`
-        : `iptables-save | grep -c KUBE-; iptables-restore --test < <(iptables-save)   # a rule another program holds`;
+        : `if xtables-lock-contention fails too, the lock is the cause; else iptables-save | grep -c KUBE- and the restore's failed line in the log`;
     const remedy =
-      `Read the refusal in the agent's log: kubectl -n kube-system logs ds/kube-proxy | grep -iE 'sync failed|restore failed'; ` +
+      `Read the refusal in the agent's log: kubectl -n kube-system logs ds/kube-proxy | grep 'sync failed'; ` +
       `then ${inspect}. If another program wrote into kube-proxy's table, stop it and run kube-proxy-ts --cleanup ` +
       `(or delete the table) so that the next full sync rebuilds it.`;
     if (failures === 0)
@@ -53,9 +53,7 @@ export const syncFailing: DoctorCheck = {
     const minSync = ctx.settings?.minSyncPeriodSeconds ?? 1;
     const stale = queued > last && ctx.now / 1000 - queued > Math.max(2, 2 * minSync);
     if (unhealthy || stale || last === 0) {
-      evidence.push(
-        'the proxy logs the kernel’s words for each refusal ("nftables sync failed" / "iptables-restore failed")',
-      );
+      evidence.push('the proxy logs the tool’s own words for each refusal, on a line with "sync failed"');
       return finding(
         id,
         'fail',
