@@ -72,7 +72,7 @@ function assertAllOk(run: DoctorRun): void {
   assert.equal(run.code, 0);
 }
 
-const KERNEL = kernelOptions(['ip', 'nft', 'curl', 'conntrack', 'iptables-nft', 'sysctl']);
+const KERNEL = kernelOptions(['ip', 'nft', 'curl', 'conntrack', 'iptables-nft', 'iptables-legacy', 'sysctl']);
 
 describe('doctor on a node running kube-proxy-ts (nftables mode)', { ...KERNEL, timeout: 300_000 }, () => {
   let lab: AgentLab;
@@ -133,7 +133,16 @@ describe('doctor on a node running kube-proxy-ts (nftables mode)', { ...KERNEL, 
       );
       assert.match(f.remedy, /--cleanup/);
       assert.equal(run.code, 1);
+      // The same chain in the legacy back end too: two writers with different iptables on one node.
+      assert.equal((await inNs(lab.node, 'iptables-legacy', ['-t', 'nat', '-N', 'KUBE-SERVICES'])).code, 0);
+      const both = get(await doctor(lab.node, []), 'leftover-other-mode');
+      assert.match(both.summary, /iptables-legacy and iptables-nft both hold kube-proxy chains/);
+      assert.match(
+        both.evidence.join('\n'),
+        /iptables-legacy-save: 1 kube-proxy chains \(nat KUBE-SERVICES\)/,
+      );
     } finally {
+      await inNs(lab.node, 'iptables-legacy', ['-t', 'nat', '-X', 'KUBE-SERVICES']);
       for (const chain of ['KUBE-SVC-ZEKCSM6PWAJVEW5G', 'KUBE-SERVICES'])
         await inNs(lab.node, 'iptables-nft', ['-t', 'nat', '-X', chain]);
     }
