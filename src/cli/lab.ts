@@ -18,7 +18,8 @@ import {
   startLab,
   startRelay,
 } from '../lab/cluster/index.js';
-import { labPaths } from '../lab/cluster/layout.js';
+import { labLayout, labPaths } from '../lab/cluster/layout.js';
+import { WatchView } from '../lab/cluster/watch-view.js';
 import { labApiserverCommand } from './lab-apiserver.js';
 
 export const LAB_USAGE = `Usage: kube-proxy-ts lab COMMAND
@@ -36,6 +37,9 @@ Commands:
             Service; see docs/nftables-layouts.md)
   down      stop the lab (also after it crashed) and remove every namespace, link and process it made
   status    nodes, proxies (pid, mode, last sync) and pods
+  watch [--rounds N]
+            every node's proxy counters (endpoint/service changes pending and total, syncs, last sync
+            duration) redrawn each second, with a sparkline of pending changes per node
   exec TARGET -- CMD [ARGS…]
             run a command inside a node (control-plane, worker, …), "client", or a pod (NAME or NS/NAME);
             without a command, print the target's network namespace (for an interactive shell:
@@ -202,6 +206,34 @@ async function execCommand(argv: string[]): Promise<number> {
   return r.code;
 }
 
+async function watchCommand(argv: string[]): Promise<number> {
+  const parsed = stateDirArg(argv);
+  if (typeof parsed === 'string') return fail(`watch: ${parsed}`);
+  const rounds = parsed.rest[0] === '--rounds' ? Number(parsed.rest[1]) : undefined;
+  if (rounds !== undefined && !(Number.isInteger(rounds) && rounds > 0))
+    return fail('watch: --rounds N: a positive count');
+  const read = readLabState(labPaths(parsed.stateDir).stateFile);
+  if (!read.ok) return fail(read.missing ? 'watch: no lab is up' : `watch: ${read.reason}`, 1);
+  const view = new WatchView(labLayout(read.state.nodes.length, read.state.prefix).nodes);
+  // On a terminal the screen is redrawn in place; piped (or with --rounds), each round is printed after the last.
+  const redraw = process.stdout.isTTY && rounds === undefined;
+  let stop = false;
+  const onSignal = (): void => void (stop = true);
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  for (let i = 0; !stop && (rounds === undefined || i < rounds); i++) {
+    const started = Date.now();
+    await view.poll(hostCommandRunner);
+    process.stdout.write(`${redraw ? '\x1b[H\x1b[2J' : ''}${view.render()}`);
+    const wait = 1000 - (Date.now() - started);
+    if (!stop && (rounds === undefined || i + 1 < rounds))
+      await new Promise((r) => setTimeout(r, Math.max(0, wait)));
+  }
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
+  return 0;
+}
+
 async function kubeconfigCommand(argv: string[]): Promise<number> {
   const parsed = stateDirArg(argv);
   if (typeof parsed === 'string') return fail(`kubeconfig: ${parsed}`);
@@ -248,6 +280,8 @@ export async function labCommand(argv: readonly string[]): Promise<number> {
       return execCommand(rest);
     case 'kubeconfig':
       return kubeconfigCommand(rest);
+    case 'watch':
+      return watchCommand(rest);
     case 'trace': {
       const { labTraceCommand } = await import('./lab-trace.js');
       return labTraceCommand(rest, defaultStateDir());

@@ -17,6 +17,7 @@ import { fetchProxyMetrics, metricValue } from '../../src/lab/cluster/metrics.js
 import { FULL_SYNC_PERIOD_MS } from '../../src/sync/proxier.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import { delay, httpTally, inNetns, kubectlFor, mustRun, run, sorted, waitFor } from './helpers.js';
+import { labTurn } from './helpers/lab-turn.js';
 
 const gate = kernelOptions(['ip', 'nft', 'iptables', 'iptables-save', 'curl', 'kubectl']);
 
@@ -97,7 +98,8 @@ async function assertNothingLeft(
   );
 }
 
-describe('lab: a cluster on one host', { skip: gate.skip, timeout: 480_000 }, () => {
+// One lab suite at a time (labTurn): the runner runs two files at once, and lab-kubectl.test.ts has a lab too.
+describe('lab: a cluster on one host', { skip: gate.skip, timeout: 1_200_000 }, () => {
   const prefix = runPrefix();
   const stateDir = join(mkdtempSync(join(tmpdir(), `${prefix}-`)), 'state');
   let lab: Lab | undefined;
@@ -119,16 +121,25 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 480_000 }, ()
     run: (cmd: string, args: readonly string[]) => run(cmd, args),
   };
 
-  before(async () => {
-    rootBefore = await rootNetworkFacts();
-    const t0 = Date.now();
-    lab = await startLab({ nodes: 2, mode: 'nftables', stateDir, prefix });
-    upSeconds = (Date.now() - t0) / 1000;
-  });
+  let releaseTurn: () => void = () => undefined;
+  before(
+    async () => {
+      releaseTurn = await labTurn();
+      rootBefore = await rootNetworkFacts();
+      const t0 = Date.now();
+      lab = await startLab({ nodes: 2, mode: 'nftables', stateDir, prefix });
+      upSeconds = (Date.now() - t0) / 1000;
+    },
+    { timeout: 25 * 60_000 },
+  );
 
   after(async () => {
-    await lab?.stop();
-    await removeAll(prefix, stateDir);
+    try {
+      await lab?.stop();
+      await removeAll(prefix, stateDir);
+    } finally {
+      releaseTurn();
+    }
   });
 
   test('comes up, and within 60 s a pod reaches all three web pods through http://web.svc/', async () => {

@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import { hostCommandRunner, type CommandRunner } from '../../netfilter/command.js';
 import { SILENT_LOGGER, type Logger } from '../../util/logger.js';
 import { defaultNodes, startApiServer, type ApiServer } from '../apiserver/index.js';
-import { child, str } from '../apiserver/json.js';
+import { child, num, str } from '../apiserver/json.js';
 import { kubeconfigYaml } from '../apiserver/kubeconfig.js';
 import { resourceByKind } from '../apiserver/resources.js';
 import type { Pod } from '../apiserver/types.js';
@@ -563,12 +563,17 @@ async function waitUntilReady(
       progress(`web pods running: ${ready}/${WEB_REPLICAS}`);
       lastPods = ready;
     }
-    if (synced.size === nodes.length && (!workload || ready >= WEB_REPLICAS)) return;
+    // And the DaemonSet says so too (its pods turn ready on their probe's next round), so that the first
+    // `kubectl get ds kube-proxy` a user types shows every node ready.
+    const ds = server.store.get(resourceByKind('DaemonSet'), CONFIGMAP_NAMESPACE, 'kube-proxy');
+    const dsReady = num(child(ds, 'status'), 'numberReady') === nodes.length;
+    if (synced.size === nodes.length && dsReady && (!workload || ready >= WEB_REPLICAS)) return;
     if (Date.now() > deadline) {
       const waiting = nodes.filter((n) => !synced.has(n.name)).map((n) => n.name);
       throw new Error(
         `the lab did not become ready in ${Math.round(timeoutMs / 1000)} s: ` +
           (waiting.length > 0 ? `no sync yet from the proxies on ${waiting.join(', ')}; ` : '') +
+          (dsReady ? '' : 'DaemonSet kube-system/kube-proxy not ready on every node; ') +
           `${ready}/${WEB_REPLICAS} web pods running (proxy logs are under the state directory)`,
       );
     }

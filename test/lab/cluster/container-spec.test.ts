@@ -152,3 +152,27 @@ test('readProcessUsage reads this process’s own /proc entry', async () => {
   assert.ok(u && u.cpuTicks >= 0 && u.rssBytes > 1024 * 1024, JSON.stringify(u));
   assert.equal(readProcessUsage(2 ** 30), undefined);
 });
+
+test('lab watch: counters per node, the last sync’s duration from the histogram’s change, a scaled sparkline', async () => {
+  const { WatchView, sparkline } = await import('../../../src/lab/cluster/watch-view.js');
+  assert.equal(sparkline([0, 0, 0]), '▁▁▁');
+  assert.equal(sparkline([0, 5, 10]), '▁▅█');
+  const view = new WatchView([{ name: 'worker', namespace: 'x-worker' }]);
+  const c = {
+    endpointPending: 0,
+    endpointTotal: 3,
+    servicePending: 0,
+    serviceTotal: 1,
+    syncs: 2,
+    syncSecondsSum: 0.2,
+  };
+  view.record('worker', c);
+  view.record('worker', { ...c, endpointPending: 12, endpointTotal: 15 });
+  view.record('worker', { ...c, endpointTotal: 15, syncs: 3, syncSecondsSum: 0.25 });
+  const screen = view.render(new Date('2026-01-01T10:00:00Z'));
+  assert.match(screen, /^NODE\s+EP PENDING\s+EP TOTAL\s+SVC PENDING\s+SVC TOTAL\s+SYNCS\s+LAST SYNC$/m);
+  assert.match(screen, /^worker\s+0\s+15\s+0\s+1\s+3\s+50ms$/m);
+  assert.match(screen, /^worker\s+▁█▁\s+\(max 12\)$/m);
+  view.record('worker', undefined);
+  assert.match(view.render(), /^worker\s+-.*no answer$/m);
+});

@@ -1,0 +1,358 @@
+// The lab speaks kubectl (issue 14): against a lab brought up by `kube-proxy-ts lab up --mode iptables --zones
+// zone-a,zone-b` (a child process, as a user starts it), the seeds' own command sequences run as written, in a
+// shell with KUBECONFIG set; node-side commands go through `lab exec NODE --` in place of ssh. Each test asserts
+// what a reader of the seeds expects to see.
+//   1 the kube-proxy DaemonSet and its pods · 2 seed 000: ConfigMap edit, rollout restart, rollout status, logs
+//   3 seed 001: the switch to nftables the same way · 4 kubectl run -it --rm, kubectl exec
+//   5 endpoints, top nodes, top pods · 6 seed 002: zones and hints · 7 a bad config: CrashLoopBackOff, fixed
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { labDown } from '../../src/lab/cluster/down.js';
+import { kernelOptions, runPrefix } from '../helpers/kernel.js';
+import { labTurn } from './helpers/lab-turn.js';
+import { mustRun, run, sorted, waitFor } from './helpers.js';
+
+const gate = kernelOptions(['ip', 'nft', 'iptables', 'iptables-save', 'curl', 'kubectl', 'script']);
+const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
+
+interface PodRow {
+  readonly name: string;
+  readonly ready: string;
+  readonly status: string;
+  readonly restarts: string;
+  readonly node: string;
+}
+
+/** Rows of a kubectl table (whitespace-separated columns; RESTARTS may read "3 (5s ago)"). */
+function tableRows(text: string): string[][] {
+  return text
+    .trim()
+    .split('\n')
+    .slice(1)
+    .filter((l) => l.trim() !== '')
+    .map((l) => l.replace(/\((\d+\w*) ago\)/, '($1-ago)').split(/\s+/));
+}
+
+describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, timeout: 1_200_000 }, () => {
+  const prefix = runPrefix();
+  const work = mkdtempSync(join(tmpdir(), `${prefix}-`));
+  const stateDir = join(work, 'state');
+  const kubeconfig = join(stateDir, 'kubeconfig');
+  let child: ChildProcess | undefined;
+  let exited: Promise<number | null> = Promise.resolve(null);
+  let output = '';
+  let releaseTurn: () => void = () => undefined;
+
+  /** A shell command exactly as the seeds write it, with the lab's KUBECONFIG and `lab` on the PATH. */
+  const sh = async (script: string): Promise<string> => {
+    const r = await run('sh', ['-c', script], {
+      KUBECONFIG: kubeconfig,
+      KPTS_STATE: stateDir,
+      KPTS_MAIN: MAIN,
+    });
+    if (r.code !== 0) throw new Error(`${script}\nexited ${r.code}: ${r.stderr.trim()}\n${r.stdout}`);
+    return r.stdout;
+  };
+  /** `lab exec NODE -- CMD`, what the seeds do with ssh. */
+  const labExec = (node: string, cmd: readonly string[]): Promise<string> =>
+    mustRun(process.execPath, [
+      '--import',
+      'tsx',
+      MAIN,
+      'lab',
+      'exec',
+      '--state-dir',
+      stateDir,
+      node,
+      '--',
+      ...cmd,
+    ]);
+  const proxyPods = async (): Promise<PodRow[]> =>
+    tableRows(await sh('kubectl -n kube-system get pods -l k8s-app=kube-proxy -o wide')).map((c) => ({
+      name: c[0] ?? '',
+      ready: c[1] ?? '',
+      status: c[2] ?? '',
+      restarts: c[3] ?? '',
+      node: c[6] ?? '',
+    }));
+  const configz = async (node: string): Promise<Record<string, Record<string, unknown>>> => {
+    const text = await labExec(node, ['curl', '-s', '127.0.0.1:10249/configz']);
+    return (
+      (JSON.parse(text) as Record<string, Record<string, Record<string, unknown>>>)[
+        'kubeproxy.config.k8s.io'
+      ] ?? {}
+    );
+  };
+  /** seed 000's way to change the configuration, then a rollout as the seeds do it. */
+  const editAndRestart = (sedExpr: string, file: string): Promise<string> =>
+    sh(
+      `kubectl -n kube-system get cm kube-proxy -o jsonpath='{.data.config\\.conf}' > ${file}\n` +
+        `sed -i '${sedExpr}' ${file}\n` +
+        `kubectl -n kube-system create cm kube-proxy --from-file=config.conf=${file} --dry-run=client -o yaml | kubectl apply -f -\n` +
+        'kubectl -n kube-system rollout restart ds kube-proxy && kubectl -n kube-system rollout status ds kube-proxy',
+    );
+
+  before(
+    async () => {
+      releaseTurn = await labTurn();
+      child = spawn(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          MAIN,
+          'lab',
+          'up',
+          '--mode',
+          'iptables',
+          '--zones',
+          'zone-a,zone-b',
+          '--state-dir',
+          stateDir,
+          '--prefix',
+          prefix,
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      child.stdout?.on('data', (b: Buffer) => (output += b.toString()));
+      child.stderr?.resume();
+      const proc = child;
+      exited = new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
+      await waitFor('lab up says it is up', 180_000, () =>
+        Promise.resolve(output.includes('The lab is up') ? true : proc.exitCode !== null ? false : undefined),
+      ).then((up) => assert.ok(up, `lab up exited early:\n${output}`));
+    },
+    { timeout: 25 * 60_000 },
+  );
+
+  after(async () => {
+    try {
+      if (child && child.exitCode === null) {
+        child.kill('SIGINT');
+        await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 60_000))]);
+        if (child.exitCode === null) child.kill('SIGKILL');
+      }
+      await labDown(stateDir, { prefix }).catch(() => undefined);
+      rmSync(work, { recursive: true, force: true });
+    } finally {
+      releaseTurn();
+    }
+  });
+
+  test('1. kubectl get ds kube-proxy: desired = ready = nodes; one Running kube-proxy pod per node', async () => {
+    const ds = tableRows(await sh('kubectl -n kube-system get ds kube-proxy'))[0] ?? [];
+    const [name, desired, current, ready, upToDate, available] = ds;
+    assert.equal(name, 'kube-proxy');
+    assert.deepEqual([desired, current, ready, upToDate, available], ['2', '2', '2', '2', '2']);
+    const pods = await proxyPods();
+    assert.deepEqual(sorted(pods.map((p) => p.node)), ['control-plane', 'worker']);
+    for (const p of pods) {
+      assert.match(p.name, /^kube-proxy-[a-z0-9]{5}$/);
+      assert.equal(p.status, 'Running');
+      assert.equal(p.ready, '1/1');
+    }
+  });
+
+  test('2. seed 000: edit minSyncPeriod in the ConfigMap, rollout restart, rollout status; new proxies have it; logs mention sync', async () => {
+    const before = new Set((await proxyPods()).map((p) => p.name));
+    const out = await editAndRestart('s/minSyncPeriod: 1s/minSyncPeriod: 10s/', join(work, 'kp.conf'));
+    assert.match(out, /daemonset\.apps\/kube-proxy restarted/);
+    assert.match(out, /daemon set "kube-proxy" successfully rolled out/);
+    const pods = await proxyPods();
+    assert.equal(pods.length, 2);
+    assert.ok(
+      pods.every((p) => !before.has(p.name)),
+      `new pods: ${pods.map((p) => p.name).join(', ')}`,
+    );
+    for (const node of ['control-plane', 'worker']) {
+      const conf = await configz(node);
+      assert.equal(conf.IPTables?.MinSyncPeriod, '10s', `${node}: /configz has the new minSyncPeriod`);
+    }
+    const grep = await sh('kubectl -n kube-system logs -l k8s-app=kube-proxy --tail=5 | grep -i sync');
+    assert.ok(grep.trim().split('\n').length >= 2, grep);
+  });
+
+  test('3. seed 001: switch to nftables the same way; the logs show the mode and the cleanup of iptables mode', async () => {
+    await editAndRestart('s/mode: iptables/mode: nftables/', join(work, 'kp.conf'));
+    for (const node of ['control-plane', 'worker'])
+      assert.equal((await configz(node)).Mode, 'nftables', `${node} runs nftables mode`);
+    const grep = await waitFor('the cleanup line in both proxies’ logs', 30_000, async () => {
+      const text = await sh(
+        "kubectl -n kube-system logs -l k8s-app=kube-proxy --tail=20 | grep -iE 'nftables|cleanup|mode'",
+      );
+      return (text.match(/removed iptables mode leftovers/g) ?? []).length === 2 ? text : undefined;
+    });
+    assert.match(grep, /mode="nftables"/);
+    const table = await labExec('worker', ['nft', 'list', 'table', 'ip', 'kube-proxy']);
+    assert.match(table, /map service-ips/);
+  });
+
+  test('4. kubectl run -it --rm agnhost … curl /hostname | sort | uniq -c: the three web pods; pod c gone; kubectl exec', async () => {
+    const web = sorted(
+      (await sh("kubectl -n svc get pods -l app=web -o jsonpath='{.items[*].metadata.name}'"))
+        .trim()
+        .split(/\s+/),
+    );
+    assert.equal(web.length, 3);
+    const out = await sh(
+      "kubectl -n svc run c --rm -it --restart=Never --image=registry.k8s.io/e2e-test-images/agnhost:2.47 -- sh -c 'for i in $(seq 1 30); do curl -s http://web.svc/hostname; echo; done' | sort | uniq -c",
+    );
+    const counts = new Map(
+      out
+        .split('\n')
+        // The pod asked for a TTY (-t), so its lines end in \r\n, as with a real kubelet.
+        .map((l) => /^\s*(\d+) (web-\S+)$/.exec(l.replace(/\r$/, '')))
+        .filter((m): m is RegExpExecArray => m !== null)
+        .map((m) => [m[2] ?? '', Number(m[1])]),
+    );
+    assert.deepEqual(sorted(counts.keys()), web, out);
+    assert.equal(
+      [...counts.values()].reduce((a, b) => a + b, 0),
+      30,
+      out,
+    );
+    const gone = await waitFor('pod c gone', 60_000, async () => {
+      const r = await run('kubectl', ['-n', 'svc', 'get', 'pod', 'c'], { KUBECONFIG: kubeconfig });
+      return r.code !== 0 ? r : undefined;
+    });
+    assert.match(gone.stderr, /pods "c" not found/);
+
+    const answer = await sh(`kubectl -n svc exec ${web[0] ?? ''} -- curl -s http://web.svc/`);
+    assert.match(answer, /^pod=web-\S+ client=198\.18\.\d+\.\d+:\d+$/m);
+    const code = await run('sh', ['-c', `kubectl -n svc exec ${web[0] ?? ''} -- sh -c 'exit 3'`], {
+      KUBECONFIG: kubeconfig,
+    });
+    assert.equal(code.code, 3, 'kubectl exec returns the command’s exit code');
+    // kubectl run without -i: the command runs and the pod completes with its exit code.
+    await sh("kubectl -n svc run once --restart=Never --image=busybox -- sh -c 'echo done; exit 4'");
+    const phase = await waitFor('pod once completed', 60_000, async () => {
+      const p = (await sh("kubectl -n svc get pod once -o jsonpath='{.status.phase}'")).trim();
+      return p === 'Failed' || p === 'Succeeded' ? p : undefined;
+    });
+    assert.equal(phase, 'Failed');
+    assert.equal(
+      (
+        await sh(
+          "kubectl -n svc get pod once -o jsonpath='{.status.containerStatuses[0].state.terminated.exitCode}'",
+        )
+      ).trim(),
+      '4',
+    );
+    assert.equal(await sh('kubectl -n svc logs once'), 'done\n');
+    await sh('kubectl -n svc delete pod once --wait=false');
+  });
+
+  test('5. kubectl get endpoints -A, kubectl top nodes, kubectl top pods -A print real rows', async () => {
+    const ep = tableRows(await sh('kubectl get endpoints -A'));
+    const web = ep.find((r) => r[0] === 'svc' && r[1] === 'web');
+    assert.ok(web, JSON.stringify(ep));
+    assert.match(web[2] ?? '', /^198\.18\.1[01]\.\d+:8080,/);
+    const nodes = await waitFor('kubectl top nodes', 60_000, async () => {
+      const r = await run('kubectl', ['top', 'nodes'], { KUBECONFIG: kubeconfig });
+      return r.code === 0 ? tableRows(r.stdout) : undefined;
+    });
+    assert.deepEqual(sorted(nodes.map((r) => r[0] ?? '')), ['control-plane', 'worker']);
+    for (const r of nodes) {
+      assert.match(r[1] ?? '', /^\d+m$/, 'CPU in millicores');
+      assert.match(r[3] ?? '', /^[1-9]\d*Mi$/, 'memory in use');
+    }
+    const pods = tableRows(await sh('kubectl top pods -A'));
+    const proxies = pods.filter((r) => r[0] === 'kube-system' && /^kube-proxy-/.test(r[1] ?? ''));
+    assert.equal(proxies.length, 2, JSON.stringify(pods));
+    assert.ok(
+      proxies.every((r) => /^[1-9]\d*Mi$/.test(r[3] ?? '')),
+      'each proxy process uses memory',
+    );
+    assert.equal(pods.filter((r) => r[0] === 'svc' && /^web-/.test(r[1] ?? '')).length, 3);
+  });
+
+  test('6. seed 002 with --zones: nodes in zone-a and zone-b; PreferClose hints each endpoint to its zone', async () => {
+    const cols = await sh(
+      "kubectl get nodes -o custom-columns='NAME:.metadata.name,ZONE:.metadata.labels.topology\\.kubernetes\\.io/zone'",
+    );
+    assert.deepEqual(tableRows(cols), [
+      ['control-plane', 'zone-a'],
+      ['worker', 'zone-b'],
+    ]);
+    await sh(
+      "kubectl -n svc create service clusterip web-pc --tcp=80:8080 --dry-run=client -o yaml | sed 's/app: web-pc/app: web/' | kubectl apply -f - && " +
+        'kubectl -n svc patch svc web-pc -p \'{"spec":{"trafficDistribution":"PreferClose"}}\'',
+    );
+    const lines = await waitFor('hints on every web-pc endpoint', 30_000, async () => {
+      const text = await sh(
+        `kubectl -n svc get endpointslices -l kubernetes.io/service-name=web-pc -o jsonpath='{range .items[*].endpoints[*]}{.zone}{" "}{.hints.forZones[*].name}{"\\n"}{end}'`,
+      );
+      const rows = text
+        .trim()
+        .split('\n')
+        .map((l) => l.trim().split(' '));
+      return rows.length === 3 && rows.every((r) => r.length === 2) ? rows : undefined;
+    });
+    for (const [zone, hint] of lines) assert.equal(hint, zone, 'each endpoint is hinted to its own zone');
+    assert.deepEqual(sorted(new Set(lines.map((l) => l[0] ?? ''))), ['zone-a', 'zone-b']);
+    await sh('kubectl -n svc delete svc web-pc');
+  });
+
+  test('lab watch: every node’s counters and a sparkline of pending changes, once per round', async () => {
+    const out = await mustRun(process.execPath, [
+      '--import',
+      'tsx',
+      MAIN,
+      'lab',
+      'watch',
+      '--state-dir',
+      stateDir,
+      '--rounds',
+      '2',
+    ]);
+    const screens = out.split('kube-proxy-ts lab watch').slice(1);
+    assert.equal(screens.length, 2, out);
+    for (const node of ['control-plane', 'worker'])
+      assert.match(
+        screens[1] ?? '',
+        new RegExp(`^${node}\\s+\\d+\\s+\\d+\\s+\\d+\\s+\\d+\\s+[1-9]\\d*\\s+\\d+ms$`, 'm'),
+      );
+    assert.match(screens[1] ?? '', /^worker\s+[▁▂▃▄▅▆▇█]{2}\s+\(max \d+\)$/m);
+  });
+
+  test('7. a bad field in the config: CrashLoopBackOff in get pods -A and the error in logs; fixing the ConfigMap and restarting recovers', async () => {
+    const good = join(work, 'good.conf');
+    await sh(`kubectl -n kube-system get cm kube-proxy -o jsonpath='{.data.config\\.conf}' > ${good}`);
+    await sh(
+      `sed 's/mode: nftables/mode: nftabels/' ${good} > ${join(work, 'bad.conf')} && ` +
+        `kubectl -n kube-system create cm kube-proxy --from-file=config.conf=${join(work, 'bad.conf')} --dry-run=client -o yaml | kubectl apply -f - && ` +
+        'kubectl -n kube-system rollout restart ds kube-proxy',
+    );
+    const crashing = await waitFor('a kube-proxy pod in CrashLoopBackOff', 90_000, async () => {
+      const rows = tableRows(await sh('kubectl get pods -A'));
+      return rows.find((r) => r[0] === 'kube-system' && r[3] === 'CrashLoopBackOff');
+    });
+    const pod = crashing[1] ?? '';
+    assert.match(crashing[4] ?? '', /^[1-9]/, 'restarts counted');
+    const logs = await sh(`kubectl -n kube-system logs ${pod}`);
+    assert.match(logs, /mode: must be "iptables" or "nftables".*got "nftabels"/);
+    // maxUnavailable 1: the other node's proxy was not replaced by a crashing one.
+    const running = (await proxyPods()).filter((p) => p.status === 'Running' && p.ready === '1/1');
+    assert.equal(running.length, 1, 'the other node keeps its working proxy');
+
+    const fixed = await sh(
+      `kubectl -n kube-system create cm kube-proxy --from-file=config.conf=${good} --dry-run=client -o yaml | kubectl apply -f - && ` +
+        'kubectl -n kube-system rollout restart ds kube-proxy && kubectl -n kube-system rollout status ds kube-proxy --timeout=120s',
+    );
+    assert.match(fixed, /successfully rolled out/);
+    const pods = await proxyPods();
+    assert.deepEqual(
+      pods.map((p) => [p.status, p.ready, p.restarts]),
+      [
+        ['Running', '1/1', '0'],
+        ['Running', '1/1', '0'],
+      ],
+    );
+    const ds = tableRows(await sh('kubectl -n kube-system get ds kube-proxy'))[0] ?? [];
+    assert.deepEqual(ds.slice(1, 6), ['2', '2', '2', '2', '2']);
+  });
+});
