@@ -73,10 +73,11 @@ for (const mode of ['nftables', 'nftables-flat', 'iptables'] as const satisfies 
       const traceMode = mode === 'iptables' ? 'iptables' : 'nftables';
 
       before(async () => {
-        c = await makeTestCluster({ mode, prefix, nodes: 2, podsPerNode: 1, families: ['IPv4'] });
+        c = await makeTestCluster({ mode, prefix, nodes: 2, podsPerNode: 1, families: ['IPv4', 'IPv6'] });
         const [p0, p1] = c.pods;
         assert.ok(p0 && p1);
         const web = service({ name: 'web', clusterIP: '198.19.0.10', ports: [httpPort()] });
+        const web6 = service({ name: 'web6', clusterIP: '2001:db8:ff::10', ports: [httpPort()] });
         const empty = service({ name: 'empty', clusterIP: '198.19.0.11', ports: [httpPort()] });
         const local = service({
           name: 'local',
@@ -85,9 +86,10 @@ for (const mode of ['nftables', 'nftables-flat', 'iptables'] as const satisfies 
           externalTrafficPolicy: 'Local',
         });
         await c.apply({
-          services: [web, empty, local],
+          services: [web, empty, local, web6],
           slices: [
             endpointSlice(web, [c.endpoint(p1.name, 'IPv4')]),
+            endpointSlice(web6, [c.endpoint(p1.name, 'IPv6')]),
             endpointSlice(local, [c.endpoint(p0.name, 'IPv4')]),
           ],
         });
@@ -147,6 +149,25 @@ for (const mode of ['nftables', 'nftables-flat', 'iptables'] as const satisfies 
         assert.equal(pkt.endpoint, `${p1.ip}:8080`);
         assert.equal(pkt.masqueraded, false, 'pod-to-Service traffic keeps the pod address');
         assert.ok(pkt.path.length > 0);
+      });
+
+      test('IPv6: a pod to a ClusterIP Service, the endpoint chosen', async () => {
+        const p0 = c.pods[0]!;
+        const p1 = c.pods[1]!;
+        const { report, sent } = await traceOn('node-0', target('[2001:db8:ff::10]:80/tcp'), () =>
+          c.http(p0.namespace, '2001:db8:ff::10', 80),
+        );
+        assert.equal(
+          sent[0]?.ok,
+          true,
+          `${JSON.stringify(sent)} ${JSON.stringify(report.packets.map((p) => p.why))}`,
+        );
+        const [pkt] = report.packets;
+        assert.ok(pkt, JSON.stringify(report));
+        assert.equal(pkt.outcome, 'sent-to-endpoint', pkt.why.join('; '));
+        if (mode !== 'nftables-flat') assert.equal(pkt.servicePort, 'dataplane/web6:http');
+        assert.equal(pkt.frontend, '[2001:db8:ff::10]:80/tcp');
+        assert.equal(pkt.endpoint, `[${p1.ip6}]:8080`);
       });
 
       test('a Service with no endpoints: the reject, and which Service it was', async () => {

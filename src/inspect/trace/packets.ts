@@ -23,7 +23,10 @@ export function isMarkingRule(ev: TraceEvent, traceTable: string): boolean {
 }
 
 function sameFlowStart(a: TracePacketFields | undefined, b: TracePacketFields | undefined): boolean {
-  return a?.ipId !== undefined && a.ipId === b?.ipId && a.protocol === b.protocol && a.sport === b.sport;
+  if (!a || !b || a.protocol !== b.protocol || a.sport !== b.sport) return false;
+  if (a.ipId !== undefined || b.ipId !== undefined) return a.ipId === b.ipId;
+  // IPv6 has no identification field: the source and the TCP flags are what DNAT leaves alone before SNAT.
+  return a.saddr !== undefined && a.saddr === b.saddr && a.tcpFlags === b.tcpFlags;
 }
 
 /** Follows events as they arrive; `packets` holds every packet seen so far, oldest first. */
