@@ -64,16 +64,48 @@ function elementObject(set: string, key: string, value?: string, comment?: strin
 
 export class ElementLedger {
   #desired = new Map<string, WantedSet>();
-  #kernel = new Map<string, Map<string, string>>();
+  /**
+   * The kernel as a full sync read it back, from setKernel() until that sync's commit (kernelIsDesired()).
+   * Afterwards the kernel is known to hold exactly the wanted elements, and only where a later sync's claims and
+   * releases made the two differ is the kernel's value kept (#differs): at 100,000 Services a second map of
+   * every element (and the updates that filled it after a cold start) cost as much as the wanted one.
+   */
+  #listed: Map<string, Map<string, string>> | undefined = new Map();
+  /** set → key → what the kernel holds where it is not the wanted value (null: no element). */
+  #differs = new Map<string, Map<string, string | null>>();
 
-  /** Forgets what is wanted (a full sync claims everything again). */
+  /** Forgets what is wanted (a full sync claims everything again, then gives what it read back to setKernel). */
   resetDesired(): void {
     this.#desired = new Map();
+    this.#listed = new Map();
+    this.#differs = new Map();
   }
 
   /** Replaces what the kernel holds (read back by a full sync). */
   setKernel(kernel: Map<string, Map<string, string>>): void {
-    this.#kernel = kernel;
+    this.#listed = kernel;
+    this.#differs = new Map();
+  }
+
+  /** A full sync's transaction succeeded: the kernel now holds exactly the wanted elements. */
+  kernelIsDesired(): void {
+    this.#listed = undefined;
+    this.#differs = new Map();
+  }
+
+  #kernelValue(setName: string, key: string): string | undefined {
+    if (this.#listed) return this.#listed.get(setName)?.get(key);
+    const differs = this.#differs.get(setName);
+    if (differs?.has(key)) return differs.get(key) ?? undefined;
+    return this.#desired.get(setName)?.values.get(key);
+  }
+
+  /** Before the wanted value of `key` changes from `was`: keep what the kernel holds, if it is derived from it. */
+  #remember(setName: string, key: string, was: string | undefined): void {
+    if (this.#listed) return;
+    let differs = this.#differs.get(setName);
+    if (!differs) this.#differs.set(setName, (differs = new Map()));
+    if (!differs.has(key)) differs.set(key, was ?? null);
   }
 
   /**
@@ -91,6 +123,7 @@ export class ElementLedger {
       const key = elementKey(e);
       if (set.values.has(key)) set.owners.set(key, (set.owners.get(key) ?? 1) + 1);
       else {
+        this.#remember(e.set, key, undefined);
         set.values.set(key, elementValue(e));
         if (e.comment !== undefined) set.comments.set(key, e.comment);
       }
@@ -105,9 +138,11 @@ export class ElementLedger {
       const setName = claims[i] as string;
       const key = claims[i + 1] as string;
       const set = this.#desired.get(setName);
-      if (set?.values.has(key)) {
+      const value = set?.values.get(key);
+      if (set && value !== undefined) {
         const n = set.owners.get(key);
         if (n === undefined) {
+          this.#remember(setName, key, value);
           set.values.delete(key);
           set.comments.delete(key);
         } else if (n > 2) set.owners.set(key, n - 1);
@@ -117,31 +152,37 @@ export class ElementLedger {
     }
   }
 
-  /** Operations that make the kernel hold the wanted elements of these keys: adds (and re-adds) first, then deletes. */
+  /**
+   * Operations that make the kernel hold the wanted elements of these keys: adds (and re-adds) first, then
+   * deletes. `updates` (a partial sync's; a full sync's commit is kernelIsDesired()) records what changes.
+   */
   diff(
     keysBySet: Iterable<readonly [string, Iterable<string>]>,
     adds: NftOperation[],
     deletes: NftOperation[],
-    updates: KernelUpdates,
+    updates: KernelUpdates | undefined,
   ): void {
     for (const [setName, keys] of keysBySet) {
       const desired = this.#desired.get(setName);
-      const kernel = this.#kernel.get(setName);
+      const differs = this.#listed ? undefined : this.#differs.get(setName);
       for (const key of keys) {
         const d = desired?.values.get(key);
-        const k = kernel?.get(key);
+        const k = this.#kernelValue(setName, key);
+        if (d === k) {
+          // Claimed back as it was (a re-rendered port): nothing differs any more.
+          differs?.delete(key);
+          continue;
+        }
         if (d !== undefined) {
-          if (k === d) continue;
           if (k !== undefined) adds.push({ verb: 'delete', object: elementObject(setName, key) });
           adds.push({
             verb: 'add',
             object: elementObject(setName, key, d, desired?.comments.get(key)),
           });
-          updates.push(setName, key, d);
-        } else if (k !== undefined) {
+        } else {
           deletes.push({ verb: 'delete', object: elementObject(setName, key) });
-          updates.push(setName, key, undefined);
         }
+        updates?.push(setName, key, d);
       }
     }
   }
@@ -149,25 +190,31 @@ export class ElementLedger {
   /** Every key wanted or held in `setName`, each once. */
   *allKeys(setName: string): Generator<string> {
     const a = this.#desired.get(setName)?.values;
-    const b = this.#kernel.get(setName);
     if (a) yield* a.keys();
-    if (b) for (const k of b.keys()) if (!a?.has(k)) yield k;
+    const held = this.#listed ? this.#listed.get(setName) : this.#differs.get(setName);
+    if (held) for (const [k, v] of held) if (!a?.has(k) && v !== null) yield k;
   }
 
+  /** A partial sync's transaction succeeded: the kernel holds what `updates` says. */
   apply(updates: KernelUpdates): void {
     const { sets, keys, values } = updates;
-    let setName: string | undefined;
-    let set: Map<string, string> | undefined;
     for (let i = 0; i < sets.length; i++) {
-      if (sets[i] !== setName) {
-        setName = sets[i] as string;
-        set = this.#kernel.get(setName);
-        if (!set) this.#kernel.set(setName, (set = new Map()));
-      }
+      const setName = sets[i] as string;
       const key = keys[i] as string;
       const value = values[i];
-      if (value === undefined) set?.delete(key);
-      else set?.set(key, value);
+      if (this.#listed) {
+        let set = this.#listed.get(setName);
+        if (!set) this.#listed.set(setName, (set = new Map()));
+        if (value === undefined) set.delete(key);
+        else set.set(key, value);
+        continue;
+      }
+      let differs = this.#differs.get(setName);
+      if (value === this.#desired.get(setName)?.values.get(key)) differs?.delete(key);
+      else {
+        if (!differs) this.#differs.set(setName, (differs = new Map()));
+        differs.set(key, value ?? null);
+      }
     }
   }
 }

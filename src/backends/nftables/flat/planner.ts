@@ -252,16 +252,14 @@ export class FlatPlanner implements LayoutPlanner {
     const dispatch = this.#dispatchChainOps(this.#dispatchUsers.keys(), ops);
     for (const op of chainOps) ops.push(op);
 
-    const adds: NftOperation[] = [];
+    // Adds go straight into ops (at a cold start, over a million of them: no second array).
     const deletes: NftOperation[] = [];
-    const updates = new KernelUpdates();
     this.#ledger.diff(
       FLAT_ELEMENT_CONTAINERS.map((c) => [c.name, this.#ledger.allKeys(c.name)] as const),
-      adds,
+      ops,
       deletes,
-      updates,
+      undefined,
     );
-    for (const op of adds) ops.push(op);
     for (const op of deletes) ops.push(op);
 
     const newStale = new Map<string, number>();
@@ -282,7 +280,8 @@ export class FlatPlanner implements LayoutPlanner {
       noLocalExternal: this.#noLocalExternal,
       newlySkipped,
       commit: () => {
-        this.#ledger.apply(updates);
+        // Every wanted or held key of every container was diffed: the kernel now holds what is wanted.
+        this.#ledger.kernelIsDesired();
         this.#kernelChains = new Set([...kernelChains, ...activeChains]);
         this.#kernelDispatch = new Set(dispatch);
         this.#kernelAffinitySets = new Set(activeAffinitySets);
