@@ -2,10 +2,7 @@
 // agent's /metrics, /configz and /healthz; the cluster's Services and EndpointSlices when asked), runs
 // inspect/doctor and prints the findings. Exit 0 all ok, 1 a warning, 2 a failure (3 for a usage error, so that a
 // script can tell a bad command line from a sick node).
-import { performance } from 'node:perf_hooks';
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { EndpointSlice, Service } from '../api/objects.js';
 import {
   DEFAULT_HEALTHZ_URL,
   DEFAULT_METRICS_URL,
@@ -17,15 +14,12 @@ import { DOCTOR_CHECKS } from '../inspect/doctor/checks/index.js';
 import { runDoctor } from '../inspect/doctor/runner.js';
 import type { DoctorReport } from '../inspect/doctor/runner.js';
 import type { AgentSettings, ClusterView, DoctorContext } from '../inspect/doctor/types.js';
-import { createApiClient } from '../kube/api-client.js';
-import { loadClientConfig } from '../kube/client-config.js';
-import { listAll } from '../kube/list-all.js';
-import { loadManifestFile } from '../kube/manifest-file.js';
 import { IP_FAMILIES } from '../model/ip.js';
 import type { CommandRunner } from '../netfilter/command.js';
 import { hostCommandRunner } from '../netfilter/command.js';
 import { snapshotFromObjects } from '../sync/snapshot.js';
-import { systemClock } from '../util/clock.js';
+import { loadClusterObjects } from './cluster-objects.js';
+import type { ClusterObjects } from './cluster-objects.js';
 
 export const DOCTOR_USAGE = `Usage: kube-proxy-ts doctor [flags]
 
@@ -62,37 +56,7 @@ const defaultIO: DoctorIO = {
   now: () => Date.now(),
 };
 
-async function clusterObjects(
-  values: { filename?: string | undefined; kubeconfig?: string | undefined },
-  io: DoctorIO,
-): Promise<{ services: readonly Service[]; endpointSlices: readonly EndpointSlice[] } | string> {
-  if (values.filename !== undefined) {
-    const loaded = loadManifestFile(values.filename, 'doctor', {
-      readFile: (p) => readFileSync(p === '-' ? 0 : p, 'utf8'),
-      stderr: io.stderr,
-      now: () => performance.now(),
-    });
-    return loaded.ok ? loaded.objects : loaded.error;
-  }
-  const cfg = loadClientConfig({ kubeconfig: (values.kubeconfig ?? '').split(':')[0] ?? '' });
-  if (!cfg.ok) return `--kubeconfig: ${cfg.error.message}`;
-  const client = createApiClient(cfg.config, { clock: systemClock });
-  const signal = AbortSignal.timeout(30_000);
-  try {
-    const [services, endpointSlices] = await Promise.all([
-      listAll<Service>(client, '/api/v1/services', true, signal),
-      listAll<EndpointSlice>(client, '/apis/discovery.k8s.io/v1/endpointslices', true, signal),
-    ]);
-    return { services: services.items, endpointSlices: endpointSlices.items };
-  } catch (e) {
-    return `reading the cluster from ${cfg.config.server.origin}: ${(e as Error).message}`;
-  }
-}
-
-function clusterView(objects: {
-  services: readonly Service[];
-  endpointSlices: readonly EndpointSlice[];
-}): ClusterView {
+function clusterView(objects: ClusterObjects): ClusterView {
   return {
     families: IP_FAMILIES.map((family) => {
       const { snapshot } = snapshotFromObjects({ family, nodeName: '', ...objects });
@@ -170,7 +134,7 @@ export async function doctorCommand(argv: readonly string[], io: DoctorIO = defa
       : { mode: modeFlag, syncPeriodSeconds: 30, minSyncPeriodSeconds: 1, localhostNodePorts: true };
   let cluster: ClusterView | undefined;
   if (values.filename !== undefined || values.kubeconfig !== undefined) {
-    const objects = await clusterObjects(values, io);
+    const objects = await loadClusterObjects(values, 'doctor', io.stderr);
     if (typeof objects === 'string') {
       io.stderr(`doctor: ${objects}\n`);
       return 3;

@@ -20,6 +20,8 @@ import {
   netnsStreamRunner,
 } from '../netfilter/command.js';
 import { formatTraceReport } from './trace.js';
+import { loadClusterObjects, servicePortsOf } from './cluster-objects.js';
+import { frontendsFromServicePorts } from '../inspect/trace/frontends.js';
 
 export const LAB_TRACE_USAGE = `Usage: kube-proxy-ts lab trace FROM TO [--timeout S] [-o text|json]
 
@@ -117,6 +119,16 @@ export async function labTrace(
   if (!target.ok) throw new Error(target.reason);
   const url = `http://${ip.includes(':') ? `[${ip}]` : ip}:${dest.port}/`;
 
+  // The lab's API names every frontend, also where the table does not (the flat layout).
+  const objects = await loadClusterObjects(
+    { kubeconfig: labPaths(deps.stateDir).kubeconfig },
+    'lab trace',
+    () => {},
+  );
+  const clusterFrontends =
+    typeof objects === 'string'
+      ? undefined
+      : frontendsFromServicePorts(servicePortsOf(objects, target.target.family));
   const abort = new AbortController();
   const ready: Promise<void>[] = [];
   const traces = layout.nodes.map((n) => {
@@ -131,6 +143,7 @@ export async function labTrace(
       timeoutMs: options.timeoutMs,
       signal: abort.signal,
       onReady: () => markReady(),
+      ...(clusterFrontends ? { clusterFrontends } : {}),
     })
       .then((report) => ({ node: n.name, report }))
       .finally(() => markReady());

@@ -7,6 +7,9 @@ import { runTrace, TraceUnavailableError } from '../inspect/trace/session.js';
 import type { ProxyModeName } from '../inspect/trace/interpret.js';
 import { formatTarget, parseTraceTarget } from '../inspect/trace/target.js';
 import { TRACE_TABLE } from '../inspect/trace/table.js';
+import { frontendsFromServicePorts } from '../inspect/trace/frontends.js';
+import type { FrontendIndex } from '../inspect/trace/frontends.js';
+import { loadClusterObjects, servicePortsOf } from './cluster-objects.js';
 import type { CommandRunner, StreamRunner } from '../netfilter/command.js';
 import { hostCommandRunner, hostStreamRunner } from '../netfilter/command.js';
 
@@ -25,6 +28,8 @@ Flags:
   --timeout S                stop after S seconds (default 60)
   --all-packets              every matching packet, not only those that open a connection
   --proxy-mode MODE          nftables or iptables (default: nftables if table ip/ip6 ${TABLE_NAME} exists)
+  -f, --filename FILE        name frontends from these Services too (the flat layout's table does not)
+  --kubeconfig FILE          the same, read from the API server
   -o, --output text|json     output format (default text)
 `;
 
@@ -97,6 +102,8 @@ export async function traceCommand(argv: readonly string[], io: TraceIO = defaul
         timeout: { type: 'string' },
         'all-packets': { type: 'boolean' },
         'proxy-mode': { type: 'string' },
+        filename: { type: 'string', short: 'f' },
+        kubeconfig: { type: 'string' },
         output: { type: 'string', short: 'o' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -132,6 +139,15 @@ export async function traceCommand(argv: readonly string[], io: TraceIO = defaul
     return 1;
   }
   const mode = modeFlag ?? (await detectMode(io.runner));
+  let clusterFrontends: FrontendIndex | undefined;
+  if (values.filename !== undefined || values.kubeconfig !== undefined) {
+    const objects = await loadClusterObjects(values, 'trace', io.stderr);
+    if (typeof objects === 'string') {
+      io.stderr(`trace: ${objects}\n`);
+      return 1;
+    }
+    clusterFrontends = frontendsFromServicePorts(servicePortsOf(objects, parsed.target.family));
+  }
   try {
     const report = await runTrace({
       target: parsed.target,
@@ -141,6 +157,7 @@ export async function traceCommand(argv: readonly string[], io: TraceIO = defaul
       count,
       timeoutMs: timeout * 1000,
       ...(values['all-packets'] ? { allPackets: true } : {}),
+      ...(clusterFrontends ? { clusterFrontends } : {}),
       ...(io.signal ? { signal: io.signal } : {}),
       onReady: () => {
         if (output === 'text')

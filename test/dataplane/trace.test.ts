@@ -20,6 +20,10 @@ import { makeTestCluster } from './harness/cluster.js';
 import type { TestCluster } from './harness/cluster.js';
 import { endpointSlice, httpPort, service } from './harness/objects.js';
 import type { DataplaneBackend } from './harness/backends.js';
+import type { Service } from '../../src/api/objects.js';
+import { servicePortsOf } from '../../src/cli/cluster-objects.js';
+import { frontendsFromServicePorts } from '../../src/inspect/trace/frontends.js';
+import type { FrontendIndex } from '../../src/inspect/trace/frontends.js';
 
 const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
@@ -70,6 +74,7 @@ for (const mode of ['nftables', 'nftables-flat', 'iptables'] as const satisfies 
     () => {
       const prefix = runPrefix();
       let c: TestCluster;
+      const services: Service[] = [];
       const traceMode = mode === 'iptables' ? 'iptables' : 'nftables';
 
       before(async () => {
@@ -85,6 +90,7 @@ for (const mode of ['nftables', 'nftables-flat', 'iptables'] as const satisfies 
           ports: [httpPort({ nodePort: 30080 })],
           externalTrafficPolicy: 'Local',
         });
+        services.push(web, empty, local, web6);
         await c.apply({
           services: [web, empty, local, web6],
           slices: [
@@ -109,6 +115,7 @@ for (const mode of ['nftables', 'nftables-flat', 'iptables'] as const satisfies 
         t: TraceTarget,
         send: () => Promise<RequestOutcome[]>,
         timeoutMs = 15_000,
+        clusterFrontends?: FrontendIndex,
       ): Promise<{ report: TraceReport; sent: RequestOutcome[] }> => {
         const ns = c.node(node).namespace;
         let sent: RequestOutcome[] = [];
@@ -119,6 +126,7 @@ for (const mode of ['nftables', 'nftables-flat', 'iptables'] as const satisfies 
           streams: netnsStreamRunner(ns),
           count: 1,
           timeoutMs,
+          ...(clusterFrontends ? { clusterFrontends } : {}),
           onReady: async () => {
             sent = await send();
           },
@@ -148,6 +156,17 @@ for (const mode of ['nftables', 'nftables-flat', 'iptables'] as const satisfies 
         assert.equal(pkt.frontend, '198.19.0.10:80/tcp');
         assert.equal(pkt.endpoint, `${p1.ip}:8080`);
         assert.equal(pkt.masqueraded, false, 'pod-to-Service traffic keeps the pod address');
+        if (mode === 'nftables-flat') {
+          // With the cluster's Services (trace -f / --kubeconfig) the frontend is named all the same.
+          const named = await traceOn(
+            'node-0',
+            target('198.19.0.10:80/tcp'),
+            () => c.http(p0.namespace, '198.19.0.10', 80),
+            15_000,
+            frontendsFromServicePorts(servicePortsOf({ services, endpointSlices: [] }, 'IPv4')),
+          );
+          assert.equal(named.report.packets[0]?.servicePort, 'dataplane/web:http');
+        }
         assert.ok(pkt.path.length > 0);
       });
 

@@ -14,6 +14,7 @@ import {
   SERVICE_NODEPORTS_MAP,
   TABLE_NAME,
 } from '../../backends/nftables/naming.js';
+import type { ServicePort } from '../../model/service-port.js';
 import type { CommandRunner } from '../../netfilter/command.js';
 import { tokenizeLine } from '../../netfilter/iptables/parse.js';
 import { parseElementsJson } from '../../netfilter/nft/json.js';
@@ -136,4 +137,32 @@ export async function readIptablesIndex(
 ): Promise<{ index: FrontendIndex; owners: ChainOwners }> {
   const r = await runner.run(family === 'ip6' ? 'ip6tables-save' : 'iptables-save', []);
   return r.code === 0 ? iptablesIndexFromSave(r.stdout) : { index: new Map(), owners: new Map() };
+}
+
+/**
+ * Frontends from the cluster's own Services (the model's service ports, as the agent reads them), for when the
+ * table does not name them (the flat layout's shared dispatch chains): ClusterIP, external and load-balancer
+ * IPs by (IP, protocol, port), NodePorts by (protocol, port).
+ */
+export function frontendsFromServicePorts(ports: Iterable<ServicePort>): FrontendIndex {
+  const index = new Map<string, FrontendEntry[]>();
+  const add = (key: string[], sp: ServicePort): void => {
+    const list = index.get(frontendKey(key)) ?? [];
+    list.push({ map: 'cluster Services', key, value: '', servicePort: sp.nameString });
+    index.set(frontendKey(key), list);
+  };
+  for (const sp of ports) {
+    const proto = sp.protocol.toLowerCase();
+    for (const ip of [sp.clusterIP, ...sp.externalIPs, ...sp.loadBalancerVIPs])
+      if (ip !== '') add([ip, proto, String(sp.port)], sp);
+    if (sp.nodePort > 0) add([proto, String(sp.nodePort)], sp);
+  }
+  return index;
+}
+
+/** The table's entries first (they say what is programmed), then the cluster's for keys the table left unnamed. */
+export function mergeFrontendIndexes(table: FrontendIndex, cluster: FrontendIndex): FrontendIndex {
+  const out = new Map<string, readonly FrontendEntry[]>(table);
+  for (const [key, entries] of cluster) out.set(key, [...(out.get(key) ?? []), ...entries]);
+  return out;
 }

@@ -115,7 +115,8 @@ export function interpretPacket(
   const why: string[] = [];
   const entries = frontendEntries(index, first);
   const servicePort =
-    kp.map((e) => servicePortOfEvent(e, owners)).find((s) => s !== undefined) ?? entries[0]?.servicePort;
+    kp.map((e) => servicePortOfEvent(e, owners)).find((s) => s !== undefined) ??
+    entries.find((e) => e.servicePort !== undefined)?.servicePort;
   const nodePortEntry = entries.find((e) => e.key.length === 2);
   const viaNodePort = kp.some(
     (e) =>

@@ -9,7 +9,8 @@ import type { CommandRunner, StreamHandle, StreamRunner } from '../../netfilter/
 import { parseIptablesVersion } from '../../netfilter/iptables/variant.js';
 import { parseTraceLine } from './events.js';
 import type { TraceEvent } from './events.js';
-import { readFrontendIndex, readIptablesIndex } from './frontends.js';
+import { mergeFrontendIndexes, readFrontendIndex, readIptablesIndex } from './frontends.js';
+import type { FrontendIndex } from './frontends.js';
 import { interpretPacket } from './interpret.js';
 import type { PacketMeaning, ProxyModeName } from './interpret.js';
 import { PacketAssembler } from './packets.js';
@@ -32,6 +33,8 @@ export interface TraceOptions extends TraceTableOptions {
   readonly signal?: AbortSignal;
   /** How long to keep reading after the last packet, for its remaining events (default 300 ms). */
   readonly settleMs?: number;
+  /** Frontends named by the cluster's Services (frontendsFromServicePorts), for what the table leaves unnamed. */
+  readonly clusterFrontends?: FrontendIndex;
 }
 
 export interface TracedPacketReport extends PacketMeaning {
@@ -81,10 +84,11 @@ export async function runTrace(o: TraceOptions): Promise<TraceReport> {
   }
   const want = o.count ?? 1;
   const removedLeftovers = await removeTraceTables(o.runner);
-  const { index, owners } =
+  const { index: tableIndex, owners } =
     o.mode === 'nftables'
       ? { index: await readFrontendIndex(o.runner, nftFamily(o.target)), owners: new Map<string, string>() }
       : await readIptablesIndex(o.runner, nftFamily(o.target));
+  const index = o.clusterFrontends ? mergeFrontendIndexes(tableIndex, o.clusterFrontends) : tableIndex;
   const assembler = new PacketAssembler(TRACE_TABLE);
   const unreadable: string[] = [];
   let monitor: StreamHandle | undefined;
