@@ -68,6 +68,23 @@ test('sync-slow fails when half the syncs outlast minSyncPeriod; pending-stuck w
     }),
   );
   assert.equal(slow.severity, 'warn');
+  const sized = await syncSlow.run(
+    ctx({
+      cluster: {
+        families: [
+          {
+            family: 'IPv4',
+            serviceMap: new Map([
+              ['a', {} as never],
+              ['b', {} as never],
+            ]),
+            endpointsMap: new Map([['a', [{} as never, {} as never, {} as never]]]),
+          },
+        ],
+      },
+    }),
+  );
+  assert.ok(sized.evidence.includes('cluster size: 2 service ports, 3 endpoints (from the objects given)'));
   const stuck = await pendingStuck.run(ctx());
   assert.equal(stuck.severity, 'fail');
   assert.match(stuck.summary, /4 changes have waited 90 s/);

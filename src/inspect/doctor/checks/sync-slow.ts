@@ -37,6 +37,14 @@ export const syncSlow: DoctorCheck = {
       (sum(m, 'kubeproxy_sync_proxy_rules_endpoint_changes_total') ?? 0) +
       (sum(m, 'kubeproxy_sync_proxy_rules_service_changes_total') ?? 0);
     evidence.push(`${changes} Service and endpoint changes seen since start`);
+    if (ctx.cluster) {
+      const ports = ctx.cluster.families.reduce((n, f) => n + f.serviceMap.size, 0);
+      const endpoints = ctx.cluster.families.reduce(
+        (n, f) => n + [...f.endpointsMap.values()].reduce((m, eps) => m + eps.length, 0),
+        0,
+      );
+      evidence.push(`cluster size: ${ports} service ports, ${endpoints} endpoints (from the objects given)`);
+    }
     const remedy =
       ctx.settings?.mode === 'iptables'
         ? 'If the lock check below shows waits, find the other writer first. Otherwise: raise minSyncPeriod (e.g. ' +
