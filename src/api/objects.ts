@@ -140,3 +140,9 @@ export const LABEL_HEADLESS = 'service.kubernetes.io/headless';
 export const LABEL_TOPOLOGY_ZONE = 'topology.kubernetes.io/zone';
 export const ANNOTATION_LAST_CHANGE_TRIGGER_TIME = 'endpoints.kubernetes.io/last-change-trigger-time';
 export const TAINT_TO_BE_DELETED_BY_CA = 'ToBeDeletedByClusterAutoscaler';
+
+/** networking.k8s.io/v1 ServiceCIDR: a range the API server allocates ClusterIPs from (one per family, or two). */
+export interface ServiceCIDR extends TypeMeta {
+  readonly metadata: ObjectMeta;
+  readonly spec?: { readonly cidrs?: readonly string[] };
+}

@@ -25,11 +25,18 @@ import {
 } from '../config/index.js';
 import type { ProxyConfig, ProxyOptions } from '../config/index.js';
 import { createApiClient } from '../kube/api-client.js';
+import type { ApiClient } from '../kube/api-client.js';
 import { loadClientConfig } from '../kube/client-config.js';
-import type { EndpointSlice, Node, Service } from '../api/objects.js';
-import type { Reflector } from '../kube/reflector.js';
+import type { EndpointSlice, Node, Service, ServiceCIDR } from '../api/objects.js';
+import type { Reflector, ReflectorTiming } from '../kube/reflector.js';
 import { nodeIPs as nodeIPsOf, waitForNode } from '../kube/wait-for-node.js';
-import { endpointSliceReflector, nodeReflector, serviceReflector } from '../kube/watches.js';
+import {
+  endpointSliceReflector,
+  nodeReflector,
+  SERVICE_CIDRS,
+  serviceCIDRReflector,
+  serviceReflector,
+} from '../kube/watches.js';
 import { parseIPSloppy } from '../model/ip.js';
 import type { IPFamily } from '../model/ip.js';
 import { hostCommandRunner } from '../netfilter/command.js';
@@ -476,6 +483,7 @@ class Agent {
       logger.info('Waiting for caches to sync', { controller });
     services.start();
     slices.start();
+    if (config.mode === 'nftables') void this.followServiceCIDRs(client, timing, proxiers);
     // The other mode's rules (upstream platformCleanup) go only once this mode has programmed every family, so a
     // switch never leaves the node without Service rules (src/sync/mode-switch.ts says why both may coexist).
     const otherMode = new OtherModeCleanup(
@@ -492,6 +500,57 @@ class Agent {
         }));
       });
     }
+  }
+
+  /**
+   * nftables mode drops traffic to unallocated ClusterIPs of the service ranges: follow the ServiceCIDR objects when
+   * the API server serves them (asked once; older servers answer 404, and the --service-cidrs flag stays in force).
+   */
+  private async followServiceCIDRs(
+    client: ApiClient,
+    timing: Partial<ReflectorTiming>,
+    proxiers: readonly Proxier[],
+  ): Promise<void> {
+    const { logger, clock } = this;
+    let served = false;
+    try {
+      const res = await client.get(SERVICE_CIDRS.path, { limit: '1' }, AbortSignal.timeout(30_000));
+      res.body.destroy();
+      served = res.status === 200;
+    } catch (e) {
+      logger.info('cannot tell whether the API server serves ServiceCIDRs; not following them', {
+        error: String(e),
+      });
+      return;
+    }
+    if (!served) {
+      logger.info('the API server does not serve ServiceCIDRs (networking.k8s.io/v1); using --service-cidrs');
+      return;
+    }
+    if (this.exitCode !== undefined) return;
+    const objects = new Map<string, ServiceCIDR>();
+    // After the first complete list, every change is handed on at once: the ranges change rarely.
+    let synced = false;
+    const changed = (): void => {
+      if (!synced) return;
+      const all = [...objects.values()];
+      for (const p of proxiers) p.onServiceCIDRs(all);
+    };
+    const key = (o: ServiceCIDR): string => o.metadata.name ?? '';
+    const reflector = serviceCIDRReflector({
+      client,
+      clock,
+      timing,
+      logger: logger.child({ resource: 'servicecidrs' }),
+      handlers: {
+        onAdd: (o) => (objects.set(key(o), o), changed()),
+        onUpdate: (_old, o) => (objects.set(key(o), o), changed()),
+        onDelete: (o) => (objects.delete(key(o)), changed()),
+        onSynced: () => ((synced = true), changed()),
+      },
+    });
+    this.reflectors.push(reflector as Reflector<ServiceCIDR>);
+    reflector.start();
   }
 
   /** Removes the other mode's leftovers; failures are only logged (the next start tries again). */

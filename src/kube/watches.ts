@@ -1,7 +1,7 @@
 // The three resources kube-proxy follows, with upstream's selectors (upstream-model.md §1.4;
 // cmd/kube-proxy/app/server.go): Services not claimed by another proxy and not headless, EndpointSlices not of
 // headless Services, and this node's own Node object.
-import type { EndpointSlice, Node, Service } from '../api/objects.js';
+import type { EndpointSlice, Node, Service, ServiceCIDR } from '../api/objects.js';
 import { LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME } from '../api/objects.js';
 import { Reflector } from './reflector.js';
 import type { ReflectorHandlers, ReflectorOptions, ResourceSpec } from './reflector.js';
@@ -21,6 +21,14 @@ export const ENDPOINT_SLICES: ResourceSpec = {
   path: '/apis/discovery.k8s.io/v1/endpointslices',
   namespaced: true,
   labelSelector: `!${LABEL_HEADLESS}`,
+};
+
+// The ranges ClusterIPs come from (MultiCIDRServiceAllocator, GA in 1.33): nftables mode drops traffic to addresses in
+// them that no Service holds. Older API servers do not serve the resource; the agent asks once before watching.
+export const SERVICE_CIDRS: ResourceSpec = {
+  name: 'servicecidrs',
+  path: '/apis/networking.k8s.io/v1/servicecidrs',
+  namespaced: false,
 };
 
 export function nodeResource(nodeName: string): ResourceSpec {
@@ -46,4 +54,8 @@ export function endpointSliceReflector(options: WatchOptions<EndpointSlice>): Re
 
 export function nodeReflector(nodeName: string, options: WatchOptions<Node>): Reflector<Node> {
   return new Reflector<Node>({ ...options, resource: nodeResource(nodeName) });
+}
+
+export function serviceCIDRReflector(options: WatchOptions<ServiceCIDR>): Reflector<ServiceCIDR> {
+  return new Reflector<ServiceCIDR>({ ...options, resource: SERVICE_CIDRS });
 }

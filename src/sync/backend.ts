@@ -13,6 +13,11 @@ export interface ProxySnapshot {
   readonly serviceMap: ReadonlyMap<string, ServicePort>;
   readonly endpointsMap: ReadonlyMap<string, readonly Endpoint[]>;
   readonly topology: NodeTopology;
+  /**
+   * This family's service ranges from the cluster's ServiceCIDR objects, when the API server serves them; absent
+   * otherwise (the node config's serviceCIDRs, from flags, apply). A change makes nftables mode's next sync full.
+   */
+  readonly serviceCIDRs?: readonly string[];
 }
 
 export interface SyncRequest {

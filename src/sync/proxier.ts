@@ -2,7 +2,8 @@
 // something is pending, and in each sync checks the changes out, decides full or partial, hands the snapshot to
 // the backend, and reports the outcome (metrics, health, service health checks, conntrack). It knows nothing of
 // nft or iptables: the backend does (src/sync/backend.ts).
-import type { EndpointSlice, Node, Service } from '../api/objects.js';
+import type { EndpointSlice, Node, Service, ServiceCIDR } from '../api/objects.js';
+import { serviceCIDRsOf } from '../model/service-cidrs.js';
 import { LABEL_TOPOLOGY_ZONE } from '../api/objects.js';
 import type { EndpointsMap } from '../model/endpoint-slice-cache.js';
 import { EndpointsChangeTracker, localReadyEndpoints } from '../model/endpoints-change-tracker.js';
@@ -88,6 +89,8 @@ export class Proxier {
   private readonly endpointsMap: EndpointsMap = new Map();
   private readonly runner: BoundedFrequencyRunner;
   private topology: NodeTopology;
+  /** From ServiceCIDR objects; undefined until the API server has shown it serves them. */
+  private serviceCIDRs: readonly string[] | undefined;
   private servicesSynced = false;
   private endpointSlicesSynced = false;
   /** When the last full sync started (the hourly resync asks for the next one). */
@@ -170,6 +173,14 @@ export class Proxier {
     if (this.initialized) this.sync();
   }
 
+  /** The cluster's ServiceCIDR objects changed (upstream OnServiceCIDRsChanged): this family's ranges, synced. */
+  onServiceCIDRs(objects: readonly ServiceCIDR[]): void {
+    const cidrs = serviceCIDRsOf(objects, this.family);
+    if (this.serviceCIDRs !== undefined && cidrs.join(',') === this.serviceCIDRs.join(',')) return;
+    this.serviceCIDRs = cidrs;
+    if (this.initialized) this.sync();
+  }
+
   /** The Node's topology labels changed (upstream OnTopologyChange): the next sync is a full one. */
   onNode(node: Node): void {
     const zone = node.metadata.labels?.[LABEL_TOPOLOGY_ZONE];
@@ -224,7 +235,12 @@ export class Proxier {
 
   /** What the backend would be given now (for explain/diff tools). */
   snapshot(): ProxySnapshot {
-    return { serviceMap: this.serviceMap, endpointsMap: this.endpointsMap, topology: this.topology };
+    return {
+      serviceMap: this.serviceMap,
+      endpointsMap: this.endpointsMap,
+      topology: this.topology,
+      ...(this.serviceCIDRs !== undefined ? { serviceCIDRs: this.serviceCIDRs } : {}),
+    };
   }
 
   /** One sync (upstream syncProxyRules). Rejects on failure so the runner retries after syncPeriod. */

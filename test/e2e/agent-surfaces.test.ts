@@ -1,7 +1,7 @@
 // Surfaces an operator scripts against, on a real agent in a node namespace: /configz in upstream's shape,
 // per-Service health-check ports bound where upstream binds them (the node IPs nodePortAddresses admits), and
 // route_localnet set when iptables mode serves localhost NodePorts, and iptables mode's nfacct counters made, used
-// by the rules and exported.
+// by the rules and exported; nftables mode's drop of unallocated ClusterIPs from the cluster's ServiceCIDR objects.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { kernelOptions } from '../helpers/kernel.js';
@@ -133,6 +133,44 @@ describe('agent surfaces', () => {
         const metrics = await lab.get('http://127.0.0.1:10249/metrics');
         assert.match(metrics.body, /^kubeproxy_iptables_ct_state_invalid_dropped_packets_total \d+$/m);
         assert.match(metrics.body, /^kubeproxy_iptables_localhost_nodeports_accepted_packets_total \d+$/m);
+      } finally {
+        await lab.close();
+      }
+    },
+  );
+
+  test(
+    'nftables mode drops unallocated ClusterIPs of the ServiceCIDR objects, and follows their changes',
+    KERNEL,
+    async () => {
+      const lab = await AgentLab.start();
+      try {
+        const path = '/apis/networking.k8s.io/v1/servicecidrs';
+        const serviceCIDR = (cidrs: string[]) => ({
+          apiVersion: 'networking.k8s.io/v1',
+          kind: 'ServiceCIDR',
+          metadata: { name: 'kubernetes' },
+          spec: { cidrs },
+        });
+        lab.put(path, serviceCIDR(['198.19.0.0/16', '2001:db8:ff::/108']));
+        const proxy = lab.startProxy(lab.flags());
+        const checkChain = async (): Promise<string> =>
+          (await inNs(lab.node, 'nft', ['list', 'chain', 'ip', 'kube-proxy', 'cluster-ips-check'])).stdout;
+        await until(
+          // nft lists a one-element set as the bare prefix.
+          async () => /ip daddr 198\.19\.0\.0\/16 drop/.test(await checkChain().catch(() => '')),
+          'the drop of unallocated ClusterIPs in 198.19.0.0/16',
+          60_000,
+          () => proxy.tail(20),
+        );
+        // A second range is added: the next (full) sync rewrites the rule with both.
+        lab.put(path, serviceCIDR(['198.19.0.0/16', '198.18.128.0/20']));
+        await until(
+          async () => /ip daddr \{ 198\.18\.128\.0\/20, 198\.19\.0\.0\/16 \} drop/.test(await checkChain()),
+          'the rule rewritten with both ranges',
+          60_000,
+          () => proxy.tail(20),
+        );
       } finally {
         await lab.close();
       }

@@ -30,6 +30,7 @@ import { TABLE_NAME } from './naming.js';
 import type { LayoutPlanner, NftablesLayout } from './layout.js';
 import { emptyKernel } from './layout.js';
 import type { KernelView, Plan } from './planner.js';
+import { planOperations, planSize } from './planner.js';
 import { UPSTREAM_LAYOUT } from './upstream-layout.js';
 
 export interface NftablesBackendOptions {
@@ -65,18 +66,27 @@ function newTransaction(plan: Plan, replaceTable = false): NftTransaction {
   if (replaceTable) tx.add('delete', { kind: 'table' });
   for (const op of plan.setupOps) tx.add(op.verb, op.object);
   // Rendered operations were validated when rendered (a bad one skips its service port instead).
-  tx.addValidated(plan.ops);
+  tx.addValidated(planOperations(plan));
   return tx;
 }
 
-/** The plan cut into transactions of at most `chunk` operations (setup first); each is applied on its own. */
-function chunkedTransactions(plan: Plan, chunk: number, replaceTable: boolean): NftTransaction[] {
-  const first = newTransaction({ ...plan, ops: [] }, replaceTable);
-  const out = [first];
-  const ops: readonly NftOperation[] = plan.ops;
-  for (let i = 0; i < ops.length; i += chunk)
-    out.push(new NftTransaction().addValidated(ops.slice(i, i + chunk)));
-  return out;
+/**
+ * The plan cut into transactions of at most `chunk` operations (setup first); each is applied on its own, and
+ * each is made only when the one before it was applied, so only one chunk's operations exist at a time.
+ */
+function* chunkedTransactions(plan: Plan, chunk: number, replaceTable: boolean): Generator<NftTransaction> {
+  const setup = new NftTransaction();
+  if (replaceTable) setup.add('delete', { kind: 'table' });
+  for (const op of plan.setupOps) setup.add(op.verb, op.object);
+  yield setup;
+  let ops: NftOperation[] = [];
+  for (const op of planOperations(plan)) {
+    ops.push(op);
+    if (ops.length < chunk) continue;
+    yield new NftTransaction().addValidated(ops);
+    ops = [];
+  }
+  if (ops.length > 0) yield new NftTransaction().addValidated(ops);
 }
 
 export class NftablesBackend implements ProxyBackend {
@@ -87,6 +97,8 @@ export class NftablesBackend implements ProxyBackend {
   readonly #metrics: ProxyMetrics;
   readonly #logger: Logger;
   readonly #planner: LayoutPlanner;
+  /** The service ranges the setup's unallocated-ClusterIP drop uses: the flags', until ServiceCIDR objects say. */
+  #serviceCIDRs: readonly string[];
   readonly #layout: NftablesLayout;
   #needFullSync = true;
   #flushedBaseChains = false;
@@ -105,11 +117,17 @@ export class NftablesBackend implements ProxyBackend {
     this.#metrics = options.metrics ?? NO_PROXY_METRICS;
     this.#logger = (options.logger ?? SILENT_LOGGER).child({ ipFamily: options.node.family });
     this.#layout = options.layout ?? UPSTREAM_LAYOUT;
-    this.#planner = this.#layout.createPlanner(
-      options.node,
-      () => nftNodePortIPs(options.node),
-      options.featureGates,
-    );
+    this.#serviceCIDRs = options.node.serviceCIDRs;
+    // The planners render the fixed setup from the node config on every full sync; the service ranges in it follow
+    // the cluster's ServiceCIDR objects, so the config they get reads them live.
+    const current = (): readonly string[] => this.#serviceCIDRs;
+    const node: NodeNetworkConfig = Object.freeze({
+      ...options.node,
+      get serviceCIDRs(): readonly string[] {
+        return current();
+      },
+    });
+    this.#planner = this.#layout.createPlanner(node, () => nftNodePortIPs(node), options.featureGates);
   }
 
   requestFullSync(): void {
@@ -126,6 +144,13 @@ export class NftablesBackend implements ProxyBackend {
     let kernelMs = 0;
     const now = this.#clock.now();
     let full = request.full === true || this.#needFullSync;
+    const cidrs = snapshot.serviceCIDRs;
+    if (cidrs !== undefined && cidrs.join(',') !== this.#serviceCIDRs.join(',')) {
+      // The drop of unallocated ClusterIPs is part of the fixed setup, which only a full sync rewrites.
+      this.#logger.info('service CIDRs changed', { from: this.#serviceCIDRs, to: cidrs });
+      this.#serviceCIDRs = cidrs;
+      full = true;
+    }
 
     // Chains flushed at least a second ago go first, in their own transaction.
     const expired = this.#planner.chainsToDelete(now);
@@ -175,17 +200,20 @@ export class NftablesBackend implements ProxyBackend {
     }
     const replaceTable = kernelState === 'foreign';
     const chunk = this.#layout.coldStartChunk;
-    const txs =
-      // Only a table that did not exist is filled in pieces: nothing depends on it yet. Replacing the other
-      // layout's table stays one transaction, so no new connection meets a half-written table.
-      kernelState === 'absent' && chunk !== undefined && plan.ops.length > chunk
-        ? chunkedTransactions(plan, chunk, replaceTable)
-        : [newTransaction(plan, replaceTable)];
-    let operations = 0;
-    for (const t of txs) operations += t.size;
+    const size = planSize(plan);
+    // Only a table that did not exist is filled in pieces: nothing depends on it yet. Replacing the other
+    // layout's table stays one transaction, so no new connection meets a half-written table.
+    const chunked = kernelState === 'absent' && chunk !== undefined && size > chunk;
+    const txs: Iterable<NftTransaction> = chunked
+      ? chunkedTransactions(plan, chunk, replaceTable)
+      : [newTransaction(plan, replaceTable)];
+    // Setup operations are validated as they are added, and an invalid one is dropped (the sticky error).
+    const operations = size + plan.setupOps.length + (replaceTable ? 1 : 0);
+    let transactions = 0;
 
     try {
       for (const t of txs) {
+        transactions++;
         const stats = await this.#executor.run(t);
         kernelMs += stats.applyMs;
       }
@@ -212,7 +240,7 @@ export class NftablesBackend implements ProxyBackend {
     if (full) this.#flushedBaseChains = true;
     this.#logger.v(4, () => ({
       msg: 'nftables sync done',
-      fields: { full, operations, transactions: txs.length },
+      fields: { full, operations, transactions },
     }));
     return {
       full,

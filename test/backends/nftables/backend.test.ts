@@ -217,3 +217,39 @@ describe('NftablesBackend', () => {
     assert.doesNotMatch(text, / ip daddr /);
   });
 });
+
+describe('service CIDRs from the cluster', () => {
+  test('a change in the snapshot’s service ranges makes the sync full and rewrites the drop of unallocated ClusterIPs', async () => {
+    const fake = new FakeNft();
+    const backend = backendOn(fake);
+    const cluster = new ModelCluster('IPv4', 'test-node');
+    cluster.upsertService(service(1));
+    cluster.upsertSlice(slice(1, ['10.1.0.1']));
+    const withCIDRs = async (cidrs: readonly string[] | undefined) => {
+      const { snapshot, changedServices } = cluster.checkout();
+      return backend.sync(cidrs === undefined ? snapshot : { ...snapshot, serviceCIDRs: cidrs }, {
+        changedServices,
+      });
+    };
+    assert.equal((await withCIDRs(undefined)).full, true, 'the first sync');
+    // This node's config (from the vector, as from --service-cidrs) says 172.30.0.0/16 until the cluster says more.
+    assert.match(
+      fake.dump(),
+      /ip daddr \{ 172\.30\.0\.0\/16 \} drop comment "Drop traffic to unallocated ClusterIPs"/,
+    );
+    assert.equal((await withCIDRs(undefined)).full, false);
+    assert.equal(
+      (await withCIDRs(['172.30.0.0/16'])).full,
+      false,
+      'the same ranges from the cluster: partial',
+    );
+
+    const changed = await withCIDRs(['172.30.0.0/16', '172.31.0.0/16']);
+    assert.equal(changed.full, true, 'new ranges: a full sync');
+    assert.match(fake.dump(), /ip daddr \{ 172\.30\.0\.0\/16,172\.31\.0\.0\/16 \} drop/);
+    assert.doesNotMatch(fake.dump(), /ip daddr \{ 172\.30\.0\.0\/16 \} drop/, 'the old rule is gone');
+    assert.equal((await withCIDRs(['172.30.0.0/16', '172.31.0.0/16'])).full, false);
+    assert.equal((await withCIDRs([])).full, true, 'no ranges at all');
+    assert.doesNotMatch(fake.dump(), /Drop traffic to unallocated ClusterIPs/);
+  });
+});
