@@ -504,7 +504,7 @@ class Agent {
 
   /**
    * nftables mode drops traffic to unallocated ClusterIPs of the service ranges: follow the ServiceCIDR objects when
-   * the API server serves them (asked once; older servers answer 404, and the --service-cidrs flag stays in force).
+   * the API server serves them (asked once; older servers answer 404, and no such drop is programmed, as upstream).
    */
   private async followServiceCIDRs(
     client: ApiClient,
@@ -524,7 +524,9 @@ class Agent {
       return;
     }
     if (!served) {
-      logger.info('the API server does not serve ServiceCIDRs (networking.k8s.io/v1); using --service-cidrs');
+      logger.info(
+        'the API server does not serve ServiceCIDRs (networking.k8s.io/v1); no drop of unallocated ClusterIPs',
+      );
       return;
     }
     if (this.exitCode !== undefined) return;

@@ -15,7 +15,7 @@ export interface ProxySnapshot {
   readonly topology: NodeTopology;
   /**
    * This family's service ranges from the cluster's ServiceCIDR objects, when the API server serves them; absent
-   * otherwise (the node config's serviceCIDRs, from flags, apply). A change makes nftables mode's next sync full.
+   * otherwise (the node config's serviceCIDRs apply (render's --service-cidrs)). A change makes nftables mode's next sync full.
    */
   readonly serviceCIDRs?: readonly string[];
 }

@@ -97,7 +97,7 @@ export class NftablesBackend implements ProxyBackend {
   readonly #metrics: ProxyMetrics;
   readonly #logger: Logger;
   readonly #planner: LayoutPlanner;
-  /** The service ranges the setup's unallocated-ClusterIP drop uses: the flags', until ServiceCIDR objects say. */
+  /** The service ranges the setup's unallocated-ClusterIP drop uses: the node config's (render's --service-cidrs), until ServiceCIDR objects say. */
   #serviceCIDRs: readonly string[];
   readonly #layout: NftablesLayout;
   #needFullSync = true;
