@@ -174,6 +174,16 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
     }
     const grep = await sh('kubectl -n kube-system logs -l k8s-app=kube-proxy --tail=5 | grep -i sync');
     assert.ok(grep.trim().split('\n').length >= 2, grep);
+    // -f keeps the stream open (timeout ends it, 124) after printing what is there.
+    const follow = await run(
+      'sh',
+      ['-c', `timeout 3 kubectl -n kube-system logs -f ${pods[0]?.name ?? ''}`],
+      {
+        KUBECONFIG: kubeconfig,
+      },
+    );
+    assert.equal(follow.code, 124, follow.stderr);
+    assert.match(follow.stdout, /"starting kube-proxy-ts"/);
   });
 
   test('3. seed 001: switch to nftables the same way; the logs show the mode and the cleanup of iptables mode', async () => {
@@ -227,6 +237,26 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
       KUBECONFIG: kubeconfig,
     });
     assert.equal(code.code, 3, 'kubectl exec returns the command’s exit code');
+    // stdin, and a TTY (kubectl needs a terminal of its own for -t: util-linux script gives it one, 30x100).
+    const stdin = await run(
+      'sh',
+      ['-c', `printf 'echo hello from stdin\\nexit 2\\n' | kubectl -n svc exec -i ${web[0] ?? ''} -- sh`],
+      { KUBECONFIG: kubeconfig },
+    );
+    assert.equal(stdin.code, 2, stdin.stderr);
+    assert.equal(stdin.stdout, 'hello from stdin\n');
+    const tty = await run(
+      'script',
+      [
+        '-qec',
+        `stty rows 30 cols 100; kubectl -n svc exec -it ${web[0] ?? ''} -- sh -c 'tty; stty size; exit 5'`,
+        '/dev/null',
+      ],
+      { KUBECONFIG: kubeconfig },
+    );
+    assert.equal(tty.code, 5, tty.stdout);
+    assert.match(tty.stdout, /\/dev\/pts\/\d+\r?\n/, 'the command runs on a terminal');
+    assert.match(tty.stdout, /^\W*30 100\r?$/m, 'sized as the client’s');
     // kubectl run without -i: the command runs and the pod completes with its exit code.
     await sh("kubectl -n svc run once --restart=Never --image=busybox -- sh -c 'echo done; exit 4'");
     const phase = await waitFor('pod once completed', 60_000, async () => {
@@ -333,8 +363,14 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
     });
     const pod = crashing[1] ?? '';
     assert.match(crashing[4] ?? '', /^[1-9]/, 'restarts counted');
-    const logs = await sh(`kubectl -n kube-system logs ${pod}`);
+    // The latest run's output (a restart may just have begun, its log still empty: ask again).
+    const logs = await waitFor('the error in kubectl logs', 30_000, async () => {
+      const text = await sh(`kubectl -n kube-system logs ${pod}`);
+      return /got "nftabels"/.test(text) ? text : undefined;
+    });
     assert.match(logs, /mode: must be "iptables" or "nftables".*got "nftabels"/);
+    const previous = await sh(`kubectl -n kube-system logs ${pod} --previous`);
+    assert.match(previous, /got "nftabels"/, '--previous: the run before, after a restart');
     // maxUnavailable 1: the other node's proxy was not replaced by a crashing one.
     const running = (await proxyPods()).filter((p) => p.status === 'Running' && p.ready === '1/1');
     assert.equal(running.length, 1, 'the other node keeps its working proxy');

@@ -113,10 +113,12 @@ export class ContainerProcess {
   }
   /**
    * The log of the latest run (the one running, or during a back-off the one that just ended, as a kubelet shows
-   * it), or of the run before (`--previous`); undefined when there was none.
+   * it), or of the run before the running one (`--previous`); undefined when there was none.
    */
   logFile(previous = false): string | undefined {
-    const n = this.runs - 1 - (previous ? 1 : 0);
+    // Between runs (a back-off) the last run is both the latest and the previous one: `kubectl logs --previous`
+    // on a pod in CrashLoopBackOff shows why it crashed, as with a real kubelet.
+    const n = this.runs - 1 - (previous && this.running ? 1 : 0);
     return n < 0 ? undefined : join(this.dir, `${n}.log`);
   }
   /** Runs started so far; run n logs to `<n>.log`. */
