@@ -13,6 +13,7 @@ import { request } from 'node:https';
 import { defaultNodes, startApiServer, type ApiServer } from '../../../src/lab/apiserver/index.js';
 import { resourceByKind } from '../../../src/lab/apiserver/resources.js';
 import { UNSUPPORTED_STREAMING } from '../../../src/lab/apiserver/remotecommand.js';
+import { scaledMaxUnavailable } from '../../../src/lab/controllers/daemonset.js';
 import type {
   KubeletContainer,
   PodLifecycle,
@@ -190,6 +191,36 @@ describe('DaemonSets, endpoints, logs and exec with kubectl', toolOptions(['kube
     assert.equal(ds.status?.updatedNumberScheduled, 3);
   });
 
+  test('a new matching node gets a pod; a node the nodeSelector leaves out does not', async () => {
+    const NODE = resourceByKind('Node');
+    const node = (name: string, os: string): object => ({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name, labels: { 'kubernetes.io/os': os } },
+      spec: { podCIDR: '198.18.15.0/24' },
+      status: { addresses: [{ type: 'InternalIP', address: '198.18.0.15' }] },
+    });
+    assert.ok(server.registry.create(NODE, '', node('win', 'windows')).ok);
+    await server.idle();
+    assert.equal(agentPods().length, 3, 'not on the windows node');
+    assert.ok(server.registry.create(NODE, '', node('worker5', 'linux')).ok);
+    await server.idle();
+    assert.deepEqual(
+      agentPods()
+        .map((p) => p.spec?.nodeName)
+        .sort(),
+      ['control-plane', 'worker', 'worker2', 'worker5'],
+    );
+    const ds = server.store.get(DAEMONSET, 'kube-system', 'agent') as Obj;
+    assert.equal(ds.status?.desiredNumberScheduled, 4);
+    for (const name of ['win', 'worker5']) {
+      const cur = server.store.get(NODE, '', name);
+      if (cur) server.registry.remove(NODE, cur, cur);
+    }
+    await server.idle();
+    assert.equal(agentPods().length, 3, 'the pod of a node that went is deleted');
+  });
+
   test('kubectl get endpoints mirrors the EndpointSlices', async () => {
     const r = await k(
       ['apply', '-f', '-'],
@@ -280,4 +311,12 @@ spec:
     assert.equal((JSON.parse(answer.body) as { message: string }).message, UNSUPPORTED_STREAMING);
     assert.match(UNSUPPORTED_STREAMING, /kubectl v1\.30 or newer/);
   });
+});
+
+test('maxUnavailable: an integer, or a percentage of the desired nodes rounded up', () => {
+  assert.equal(scaledMaxUnavailable(2, 10), 2);
+  assert.equal(scaledMaxUnavailable('25%', 10), 3);
+  assert.equal(scaledMaxUnavailable('10%', 3), 1);
+  assert.equal(scaledMaxUnavailable('0%', 3), 0);
+  assert.equal(scaledMaxUnavailable(undefined, 3), 1);
 });
