@@ -119,16 +119,9 @@ test('deploy/ replaces kubeadm kube-proxy objects, but not its ConfigMap', async
   }[];
   assert.ok(container);
   assert.deepEqual(container.securityContext, { privileged: true });
-  assert.deepEqual(
-    (container as unknown as { readinessProbe: unknown }).readinessProbe,
-    {
-      httpGet: { path: '/healthz', port: 10256 },
-      initialDelaySeconds: 1,
-      periodSeconds: 5,
-      failureThreshold: 3,
-    },
-    'ready only once /healthz answers 200',
-  );
+  const probe = (container as unknown as { readinessProbe: { exec: { command: string[] } } }).readinessProbe;
+  assert.deepEqual(probe.exec.command.slice(0, 2), ['node', '-e'], 'the image’s Node.js runs the probe');
+  assert.match(probe.exec.command[2] ?? '', /kubeproxy_sync_proxy_rules_last_timestamp_seconds/);
   assert.ok(container.command.includes('--config=/var/lib/kube-proxy/config.conf'));
   assert.ok(container.command.includes('--hostname-override=$(NODE_NAME)'));
   assert.deepEqual(container.env, [
