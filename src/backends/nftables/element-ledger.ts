@@ -187,6 +187,45 @@ export class ElementLedger {
     }
   }
 
+  /**
+   * A full sync's element operations for these sets (in this order): `deletes` receives the delete of every held
+   * key no port wants (few), and the adds of every wanted key the kernel lacks or holds with another value
+   * (delete + add) come back unmade, with their number: the plan makes them as they are written.
+   */
+  fullDiff(
+    setNames: readonly string[],
+    deletes: NftOperation[],
+  ): { readonly count: number; make(): Iterable<NftOperation> } {
+    let count = 0;
+    for (const setName of setNames) {
+      const wanted = this.#desired.get(setName)?.values;
+      if (wanted)
+        for (const [key, d] of wanted) {
+          const k = this.#kernelValue(setName, key);
+          if (k !== d) count += k === undefined ? 1 : 2;
+        }
+      const held = this.#listed ? this.#listed.get(setName) : this.#differs.get(setName);
+      if (held)
+        for (const [key, v] of held)
+          if (v !== null && !wanted?.has(key))
+            deletes.push({ verb: 'delete', object: elementObject(setName, key) });
+    }
+    return { count, make: () => this.#adds(setNames) };
+  }
+
+  *#adds(setNames: readonly string[]): Generator<NftOperation> {
+    for (const setName of setNames) {
+      const desired = this.#desired.get(setName);
+      if (!desired) continue;
+      for (const [key, d] of desired.values) {
+        const k = this.#kernelValue(setName, key);
+        if (k === d) continue;
+        if (k !== undefined) yield { verb: 'delete', object: elementObject(setName, key) };
+        yield { verb: 'add', object: elementObject(setName, key, d, desired.comments.get(key)) };
+      }
+    }
+  }
+
   /** Every key wanted or held in `setName`, each once. */
   *allKeys(setName: string): Generator<string> {
     const a = this.#desired.get(setName)?.values;

@@ -67,11 +67,24 @@ export interface SkippedServicePort {
   readonly reason: string;
 }
 
+/** Operations made only as they are written (Plan.deferredOps). */
+export interface DeferredOps {
+  readonly count: number;
+  /** The operations in order; made anew on each call, before the plan is committed. */
+  make(): Iterable<NftOperation>;
+}
+
 export interface Plan {
   readonly full: boolean;
   /** Operations in apply order; setup operations are not yet validated, the rest are. */
   readonly setupOps: readonly NftOperation[];
   readonly ops: readonly NftOperation[];
+  /**
+   * Written after `ops`, then `tailOps`: a flat full sync's element adds, made as they are written, so that a
+   * cold start's million operations never all exist at once (they were most of its peak memory).
+   */
+  readonly deferredOps?: DeferredOps;
+  readonly tailOps?: readonly NftOperation[];
   readonly noLocalInternal: number;
   readonly noLocalExternal: number;
   /** Service ports skipped for the first time (or for a new reason) in this plan. */
@@ -458,4 +471,16 @@ function touch(touched: Map<string, Set<string>>, set: string, key: string): voi
 
 function deleteElement(e: NftElement): NftElement {
   return { kind: 'element', set: e.set, key: e.key };
+}
+
+/** Every operation of a plan after its setup, in apply order. */
+export function* planOperations(plan: Plan): Generator<NftOperation> {
+  yield* plan.ops;
+  if (plan.deferredOps) yield* plan.deferredOps.make();
+  if (plan.tailOps) yield* plan.tailOps;
+}
+
+/** How many operations planOperations() gives. */
+export function planSize(plan: Plan): number {
+  return plan.ops.length + (plan.deferredOps?.count ?? 0) + (plan.tailOps?.length ?? 0);
 }

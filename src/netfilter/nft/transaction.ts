@@ -21,7 +21,7 @@ export class NftTransaction {
   }
 
   /** Appends operations that were already validated (e.g. cached per service) without re-checking them. */
-  addValidated(ops: readonly NftOperation[]): this {
+  addValidated(ops: Iterable<NftOperation>): this {
     for (const op of ops) this.#ops.push(op);
     return this;
   }

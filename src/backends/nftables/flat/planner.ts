@@ -252,30 +252,29 @@ export class FlatPlanner implements LayoutPlanner {
     const dispatch = this.#dispatchChainOps(this.#dispatchUsers.keys(), ops);
     for (const op of chainOps) ops.push(op);
 
-    // Adds go straight into ops (at a cold start, over a million of them: no second array).
-    const deletes: NftOperation[] = [];
-    this.#ledger.diff(
-      FLAT_ELEMENT_CONTAINERS.map((c) => [c.name, this.#ledger.allKeys(c.name)] as const),
-      ops,
-      deletes,
-      undefined,
+    // The element adds (at a cold start, over a million) are made as they are written; the rest follows them.
+    const tailOps: NftOperation[] = [];
+    const adds = this.#ledger.fullDiff(
+      FLAT_ELEMENT_CONTAINERS.map((c) => c.name),
+      tailOps,
     );
-    for (const op of deletes) ops.push(op);
 
     const newStale = new Map<string, number>();
     for (const name of [...kernelChains, ...kernelDispatch]) {
       if (activeChains.has(name) || this.#dispatchUsers.has(name)) continue;
-      ops.push({ verb: 'flush', object: { kind: 'chain', name } });
+      tailOps.push({ verb: 'flush', object: { kind: 'chain', name } });
       newStale.set(name, this.staleChains.get(name) ?? now);
     }
     for (const name of kernelAffinitySets) {
-      if (!activeAffinitySets.has(name)) ops.push({ verb: 'delete', object: { kind: 'set', name } });
+      if (!activeAffinitySets.has(name)) tailOps.push({ verb: 'delete', object: { kind: 'set', name } });
     }
 
     return {
       full: true,
       setupOps,
       ops,
+      deferredOps: adds,
+      tailOps,
       noLocalInternal: this.#noLocalInternal,
       noLocalExternal: this.#noLocalExternal,
       newlySkipped,
