@@ -156,6 +156,15 @@ for (const mode of ['nftables', 'nftables-flat', 'iptables'] as const satisfies 
         assert.equal(pkt.frontend, '198.19.0.10:80/tcp');
         assert.equal(pkt.endpoint, `${p1.ip}:8080`);
         assert.equal(pkt.masqueraded, false, 'pod-to-Service traffic keeps the pod address');
+        if (mode === 'iptables')
+          assert.ok(
+            pkt.path.some(
+              (step) =>
+                step.text.includes('-A KUBE-SERVICES') &&
+                step.text.includes('--comment "dataplane/web:http cluster IP"'),
+            ),
+            'iptables mode reads xtables-monitor --trace: the rules in iptables words, with their comments',
+          );
         if (mode === 'nftables-flat') {
           // With the cluster's Services (trace -f / --kubeconfig) the frontend is named all the same.
           const named = await traceOn(

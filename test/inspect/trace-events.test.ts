@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { parseTraceLine, parseTraceText } from '../../src/inspect/trace/events.js';
+import { parseTraceLine, parseTraceText, parseXtablesTraceText } from '../../src/inspect/trace/events.js';
 import { assemblePackets } from '../../src/inspect/trace/packets.js';
 import { interpretPacket } from '../../src/inspect/trace/interpret.js';
 import type { FrontendIndex } from '../../src/inspect/trace/frontends.js';
@@ -92,4 +92,46 @@ test('interprets each packet: frontend, endpoint, masquerade, reject and drop', 
   assert.equal(drop.servicePort, 'dataplane/local:http');
   assert.match(drop.why[0] ?? '', /externalTrafficPolicy: Local/);
   assert.ok(drop.path.some((s) => s.chain === 'nodeport-endpoints-check' && s.verdict === 'drop'));
+});
+
+test('xtables-monitor --trace: the same events in iptables words, interpreted alike', () => {
+  const { events, skipped } = parseXtablesTraceText(fixture('iptables-nft-node0.xtables-monitor'));
+  assert.deepEqual(skipped, []);
+  const jump = events.find((e) => e.chain === 'KUBE-SERVICES' && e.kind === 'rule');
+  assert.equal(jump?.table, 'nat');
+  assert.equal(jump?.verdict, 'jump KUBE-SVC-ZEKCSM6PWAJVEW5G');
+  assert.match(jump?.text ?? '', /--comment "dataplane\/web:http cluster IP"/);
+  const first = events[0];
+  assert.equal(first?.kind, 'packet');
+  assert.equal(first?.chain, 'trace-prerouting', 'a PACKET line belongs to the chain of the next TRACE line');
+  assert.deepEqual(first?.packet, {
+    iif: 'cbr0',
+    saddr: '198.18.10.10',
+    daddr: '198.19.0.10',
+    protocol: 'tcp',
+    sport: 45778,
+    dport: 80,
+    ipId: 16212,
+    tcpFlags: 'syn',
+  });
+  const packets = assemblePackets(events, TABLE);
+  const m = packets.map((p) => interpretPacket(p, { mode: 'iptables', traceTable: TABLE }));
+  assert.equal(m[0]?.outcome, 'sent-to-endpoint');
+  assert.equal(m[0]?.servicePort, 'dataplane/web:http');
+  assert.equal(m[0]?.endpoint, '198.18.10.10:8080');
+  assert.equal(m[0]?.masqueraded, true);
+  const rejected = m.find((x) => x.outcome === 'rejected');
+  assert.equal(rejected?.servicePort, 'dataplane/empty:http');
+  assert.match(
+    rejected?.why[0] ?? '',
+    /^rejected: dataplane\/empty:http has no endpoints \(filter KUBE-SERVICES\)/,
+  );
+
+  const node1 = assemblePackets(
+    parseXtablesTraceText(fixture('iptables-nft-node1.xtables-monitor')).events,
+    TABLE,
+  );
+  const drop = interpretPacket(node1[0]!, { mode: 'iptables', traceTable: TABLE });
+  assert.equal(drop.outcome, 'dropped');
+  assert.match(drop.why[0] ?? '', /dataplane\/local:http has no local endpoints/);
 });

@@ -122,3 +122,126 @@ export function parseTraceText(text: string): { events: TraceEvent[]; skipped: s
   }
   return { events, skipped };
 }
+
+// `xtables-monitor --trace` (iptables-nft's tracer) prints the same kernel events in iptables' words:
+//
+//   PACKET: 2 1ac30bd1 IN=cbr0 … SRC=198.18.10.10 DST=198.19.0.10 LEN=60 TOS=0x0 TTL=64 ID=16212 DF SPORT=45778 DPORT=80 SYN
+//    TRACE: 2 1ac30bd1 nat:KUBE-SERVICES:rule:0x1d:JUMP:KUBE-SVC-ZEKC…  -4 -t nat -A KUBE-SERVICES -d … -j KUBE-SVC-ZEKC…
+//    TRACE: 2 1ac30bd1 kube-proxy-ts-trace:trace-prerouting:policy:ACCEPT
+//
+// A PACKET line names no chain: it is the headers as the packet enters the chain of the next TRACE line of its id.
+
+const XT_FAMILY: Readonly<Record<string, string>> = { '2': 'ip', '10': 'ip6' };
+const TCP_FLAGS = new Set(['SYN', 'ACK', 'FIN', 'RST', 'PSH', 'URG']);
+
+export function parseXtablesPacketFields(text: string): TracePacketFields {
+  const words = text.trim().split(/\s+/);
+  const kv = new Map<string, string>();
+  for (const w of words) {
+    const i = w.indexOf('=');
+    if (i > 0) kv.set(w.slice(0, i), w.slice(i + 1));
+  }
+  const flags = words.filter((w) => TCP_FLAGS.has(w));
+  const proto =
+    kv.get('PROTO')?.toLowerCase() ?? (flags.length > 0 ? 'tcp' : kv.has('SPORT') ? 'udp' : undefined);
+  const n = (k: string): number | undefined => num(kv.get(k));
+  const fields: Record<string, string | number | undefined> = {
+    iif: kv.get('IN'),
+    oif: kv.get('OUT'),
+    saddr: kv.get('SRC'),
+    daddr: kv.get('DST'),
+    protocol: proto,
+    sport: n('SPORT'),
+    dport: n('DPORT'),
+    ipId: n('ID'),
+    tcpFlags: flags.length > 0 ? flags.join(',').toLowerCase() : undefined,
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as TracePacketFields;
+}
+
+function xtVerdict(parts: readonly string[]): string {
+  const [v = '', target] = parts;
+  if ((v === 'JUMP' || v === 'GOTO') && target !== undefined) return `${v.toLowerCase()} ${target}`;
+  return v.toLowerCase();
+}
+
+/** Turns `xtables-monitor --trace` lines into the same events as `nft monitor trace`'s. */
+export class XtablesTraceReader {
+  private readonly pendingPacket = new Map<string, { family: string; text: string }>();
+
+  push(line: string): TraceLine[] {
+    const packet = /^PACKET: (\d+) ([0-9a-f]+) (.*)$/.exec(line.trim());
+    if (packet) {
+      this.pendingPacket.set(packet[2] ?? '', {
+        family: XT_FAMILY[packet[1] ?? ''] ?? packet[1] ?? '',
+        text: packet[3] ?? '',
+      });
+      return [];
+    }
+    const trace = /^TRACE: (\d+) ([0-9a-f]+) (\S+)\s*(.*)$/.exec(line.trim());
+    if (!trace)
+      return [{ ok: false, reason: `not a trace event: ${JSON.stringify(line.trim().slice(0, 120))}` }];
+    const [, fam = '', id = '', head = '', rule = ''] = trace;
+    const [table = '', chain = '', kindWord = '', ...rest] = head.split(':');
+    const family = XT_FAMILY[fam] ?? fam;
+    const out: TraceLine[] = [];
+    const pending = this.pendingPacket.get(id);
+    if (pending) {
+      this.pendingPacket.delete(id);
+      out.push({
+        ok: true,
+        event: {
+          id,
+          family: pending.family,
+          table,
+          chain,
+          kind: 'packet',
+          text: pending.text,
+          packet: parseXtablesPacketFields(pending.text),
+        },
+      });
+    }
+    if (kindWord === 'rule') {
+      // rest: handle, VERDICT[, target]
+      out.push({
+        ok: true,
+        event: {
+          id,
+          family,
+          table,
+          chain,
+          kind: 'rule',
+          text: rule.trim(),
+          verdict: xtVerdict(rest.slice(1)),
+        },
+      });
+    } else if (kindWord === 'policy') {
+      out.push({
+        ok: true,
+        event: { id, family, table, chain, kind: 'policy', text: xtVerdict(rest), verdict: xtVerdict(rest) },
+      });
+    } else if (kindWord === 'return') {
+      out.push({ ok: true, event: { id, family, table, chain, kind: 'return', text: 'return' } });
+    } else {
+      out.push({
+        ok: false,
+        reason: `unknown trace kind ${JSON.stringify(kindWord)} in ${JSON.stringify(line.trim().slice(0, 120))}`,
+      });
+    }
+    return out;
+  }
+}
+
+export function parseXtablesTraceText(text: string): { events: TraceEvent[]; skipped: string[] } {
+  const reader = new XtablesTraceReader();
+  const events: TraceEvent[] = [];
+  const skipped: string[] = [];
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    for (const r of reader.push(line)) {
+      if (r.ok) events.push(r.event);
+      else skipped.push(r.reason);
+    }
+  }
+  return { events, skipped };
+}

@@ -131,13 +131,13 @@ export function interpretPacket(
         : `${hostPort(first.daddr, first.dport)}/${first.protocol ?? '?'}`;
 
   const rejected = packet.events.find(
-    (e) => e.kind === 'rule' && e.verdict === 'drop' && /\breject\b/.test(e.text),
+    (e) => e.kind === 'rule' && e.verdict === 'drop' && /\breject\b/i.test(e.text),
   );
   const dropped = packet.events.find(
     (e) => (e.kind === 'rule' && e.verdict === 'drop') || (e.kind === 'policy' && e.verdict === 'drop'),
   );
-  const dnat = kp.find((e) => e.kind === 'rule' && /\bdnat\b/.test(e.text));
-  const masq = kp.find((e) => e.kind === 'rule' && /\bmasquerade\b/.test(e.text) && e.verdict === 'accept');
+  const dnat = kp.find((e) => e.kind === 'rule' && /\bdnat\b/i.test(e.text));
+  const masq = kp.find((e) => e.kind === 'rule' && /\bmasquerade\b/i.test(e.text) && e.verdict === 'accept');
   const rewroteDst =
     first?.daddr !== undefined &&
     last?.daddr !== undefined &&
@@ -167,6 +167,9 @@ export function interpretPacket(
           : `${outcome}: ${who ?? 'the Service port'} has no ready endpoints: ${map} holds ` +
               `${noEndpointEntry ? `${noEndpointEntry.key.join(' . ')} : ${noEndpointEntry.value}` : 'its frontend'}`,
       );
+    } else if (at && /comment "[^"]*endpoints[^"]*"/.test(at.text)) {
+      // iptables mode's own words, in the rule's comment ("ns/name:port has no local endpoints").
+      why.push(`${outcome}: ${/comment "([^"]*)"/.exec(at.text)?.[1] ?? ''} (${at.table} ${at.chain})`);
     } else if (entries.some((e) => e.comment?.includes('endpoints'))) {
       const e = entries.find((x) => x.comment?.includes('endpoints'));
       why.push(`${outcome}: ${e?.comment ?? ''} (${e?.map ?? ''}: ${at?.text.trim() ?? ''})`);

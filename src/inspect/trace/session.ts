@@ -1,13 +1,13 @@
 // One trace, start to end: remove a trace table a crashed run left behind, add ours, read the kernel's trace
-// events (`nft monitor trace`) until N packets were seen or the time is up, remove the table, and say what each
+// events (`nft monitor trace`, or `xtables-monitor --trace` in iptables mode) until N packets were seen or the time is up, remove the table, and say what each
 // packet's path means. It never sends a packet: it waits for real traffic.
 //
 // iptables mode: where the host's iptables is nft-based (iptables-nft), kube-proxy's chains are nf_tables chains
-// and the same trace events show them (it is what `xtables-monitor --trace` reads too); the legacy back end's
-// rules are invisible to nftables tracing, and we say so instead of tracing half a path.
+// and emit the same trace events, which `xtables-monitor --trace` prints in iptables' words (comments included);
+// the legacy back end's rules are invisible to nftables tracing, and we say so instead of tracing half a path.
 import type { CommandRunner, StreamHandle, StreamRunner } from '../../netfilter/command.js';
 import { parseIptablesVersion } from '../../netfilter/iptables/variant.js';
-import { parseTraceLine } from './events.js';
+import { XtablesTraceReader, parseTraceLine } from './events.js';
 import type { TraceEvent } from './events.js';
 import { mergeFrontendIndexes, readFrontendIndex, readIptablesIndex } from './frontends.js';
 import type { FrontendIndex } from './frontends.js';
@@ -103,21 +103,28 @@ export async function runTrace(o: TraceOptions): Promise<TraceReport> {
     // The table goes in before the monitor starts: nft reads the ruleset once at start to print rules by their
     // text, and names a rule added later only by its handle.
     await installTraceTable(o.runner, o.target, o);
-    monitor = o.streams.stream('nft', ['monitor', 'trace'], (line) => {
+    // iptables mode reads xtables-monitor --trace, which prints kube-proxy's rules in iptables' own words (with
+    // their comments); nftables mode, nft's own monitor.
+    // (IPv4 only: xtables-monitor 1.8.9 exits with "unsupported layer 4 protocol value" on our ip6 marking
+    // rule; nft's monitor shows the same IPv6 events, and iptables-save's comments still name the chains.)
+    const xt = o.mode === 'iptables' && o.target.family === 'IPv4' ? new XtablesTraceReader() : undefined;
+    const [cmd, ...args] = xt ? ['xtables-monitor', '--trace'] : ['nft', 'monitor', 'trace'];
+    monitor = o.streams.stream(cmd ?? 'nft', args, (line) => {
       if (line.trim() === '') return;
-      const r = parseTraceLine(line);
-      if (!r.ok) {
-        if (unreadable.length < 20) unreadable.push(line);
-        return;
+      for (const r of xt ? xt.push(line) : [parseTraceLine(line)]) {
+        if (!r.ok) {
+          if (unreadable.length < 20) unreadable.push(line);
+          continue;
+        }
+        assembler.add(r.event);
       }
-      assembler.add(r.event);
       if (assembler.markedPackets().length >= want && settleTimer === undefined) {
         settleTimer = setTimeout(() => finish('count'), o.settleMs ?? 300);
       }
     });
     void monitor.exited.then((r) => {
       if (r.code !== 0 && r.code !== 128)
-        unreadable.push(`nft monitor trace exited ${r.code}: ${r.stderr.trim()}`);
+        unreadable.push(`${cmd ?? 'nft'} exited ${r.code}: ${r.stderr.trim()}`);
       finish(ended);
     });
     // The monitor subscribes to the kernel's trace group as it starts; a packet marked before that is lost.
