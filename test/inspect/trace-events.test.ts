@@ -6,6 +6,8 @@ import { parseTraceLine, parseTraceText, parseXtablesTraceText } from '../../src
 import { assemblePackets } from '../../src/inspect/trace/packets.js';
 import { interpretPacket } from '../../src/inspect/trace/interpret.js';
 import type { FrontendIndex } from '../../src/inspect/trace/frontends.js';
+import { TraceUnavailableError, iptablesTraceable, runTrace } from '../../src/inspect/trace/session.js';
+import type { CommandRunner } from '../../src/netfilter/command.js';
 
 const fixture = (name: string): string =>
   readFileSync(new URL(`../fixtures/trace/${name}`, import.meta.url), 'utf8');
@@ -134,4 +136,26 @@ test('xtables-monitor --trace: the same events in iptables words, interpreted al
   const drop = interpretPacket(node1[0]!, { mode: 'iptables', traceTable: TABLE });
   assert.equal(drop.outcome, 'dropped');
   assert.match(drop.why[0] ?? '', /dataplane\/local:http has no local endpoints/);
+});
+
+test('iptables mode on legacy iptables: trace says it cannot trace, and why', async () => {
+  const version = (text: string): CommandRunner => ({
+    run: async () => ({ code: 0, stdout: text, stderr: '' }),
+  });
+  assert.equal(await iptablesTraceable(version('iptables v1.8.9 (nf_tables)\n'), 'IPv4'), undefined);
+  assert.match(
+    (await iptablesTraceable(version('iptables v1.8.9 (legacy)\n'), 'IPv4')) ?? '',
+    /^iptables v1\.8\.9 \(legacy\) is the legacy back end: its rules live outside nf_tables/,
+  );
+  await assert.rejects(
+    runTrace({
+      target: { family: 'IPv4', to: { address: '198.19.0.10' } },
+      mode: 'iptables',
+      runner: version('iptables v1.8.9 (legacy)\n'),
+      streams: { stream: () => assert.fail('no monitor is started') },
+      timeoutMs: 1000,
+    }),
+    (e: unknown) =>
+      e instanceof TraceUnavailableError && /cannot trace in iptables mode here/.test(e.message),
+  );
 });
