@@ -176,4 +176,28 @@ describe('agent surfaces', () => {
       }
     },
   );
+
+  test(
+    'each conntrack sysctl is applied on its own, also when maxPerCore and the TCP timeouts are 0',
+    KERNEL,
+    async () => {
+      const lab = await AgentLab.start();
+      try {
+        // nf_conntrack_udp_timeout is per network namespace: the node's own, never the host's.
+        const udpTimeout = async (): Promise<string> =>
+          (await inNs(lab.node, 'cat', ['/proc/sys/net/netfilter/nf_conntrack_udp_timeout'])).stdout.trim();
+        assert.notEqual(await udpTimeout(), '47');
+        // lab.flags() carries --conntrack-max-per-core=0 and zero TCP timeouts (host-global otherwise).
+        const proxy = lab.startProxy(lab.flags('--conntrack-udp-timeout=47s'));
+        await until(
+          async () => (await udpTimeout()) === '47',
+          'nf_conntrack_udp_timeout = 47',
+          60_000,
+          () => proxy.tail(20),
+        );
+      } finally {
+        await lab.close();
+      }
+    },
+  );
 });
