@@ -25,6 +25,12 @@ const KERNEL = kernelOptions(['ip', 'nft', 'curl']);
 const SYNC_FLAGS = ['--iptables-sync-period=2s', '--iptables-min-sync-period=100ms'];
 const WATCHDOG_MS = 3000;
 
+/**
+ * Every collection the agent watches: the fake serves any path, so the agent also follows ServiceCIDRs (none
+ * exist here), and a fault must find that watch established too.
+ */
+const WATCHED_PATHS = [...Object.values(PATHS), '/apis/networking.k8s.io/v1/servicecidrs'];
+
 function faultSuite(layout: NftablesLayoutName): void {
   describe(`kube-proxy-ts through API-server faults (--nftables-layout ${layout})`, KERNEL, () => {
     let lab: AgentLab;
@@ -91,7 +97,7 @@ function faultSuite(layout: NftablesLayoutName): void {
      * "very short watch"), which is not the case these tests are about.
      */
     async function establishWatches(): Promise<void> {
-      for (const path of Object.values(PATHS)) {
+      for (const path of WATCHED_PATHS) {
         await lab.api.waitForWatchers(path, 1, RECOVER_MS);
         lab.api.bookmark(path);
       }
