@@ -1,6 +1,6 @@
 // kube-system/kube-proxy as the lab runs it: deploy/daemonset.yaml itself (kubeadm's shape: k8s-app=kube-proxy,
-// host network, the ConfigMap mounted at /var/lib/kube-proxy, $(NODE_NAME) from spec.nodeName), with two
-// additions the lab needs: --kubeconfig names the node's kubeconfig in the lab's state directory (pods see the
+// host network, the ConfigMap mounted at /var/lib/kube-proxy, $(NODE_NAME) from spec.nodeName, its readiness
+// probe, asked every second here), with two additions the lab needs: --kubeconfig names the node's kubeconfig in the lab's state directory (pods see the
 // host's filesystem; the token stays out of the ConfigMap, where deploy/'s kubeconfig.conf reads a service
 // account's), and lab-only flags (--nftables-layout) appended as a DaemonSet's args would carry them.
 import { existsSync, readFileSync } from 'node:fs';
@@ -30,20 +30,26 @@ export function kubeProxyDaemonSet(options: {
   const container = arr(child(child(child(doc, 'spec'), 'template'), 'spec'), 'containers')[0];
   if (!isObject(container) || !Array.isArray(container.command))
     throw new Error('deploy/daemonset.yaml: its first container has no command');
-  // Ready once the proxy has programmed its rules (its sync timestamp is set), so that a rolling update moves
-  // to the next node only after this one's new proxy works, and `rollout status` means what it says. kubeadm's
-  // DaemonSet has no probe; a lab reader sees one here, in `kubectl get ds kube-proxy -o yaml`.
-  container.readinessProbe = {
-    exec: {
-      command: [
-        'sh',
-        '-c',
-        "curl -sf http://127.0.0.1:10249/metrics | grep -q '^kubeproxy_sync_proxy_rules_last_timestamp_seconds.* [1-9]'",
-      ],
-    },
-    periodSeconds: 1,
-    timeoutSeconds: 2,
-  };
+  // Ready once the proxy has programmed its rules (deploy/'s probe asks its last-sync time), so that a rolling
+  // update moves to the next node only after this one's new proxy works, and `rollout status` means what it says.
+  // The lab probes every second rather than deploy/'s five, so that a rollout takes seconds while someone watches.
+  const probe = isObject(container.readinessProbe)
+    ? container.readinessProbe
+    : {
+        exec: {
+          command: [
+            'sh',
+            '-c',
+            "curl -sf http://127.0.0.1:10249/metrics | grep -q '^kubeproxy_sync_proxy_rules_last_timestamp_seconds.* [1-9]'",
+          ],
+        },
+        timeoutSeconds: 5,
+      };
+  // The image's Node.js is, here, the one running the lab (sudo's PATH may not have it).
+  const command = child(probe, 'exec').command;
+  if (Array.isArray(command) && command[0] === 'node')
+    probe.exec = { ...child(probe, 'exec'), command: [process.execPath, ...command.slice(1)] };
+  container.readinessProbe = { ...probe, initialDelaySeconds: 0, periodSeconds: 1 };
   container.command = [
     ...container.command,
     `--kubeconfig=${options.kubeconfigPath}`,
