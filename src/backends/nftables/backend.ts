@@ -254,6 +254,23 @@ export class NftablesBackend implements ProxyBackend {
   /** The table as it is now: listing plus the elements of every diffed set and map. */
   async #readKernel(): Promise<{ view: KernelView; state: KernelState }> {
     const containers = this.#layout.elementContainers;
+    if (this.#executor.listWithElements) {
+      // One nft run for everything: nft fetches every element of the table for any listing of it, so listing
+      // the table and then each container made it fetch them all once per run (at 100,000 flat Services, over a
+      // minute each). Any trouble falls back to the separate reads below and their per-container handling.
+      try {
+        const { listing, elements: listed } = await this.#executor.listWithElements();
+        if (this.#layout.isForeign(listing)) return { view: emptyKernel(containers), state: 'foreign' };
+        const elements = new Map<string, readonly NftElement[]>();
+        for (const c of containers) elements.set(c.name, listed.get(c.name) ?? []);
+        return { view: { listing, elements }, state: 'present' };
+      } catch (e) {
+        if (isNotFound(e)) return { view: emptyKernel(containers), state: 'absent' };
+        this.#logger.warn('could not read the nftables table in one listing; reading it piece by piece', {
+          error: String(e),
+        });
+      }
+    }
     let listing: NftListing | undefined;
     try {
       listing = await this.#executor.list();

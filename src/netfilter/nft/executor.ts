@@ -3,7 +3,7 @@
 // in memory behind the same interface.
 import type { CommandRunner } from '../command.js';
 import { NftError, classifyNftMessage } from './errors.js';
-import { parseElementsJson, parseTableJson } from './json.js';
+import { parseElementsJson, parseTableJson, parseTableWithElementsJson } from './json.js';
 import type { NftChain, NftElement, NftMap, NftOperation, NftSet, NftTable } from './objects.js';
 import type { NftTableRef } from './serialize.js';
 import { serializeTransaction } from './serialize.js';
@@ -38,6 +38,11 @@ export interface NftExecutor {
   list(): Promise<NftListing>;
   /** Elements of a set or map (key, value, comment); NotFound when it does not exist. */
   listElements(kind: 'set' | 'map', name: string): Promise<NftElement[]>;
+  /**
+   * The table's objects and the elements of all its sets and maps in one read (NotFound when there is no table);
+   * an executor without it is read with list() and listElements().
+   */
+  listWithElements?(): Promise<{ listing: NftListing; elements: Map<string, NftElement[]> }>;
 }
 
 /** Time limit for one nft run; a hung nft must not hang the proxy forever. */
@@ -120,6 +125,16 @@ export class NftCommandExecutor implements NftExecutor {
     );
     if (r.code !== 0) throw parseNftError(r.stderr, [], r.code);
     const parsed = parseTableJson(r.stdout);
+    if (typeof parsed === 'string') throw new NftError(`nft list table: ${parsed}`, { code: 'Failed' });
+    return parsed;
+  }
+
+  async listWithElements(): Promise<{ listing: NftListing; elements: Map<string, NftElement[]> }> {
+    const r = await this.#commands.run('nft', ['--json', 'list', 'table', this.ref.family, this.ref.table], {
+      timeoutMs: NFT_TIMEOUT_MS,
+    });
+    if (r.code !== 0) throw parseNftError(r.stderr, [], r.code);
+    const parsed = parseTableWithElementsJson(r.stdout);
     if (typeof parsed === 'string') throw new NftError(`nft list table: ${parsed}`, { code: 'Failed' });
     return parsed;
   }

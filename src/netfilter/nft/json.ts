@@ -67,6 +67,36 @@ function flagsFrom(v: Json): string[] | undefined {
 export function parseTableJson(text: string): NftListing | string {
   const list = entries(text);
   if (typeof list === 'string') return list;
+  return listingFrom(list);
+}
+
+/**
+ * Parses `nft --json list table …` (elements included): the listing and the elements of every named set and map,
+ * from one run of nft. nft fetches every element of the table for any listing of it (`--terse` only leaves them
+ * out of its output), so reading the table this way costs about what one large map's listing does.
+ */
+export function parseTableWithElementsJson(
+  text: string,
+): { readonly listing: NftListing; readonly elements: Map<string, NftElement[]> } | string {
+  const list = entries(text);
+  if (typeof list === 'string') return list;
+  const listing = listingFrom(list);
+  if (typeof listing === 'string') return listing;
+  const elements = new Map<string, NftElement[]>();
+  for (const entry of list) {
+    if (!isRecord(entry)) continue;
+    const container = isRecord(entry.set) ? entry.set : isRecord(entry.map) ? entry.map : undefined;
+    const name = container ? str(container.name) : undefined;
+    if (!container || name === undefined) continue;
+    const out: NftElement[] = [];
+    const problem = elementsFrom(container, isRecord(entry.map), name, out);
+    if (problem !== undefined) return problem;
+    elements.set(name, out);
+  }
+  return { listing, elements };
+}
+
+function listingFrom(list: Json[]): NftListing | string {
   let tableComment: string | undefined;
   let sawTable = false;
   const chains: NftChain[] = [];
@@ -184,32 +214,44 @@ export function parseElementsJson(text: string, name: string): NftElement[] | st
   for (const entry of list) {
     if (!isRecord(entry)) continue;
     const container = isRecord(entry.set) ? entry.set : isRecord(entry.map) ? entry.map : undefined;
-    if (!container || !Array.isArray(container.elem)) continue;
-    const isMap = isRecord(entry.map);
-    for (const raw of container.elem) {
-      if (isMap) {
-        if (!Array.isArray(raw) || raw.length !== 2) return `unreadable element in map ${name}`;
-        const k = keyOf(raw[0]);
-        const value = valueOf(raw[1]);
-        if (!k || !value) return `unreadable element in map ${name}`;
-        out.push({
-          kind: 'element',
-          set: name,
-          key: k.key,
-          value,
-          ...(k.comment !== undefined ? { comment: k.comment } : {}),
-        });
-      } else {
-        const k = keyOf(raw);
-        if (!k) return `unreadable element in set ${name}`;
-        out.push({
-          kind: 'element',
-          set: name,
-          key: k.key,
-          ...(k.comment !== undefined ? { comment: k.comment } : {}),
-        });
-      }
-    }
+    if (!container) continue;
+    const problem = elementsFrom(container, isRecord(entry.map), name, out);
+    if (problem !== undefined) return problem;
   }
   return out;
+}
+
+/** Appends the elements of one listed set or map to `out`; returns why one cannot be read. */
+function elementsFrom(
+  container: Record<string, Json>,
+  isMap: boolean,
+  name: string,
+  out: NftElement[],
+): string | undefined {
+  if (!Array.isArray(container.elem)) return undefined;
+  for (const raw of container.elem) {
+    if (isMap) {
+      if (!Array.isArray(raw) || raw.length !== 2) return `unreadable element in map ${name}`;
+      const k = keyOf(raw[0]);
+      const value = valueOf(raw[1]);
+      if (!k || !value) return `unreadable element in map ${name}`;
+      out.push({
+        kind: 'element',
+        set: name,
+        key: k.key,
+        value,
+        ...(k.comment !== undefined ? { comment: k.comment } : {}),
+      });
+    } else {
+      const k = keyOf(raw);
+      if (!k) return `unreadable element in set ${name}`;
+      out.push({
+        kind: 'element',
+        set: name,
+        key: k.key,
+        ...(k.comment !== undefined ? { comment: k.comment } : {}),
+      });
+    }
+  }
+  return undefined;
 }

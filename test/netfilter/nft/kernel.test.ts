@@ -85,6 +85,31 @@ describe('nft in a network namespace', options, () => {
     }
   });
 
+  test('one listing with elements reads what list() and listElements() read', async () => {
+    const v = loadVector('nft-v2-TestOverallNFTablesRules');
+    const cluster = new ModelCluster('IPv4', v.proxierConfig.nodeName);
+    for (const s of v.services ?? []) cluster.upsertService(s);
+    for (const s of v.endpointSlices ?? []) cluster.upsertSlice(s);
+    const exec = new NftCommandExecutor(ref, commands);
+    await resetTable(exec, false);
+    await exec.run(
+      txFromText(
+        renderFullSyncTransaction(cluster.checkout().snapshot, nodeConfigFromVector(v.proxierConfig)),
+      ),
+    );
+    const both = await exec.listWithElements();
+    const listing = await exec.list();
+    assert.deepEqual(both.listing, listing);
+    for (const c of [...listing.sets, ...listing.maps]) {
+      assert.deepEqual(both.elements.get(c.name), await exec.listElements(c.kind, c.name), c.name);
+    }
+    await resetTable(exec, false);
+    await assert.rejects(
+      exec.listWithElements(),
+      (e: unknown) => e instanceof NftError && e.code === 'NotFound',
+    );
+  });
+
   test('a bad transaction fails atomically with an error naming the object and line', async () => {
     const exec = new NftCommandExecutor(ref, commands);
     await resetTable(exec, true);
