@@ -8,7 +8,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { labDown } from '../../src/lab/cluster/down.js';
@@ -18,6 +18,7 @@ import { mustRun, run, sorted, waitFor } from './helpers.js';
 
 const gate = kernelOptions(['ip', 'nft', 'iptables', 'iptables-save', 'curl', 'kubectl', 'script']);
 const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
+const DEPLOY = new URL('../../deploy/', import.meta.url).pathname;
 
 interface PodRow {
   readonly name: string;
@@ -390,5 +391,90 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
     );
     const ds = tableRows(await sh('kubectl -n kube-system get ds kube-proxy'))[0] ?? [];
     assert.deepEqual(ds.slice(1, 6), ['2', '2', '2', '2', '2']);
+  });
+
+  test('8. kubectl apply -f deploy/ over the lab’s kube-proxy objects: the ConfigMap stays; a rollout that breaks stops at one node, whose rules keep serving; re-applying the previous DaemonSet rolls back', async () => {
+    const cmBefore = await sh('kubectl -n kube-system get cm kube-proxy -o json');
+    const dsBefore = JSON.parse(await sh('kubectl -n kube-system get ds kube-proxy -o json')) as {
+      metadata: Record<string, unknown>;
+      status?: unknown;
+    };
+    // deploy/ as shipped lacks the lab's --kubeconfig (a real cluster's pods find the API server in-cluster): its
+    // proxies cannot reach the lab's API server, never sync, and so never become ready.
+    const applied = await sh(`kubectl apply -f ${DEPLOY}`);
+    assert.match(applied, /daemonset\.apps\/kube-proxy configured/);
+    assert.doesNotMatch(applied, /configmap/, 'deploy/ has no ConfigMap to apply');
+    const stalled = await run(
+      'sh',
+      ['-c', 'kubectl -n kube-system rollout status ds kube-proxy --timeout=40s'],
+      {
+        KUBECONFIG: kubeconfig,
+      },
+    );
+    assert.notEqual(stalled.code, 0, `the rollout must not complete: ${stalled.stdout}`);
+    // Read as JSON: a restarting pod's RESTARTS column ("2 (3s ago)") shifts the table's columns.
+    type PodJson = {
+      metadata: { name: string };
+      spec: { nodeName?: string };
+      status?: { conditions?: { type: string; status: string }[] };
+    };
+    const podsOf = async (args: string): Promise<PodJson[]> =>
+      (JSON.parse(await sh(`kubectl ${args} -o json`)) as { items: PodJson[] }).items;
+    const ready = (p: PodJson): boolean =>
+      (p.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+    const proxies = await podsOf('-n kube-system get pods -l k8s-app=kube-proxy');
+    const notReady = proxies.filter((p) => !ready(p));
+    assert.equal(
+      notReady.length,
+      1,
+      `maxUnavailable 1: one node replaced, the other kept (${notReady.length})`,
+    );
+    assert.equal(proxies.filter(ready).length, 1);
+    // The node whose proxy is broken still serves Services from the rules the old proxy left in place.
+    const broken = notReady[0]?.spec.nodeName ?? '';
+    const webOnBroken = (await podsOf('-n svc get pods -l app=web')).find(
+      (p) => p.spec.nodeName === broken && ready(p),
+    );
+    assert.ok(webOnBroken, `a web pod on ${broken}`);
+    const answers = await sh(
+      `for i in $(seq 1 10); do kubectl -n svc exec ${webOnBroken.metadata.name} -- curl -s -m 5 http://web.svc/hostname; echo; done`,
+    );
+    assert.equal(
+      answers
+        .trim()
+        .split('\n')
+        .filter((l) => /^web-/.test(l)).length,
+      10,
+      answers,
+    );
+    assert.deepEqual(
+      JSON.parse(await sh('kubectl -n kube-system get cm kube-proxy -o json')),
+      JSON.parse(cmBefore),
+      'the ConfigMap is untouched',
+    );
+
+    // Rollback: the DaemonSet as it was before, applied back.
+    const meta = dsBefore.metadata;
+    const previous = {
+      ...dsBefore,
+      metadata: { name: meta.name, namespace: meta.namespace, labels: meta.labels },
+      status: undefined,
+    };
+    const file = join(work, 'ds-previous.json');
+    writeFileSync(file, JSON.stringify(previous));
+    assert.ok(readFileSync(file, 'utf8').includes('--kubeconfig='));
+    const rolledBack = await sh(
+      `kubectl replace -f ${file} && kubectl -n kube-system rollout status ds kube-proxy --timeout=180s`,
+    );
+    assert.match(rolledBack, /successfully rolled out/);
+    assert.deepEqual(
+      (await proxyPods()).map((p) => p.ready),
+      ['1/1', '1/1'],
+    );
+    assert.deepEqual(
+      JSON.parse(await sh('kubectl -n kube-system get cm kube-proxy -o json')),
+      JSON.parse(cmBefore),
+      'the ConfigMap is still untouched',
+    );
   });
 });
