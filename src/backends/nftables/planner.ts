@@ -3,6 +3,7 @@
 // partial sync costs O(changed services): it re-renders only those, diffs only the element keys they touch, and
 // keeps running totals instead of recounting. Kernel-side memory changes only in commit(), after nft succeeded;
 // after a failure the owner discards the planner's view by doing a full sync (which reads the kernel back).
+import { changedPorts } from './changed-ports.js';
 import type { NftElement, NftOperation } from '../../netfilter/nft/objects.js';
 import type { NftListing } from '../../netfilter/nft/executor.js';
 import type { FeatureGates } from '../../model/feature-gates.js';
@@ -344,29 +345,7 @@ export class SyncPlanner {
     const newlySkipped: SkippedServicePort[] = [];
     const serviceMap = snapshot.serviceMap;
 
-    // Which ports the changed Services had, and which they have now. Ports of unchanged Services cannot have
-    // changed, so if the map's size adds up, no changed Service gained a port and no scan of the map is needed.
-    const oldKeys = new Map<string, string[]>();
-    let oldCount = 0;
-    let stillPresent = 0;
-    for (const name of changed) {
-      const keys = [...(this.#portsByService.get(name) ?? [])];
-      oldKeys.set(name, keys);
-      oldCount += keys.length;
-      for (const k of keys) if (serviceMap.has(k)) stillPresent++;
-    }
-    const newKeys = new Map<string, string[]>();
-    if (serviceMap.size === this.#trackedPorts - oldCount + stillPresent) {
-      for (const [name, keys] of oldKeys)
-        newKeys.set(
-          name,
-          keys.filter((k) => serviceMap.has(k)),
-        );
-    } else {
-      for (const name of changed) newKeys.set(name, []);
-      for (const [key, sp] of serviceMap)
-        if (changed.has(sp.serviceName)) newKeys.get(sp.serviceName)?.push(key);
-    }
+    const { oldKeys, newKeys } = changedPorts(changed, this.#portsByService, this.#trackedPorts, serviceMap);
 
     const touched = new Map<string, Set<string>>();
     const ops: NftOperation[] = [];

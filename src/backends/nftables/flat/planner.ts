@@ -3,6 +3,7 @@
 // Services and diffs only the keys they touched; it also remembers each port's slots (slots.ts), so an endpoint
 // change rewrites only the slots that moved, and which dispatch chains exist. Kernel-side memory changes only in
 // commit(), after nft succeeded.
+import { changedPorts } from '../changed-ports.js';
 import type { NftOperation } from '../../../netfilter/nft/objects.js';
 import type { FeatureGates } from '../../../model/feature-gates.js';
 import { policyNode, servicePortPolicy } from '../../../model/port-policy.js';
@@ -294,28 +295,7 @@ export class FlatPlanner implements LayoutPlanner {
     const newlySkipped: SkippedServicePort[] = [];
     const serviceMap = snapshot.serviceMap;
 
-    // As in the upstream planner: if the map's size adds up, no changed Service gained a port, so no scan.
-    const oldKeys = new Map<string, string[]>();
-    let oldCount = 0;
-    let stillPresent = 0;
-    for (const name of changed) {
-      const keys = [...(this.#portsByService.get(name) ?? [])];
-      oldKeys.set(name, keys);
-      oldCount += keys.length;
-      for (const k of keys) if (serviceMap.has(k)) stillPresent++;
-    }
-    const newKeys = new Map<string, string[]>();
-    if (serviceMap.size === this.#trackedPorts - oldCount + stillPresent) {
-      for (const [name, keys] of oldKeys)
-        newKeys.set(
-          name,
-          keys.filter((k) => serviceMap.has(k)),
-        );
-    } else {
-      for (const name of changed) newKeys.set(name, []);
-      for (const [key, sp] of serviceMap)
-        if (changed.has(sp.serviceName)) newKeys.get(sp.serviceName)?.push(key);
-    }
+    const { oldKeys, newKeys } = changedPorts(changed, this.#portsByService, this.#trackedPorts, serviceMap);
 
     const touched = new Map<string, Set<string>>();
     const chainOps: NftOperation[] = [];
