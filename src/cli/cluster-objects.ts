@@ -1,8 +1,9 @@
-// The cluster's Services and EndpointSlices for the node commands that want them (doctor's conntrack check,
-// trace's frontend names): from -f FILE as render reads it, or from the API server (--kubeconfig).
+// The cluster's state for the commands that read it once (explain; doctor's conntrack check; trace's frontend
+// names): from -f FILE as render reads it, or from the API server (--kubeconfig, else $KUBECONFIG, else in-cluster).
+// Objects that cannot be read are skipped, each said on stderr.
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import type { EndpointSlice, Service } from '../api/objects.js';
+import type { EndpointSlice, Node, Service } from '../api/objects.js';
 import { createApiClient } from '../kube/api-client.js';
 import { loadClientConfig } from '../kube/client-config.js';
 import { listAll } from '../kube/list-all.js';
@@ -15,38 +16,63 @@ import { systemClock } from '../util/clock.js';
 export interface ClusterObjects {
   readonly services: readonly Service[];
   readonly endpointSlices: readonly EndpointSlice[];
+  readonly nodes: readonly Node[];
+}
+
+export interface ClusterSourceIO {
+  readonly stderr: (text: string) => void;
+  /** Default: the file system ("-" is stdin). */
+  readonly readFile?: (path: string) => string;
+  /** Default: process.env (for $KUBECONFIG). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** The objects, or what went wrong (naming the file or the server). */
 export async function loadClusterObjects(
   source: { filename?: string | undefined; kubeconfig?: string | undefined },
   command: string,
-  stderr: (text: string) => void,
+  io: ClusterSourceIO,
 ): Promise<ClusterObjects | string> {
   if (source.filename !== undefined) {
     const loaded = loadManifestFile(source.filename, command, {
-      readFile: (p) => readFileSync(p === '-' ? 0 : p, 'utf8'),
-      stderr,
+      readFile: io.readFile ?? ((p) => readFileSync(p === '-' ? 0 : p, 'utf8')),
+      stderr: io.stderr,
       now: () => performance.now(),
     });
-    return loaded.ok ? loaded.objects : loaded.error;
+    if (!loaded.ok) return loaded.error;
+    for (const p of loaded.objects.problems) io.stderr(`${command}: skipped ${p}\n`);
+    return loaded.objects;
   }
-  const cfg = loadClientConfig({ kubeconfig: (source.kubeconfig ?? '').split(':')[0] ?? '' });
-  if (!cfg.ok) return `--kubeconfig: ${cfg.error.message}`;
+  const kubeconfig = source.kubeconfig ?? (io.env ?? process.env).KUBECONFIG ?? '';
+  const cfg = loadClientConfig({ kubeconfig: kubeconfig.split(':')[0] ?? '' });
+  if (!cfg.ok) return `no cluster to read: ${cfg.error.message} (give -f FILE or --kubeconfig)`;
   const client = createApiClient(cfg.config, { clock: systemClock });
-  const signal = AbortSignal.timeout(30_000);
+  const signal = AbortSignal.timeout(60_000);
   try {
-    const [services, endpointSlices] = await Promise.all([
+    const [services, endpointSlices, nodes] = await Promise.all([
       listAll<Service>(client, '/api/v1/services', true, signal),
       listAll<EndpointSlice>(client, '/apis/discovery.k8s.io/v1/endpointslices', true, signal),
+      listAll<Node>(client, '/api/v1/nodes', false, signal),
     ]);
-    return { services: services.items, endpointSlices: endpointSlices.items };
+    for (const p of [...services.problems, ...endpointSlices.problems, ...nodes.problems])
+      io.stderr(`${command}: skipped ${p}\n`);
+    return { services: services.items, endpointSlices: endpointSlices.items, nodes: nodes.items };
   } catch (e) {
     return `reading the cluster from ${cfg.config.server.origin}: ${(e as Error).message}`;
   }
 }
 
 /** The model's service ports of one family (what the agent itself would read from these objects). */
-export function servicePortsOf(objects: ClusterObjects, family: IPFamily): ServicePort[] {
-  return [...snapshotFromObjects({ family, nodeName: '', ...objects }).snapshot.serviceMap.values()];
+export function servicePortsOf(
+  objects: Pick<ClusterObjects, 'services' | 'endpointSlices'>,
+  family: IPFamily,
+): ServicePort[] {
+  return [
+    ...snapshotFromObjects({
+      family,
+      nodeName: '',
+      services: objects.services,
+      endpointSlices: objects.endpointSlices,
+    }).snapshot.serviceMap.values(),
+  ];
 }

@@ -134,7 +134,7 @@ export async function doctorCommand(argv: readonly string[], io: DoctorIO = defa
       : { mode: modeFlag, syncPeriodSeconds: 30, minSyncPeriodSeconds: 1, localhostNodePorts: true };
   let cluster: ClusterView | undefined;
   if (values.filename !== undefined || values.kubeconfig !== undefined) {
-    const objects = await loadClusterObjects(values, 'doctor', io.stderr);
+    const objects = await loadClusterObjects(values, 'doctor', { stderr: io.stderr });
     if (typeof objects === 'string') {
       io.stderr(`doctor: ${objects}\n`);
       return 3;

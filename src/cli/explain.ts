@@ -4,9 +4,7 @@
 // comes from a live API server or from -f FILE; the node's settings from render's flags or --config.
 import { readFileSync } from 'node:fs';
 import { hostname as osHostname } from 'node:os';
-import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import type { EndpointSlice, Node, Service } from '../api/objects.js';
 import type { ProxyMode } from '../config/proxy-mode.js';
 import { PROXY_MODES } from '../config/proxy-mode.js';
 import { loadProxyConfig } from '../config/load.js';
@@ -16,13 +14,9 @@ import type { NodeExplanation, PortExplanation, TrafficExplanation } from '../in
 import { checkProgrammed, liveKernelReader } from '../inspect/programmed.js';
 import type { KernelReader, ProgrammedObject } from '../inspect/programmed.js';
 import { hostCommandRunner } from '../netfilter/command.js';
-import { createApiClient } from '../kube/api-client.js';
-import { loadClientConfig } from '../kube/client-config.js';
-import { listAll } from '../kube/list-all.js';
-import { loadManifestFile } from '../kube/manifest-file.js';
 import type { FeatureGates } from '../model/feature-gates.js';
 import { snapshotFromObjects } from '../sync/snapshot.js';
-import { systemClock } from '../util/clock.js';
+import { loadClusterObjects } from './cluster-objects.js';
 import { NODE_FLAGS_USAGE, NODE_OPTIONS, nodeSettings, UsageError } from './node-options.js';
 import type { NodeFlagValues } from './node-options.js';
 
@@ -67,12 +61,6 @@ const defaultIO: ExplainIO = {
   hostname: () => osHostname(),
   env: process.env,
 };
-
-interface ClusterState {
-  readonly services: readonly Service[];
-  readonly endpointSlices: readonly EndpointSlice[];
-  readonly nodes: readonly Node[];
-}
 
 /** Thrown for a problem with the input (not the command line): printed, exit 1. */
 class InputError extends Error {}
@@ -173,7 +161,8 @@ async function explain(argv: readonly string[], io: ExplainIO): Promise<number> 
   if (!(PROXY_MODES as readonly string[]).includes(mode))
     throw new UsageError(`--proxy-mode: unknown mode ${JSON.stringify(mode)} (nftables or iptables)`);
 
-  const state = values.filename !== undefined ? fromFile(values.filename, io) : await fromApi(values, io);
+  const state = await loadClusterObjects(values, 'explain', io);
+  if (typeof state === 'string') throw new InputError(state);
   const namespace = values.namespace;
   const service = `${namespace}/${name}`;
   if (!state.services.some((s) => s.metadata?.namespace === namespace && s.metadata?.name === name)) {
@@ -233,38 +222,6 @@ async function explain(argv: readonly string[], io: ExplainIO): Promise<number> 
     output === 'json' ? JSON.stringify({ service, nodes: explained }, null, 2) + '\n' : text(explained),
   );
   return 0;
-}
-
-function fromFile(path: string, io: ExplainIO): ClusterState {
-  const loaded = loadManifestFile(path, 'explain', {
-    readFile: io.readFile,
-    stderr: io.stderr,
-    now: () => performance.now(),
-  });
-  if (!loaded.ok) throw new InputError(loaded.error);
-  for (const p of loaded.objects.problems) io.stderr(`explain: skipped ${p}\n`);
-  return loaded.objects;
-}
-
-async function fromApi(values: { kubeconfig?: string | undefined }, io: ExplainIO): Promise<ClusterState> {
-  const kubeconfig = values.kubeconfig ?? io.env.KUBECONFIG ?? '';
-  const cfg = loadClientConfig({ kubeconfig: kubeconfig.split(':')[0] ?? '' });
-  if (!cfg.ok)
-    throw new InputError(`no cluster to read: ${cfg.error.message} (give -f FILE or --kubeconfig)`);
-  const client = createApiClient(cfg.config, { clock: systemClock });
-  const signal = AbortSignal.timeout(60_000);
-  try {
-    const [services, slices, nodes] = await Promise.all([
-      listAll<Service>(client, '/api/v1/services', true, signal),
-      listAll<EndpointSlice>(client, '/apis/discovery.k8s.io/v1/endpointslices', true, signal),
-      listAll<Node>(client, '/api/v1/nodes', false, signal),
-    ]);
-    for (const p of [...services.problems, ...slices.problems, ...nodes.problems])
-      io.stderr(`explain: skipped ${p}\n`);
-    return { services: services.items, endpointSlices: slices.items, nodes: nodes.items };
-  } catch (e) {
-    throw new InputError(`reading the cluster from ${cfg.config.server.origin}: ${(e as Error).message}`);
-  }
 }
 
 /** A port as printed: its kernel objects without their lookup keys, and what the live table holds of them. */

@@ -120,11 +120,9 @@ export async function labTrace(
   const url = `http://${ip.includes(':') ? `[${ip}]` : ip}:${dest.port}/`;
 
   // The lab's API names every frontend, also where the table does not (the flat layout).
-  const objects = await loadClusterObjects(
-    { kubeconfig: labPaths(deps.stateDir).kubeconfig },
-    'lab trace',
-    () => {},
-  );
+  const objects = await loadClusterObjects({ kubeconfig: labPaths(deps.stateDir).kubeconfig }, 'lab trace', {
+    stderr: () => {},
+  });
   const clusterFrontends =
     typeof objects === 'string'
       ? undefined

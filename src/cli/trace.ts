@@ -141,7 +141,7 @@ export async function traceCommand(argv: readonly string[], io: TraceIO = defaul
   const mode = modeFlag ?? (await detectMode(io.runner));
   let clusterFrontends: FrontendIndex | undefined;
   if (values.filename !== undefined || values.kubeconfig !== undefined) {
-    const objects = await loadClusterObjects(values, 'trace', io.stderr);
+    const objects = await loadClusterObjects(values, 'trace', { stderr: io.stderr });
     if (typeof objects === 'string') {
       io.stderr(`trace: ${objects}\n`);
       return 1;
