@@ -2,6 +2,7 @@
 // and sets, keyed by the port's frontends (ClusterIP, external IPs and load-balancer VIPs as address . protocol .
 // port, the NodePort as protocol . port), plus, for ClientIP affinity only, upstream's per-endpoint chains and
 // sets. Pure: the slots it was given last time come in, the slots it used go out; the planner keeps them.
+import type { RenderedServicePort } from '../service-port.js';
 import type { NftElement, NftOperation } from '../../../netfilter/nft/objects.js';
 import { validateOperation } from '../../../netfilter/nft/validate.js';
 import { cidrContains } from '../../../model/ip.js';
@@ -44,19 +45,11 @@ export interface PortSlots {
 
 export const NO_SLOTS: PortSlots = { cluster: [], local: [] };
 
-export interface FlatRenderedPort {
-  readonly key: string;
-  readonly serviceName: string;
-  readonly elements: readonly NftElement[];
+/** What upstream's layout renders for a port (chainOps, chains and affinity sets only for affinity ports), plus: */
+export interface FlatRenderedPort extends RenderedServicePort {
   /** Shared dispatch chains the elements point at (they must exist first). */
   readonly dispatchChains: readonly string[];
-  /** Affinity ports only: their sets and chains (add set, add + flush chain, rules). */
-  readonly chainOps: readonly NftOperation[];
-  readonly chains: readonly string[];
-  readonly affinitySets: readonly string[];
   readonly slots: PortSlots;
-  readonly noLocalInternal: boolean;
-  readonly noLocalExternal: boolean;
 }
 
 export type FlatRenderResult =
