@@ -11,7 +11,7 @@ import type { CommandResult, CommandRunner } from '../../netfilter/command.js';
 import type { Logger } from '../../util/logger.js';
 import type { JsonObject } from '../apiserver/json.js';
 import type { ResolvedContainer } from './container-spec.js';
-import { launchInNamespace, readPidFile } from './processes.js';
+import { launchInNamespace, readPidFile, terminate } from './processes.js';
 import { followLog, InteractiveProcess } from './streams.js';
 import type { StreamSession } from '../controllers/pod-lifecycle.js';
 
@@ -298,17 +298,7 @@ export class ContainerProcess {
     const running = this.current;
     if (!running) return;
     const pid = this.pid();
-    if (pid !== undefined) await this.runner.run('kill', ['-s', 'TERM', String(pid)]);
-    let timer: NodeJS.Timeout | undefined;
-    const ended = await Promise.race([
-      running.then(() => true),
-      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), graceMs))),
-    ]);
-    clearTimeout(timer);
-    if (!ended && pid !== undefined) {
-      await this.runner.run('kill', ['-s', 'KILL', String(pid)]);
-      await running;
-    }
+    await terminate(this.runner, pid, running, graceMs);
   }
 
   /** SIGTERM without stopping: the restart policy decides what follows (a config file change does this). */

@@ -55,3 +55,26 @@ export function cliArgv(args: readonly string[]): string[] {
   if (!existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first`);
   return [process.execPath, ...AGENT_NODE_FLAGS, main, ...args];
 }
+
+/**
+ * Ends a launched process as the kubelet ends a container: SIGTERM, then SIGKILL if it is still running after
+ * `graceMs`. Resolves once `running` (the process's end) has settled, or right away when there is no PID.
+ */
+export async function terminate(
+  runner: CommandRunner,
+  pid: number | undefined,
+  running: Promise<unknown>,
+  graceMs: number,
+): Promise<void> {
+  if (pid !== undefined) await runner.run('kill', ['-s', 'TERM', String(pid)]);
+  let timer: NodeJS.Timeout | undefined;
+  const ended = await Promise.race([
+    running.then(() => true),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), graceMs))),
+  ]);
+  clearTimeout(timer);
+  if (!ended && pid !== undefined) {
+    await runner.run('kill', ['-s', 'KILL', String(pid)]);
+    await running;
+  }
+}

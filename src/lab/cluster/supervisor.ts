@@ -3,7 +3,7 @@
 // rather than upstream's 5 minutes, so the lab recovers while someone watches).
 import type { CommandRunner } from '../../netfilter/command.js';
 import type { Logger } from '../../util/logger.js';
-import { launchInNamespace, readPidFile } from './processes.js';
+import { launchInNamespace, readPidFile, terminate } from './processes.js';
 
 export interface SupervisedSpec {
   readonly name: string;
@@ -85,17 +85,7 @@ export class Supervised {
     const running = this.current;
     const pid = this.pid();
     if (!running) return;
-    if (pid !== undefined) await this.runner.run('kill', ['-s', 'TERM', String(pid)]);
-    let timer: NodeJS.Timeout | undefined;
-    const ended = await Promise.race([
-      running.then(() => true),
-      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), graceMs))),
-    ]);
-    clearTimeout(timer);
-    if (!ended && pid !== undefined) {
-      await this.runner.run('kill', ['-s', 'KILL', String(pid)]);
-      await running;
-    }
+    await terminate(this.runner, pid, running, graceMs);
   }
 
   /** Sends SIGTERM without stopping supervision: the process is restarted (a pod deleted by its DaemonSet). */
