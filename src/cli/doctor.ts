@@ -14,12 +14,10 @@ import { DOCTOR_CHECKS } from '../inspect/doctor/checks/index.js';
 import { runDoctor } from '../inspect/doctor/runner.js';
 import type { DoctorReport } from '../inspect/doctor/runner.js';
 import type { AgentSettings, ClusterView, DoctorContext } from '../inspect/doctor/types.js';
-import { IP_FAMILIES } from '../model/ip.js';
 import type { CommandRunner } from '../netfilter/command.js';
 import { hostCommandRunner } from '../netfilter/command.js';
-import { snapshotFromObjects } from '../sync/snapshot.js';
+import { clusterView } from '../inspect/doctor/cluster-view.js';
 import { loadClusterObjects } from './cluster-objects.js';
-import type { ClusterObjects } from './cluster-objects.js';
 
 export const DOCTOR_USAGE = `Usage: kube-proxy-ts doctor [flags]
 
@@ -55,15 +53,6 @@ const defaultIO: DoctorIO = {
   env: process.env,
   now: () => Date.now(),
 };
-
-function clusterView(objects: ClusterObjects): ClusterView {
-  return {
-    families: IP_FAMILIES.map((family) => {
-      const { snapshot } = snapshotFromObjects({ family, nodeName: '', ...objects });
-      return { family, serviceMap: snapshot.serviceMap, endpointsMap: snapshot.endpointsMap };
-    }),
-  };
-}
 
 const MARK = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL' } as const;
 
