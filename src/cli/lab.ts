@@ -20,13 +20,14 @@ import {
 } from '../lab/cluster/index.js';
 import { labLayout, labPaths } from '../lab/cluster/layout.js';
 import { WatchView } from '../lab/cluster/watch-view.js';
+import { IPTABLES_BACKENDS, isIptablesBackendName, nodeEnvironment } from '../lab/cluster/node-env.js';
 import { labApiserverCommand } from './lab-apiserver.js';
 
 export const LAB_USAGE = `Usage: kube-proxy-ts lab COMMAND
 
 Commands:
-  up [--nodes 2] [--mode nftables|iptables] [--nftables-layout upstream|flat] [--zones zone-a,zone-b]
-     [--follow-configmap]
+  up [--nodes 2] [--mode nftables|iptables] [--nftables-layout upstream|flat] [--iptables legacy|nft]
+     [--zones zone-a,zone-b] [--follow-configmap]
             start a cluster on this host (needs root): nodes and pods as network namespaces,
             kube-proxy-ts as the pods of DaemonSet kube-system/kube-proxy, Service svc/web; runs in the
             foreground, Ctrl-C removes everything.
@@ -35,6 +36,8 @@ Commands:
             real cluster, \`kubectl -n kube-system rollout restart ds kube-proxy\` applies it)
             --nftables-layout flat: every proxy programs the flat ruleset (shared maps, no chain per
             Service; see docs/nftables-layouts.md)
+            --iptables legacy|nft: the iptables back end the proxies run (default: the host's); legacy
+            is the one that serialises writers on the xtables lock (each node has its own lock file)
   down      stop the lab (also after it crashed) and remove every namespace, link and process it made
   status    nodes, proxies (pid, mode, last sync) and pods
   watch [--rounds N]
@@ -73,6 +76,7 @@ async function upCommand(argv: string[]): Promise<number> {
         nodes: { type: 'string' },
         mode: { type: 'string' },
         'nftables-layout': { type: 'string' },
+        iptables: { type: 'string' },
         zones: { type: 'string' },
         'follow-configmap': { type: 'boolean' },
         'state-dir': { type: 'string' },
@@ -95,6 +99,10 @@ async function upCommand(argv: string[]): Promise<number> {
     return fail(`up: --nftables-layout ${nftablesLayout}: expected one of ${NFTABLES_LAYOUTS.join(', ')}`);
   if (nftablesLayout !== undefined && mode !== 'nftables')
     return fail('up: --nftables-layout: only with --mode nftables');
+  const iptables = values.iptables;
+  if (iptables !== undefined && !isIptablesBackendName(iptables))
+    return fail(`up: --iptables ${iptables}: expected one of ${IPTABLES_BACKENDS.join(', ')}`);
+  if (iptables !== undefined && mode !== 'iptables') return fail('up: --iptables: only with --mode iptables');
   const zones = values.zones === undefined ? [] : values.zones.split(',').map((z) => z.trim());
   const badZone = zones.find((z) => !/^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/.test(z));
   if (badZone !== undefined)
@@ -110,6 +118,7 @@ async function upCommand(argv: string[]): Promise<number> {
       nodes,
       mode,
       ...(nftablesLayout !== undefined ? { nftablesLayout } : {}),
+      ...(iptables !== undefined ? { iptables } : {}),
       ...(zones.length > 0 ? { zones } : {}),
       ...(values['follow-configmap'] === true ? { followConfigMap: true } : {}),
       stateDir,
@@ -200,7 +209,14 @@ async function execCommand(argv: string[]): Promise<number> {
   }
   // Output is relayed when the command ends (the CommandRunner seam collects it): fine for curl, nft, ip;
   // for an interactive shell use `ip netns exec` with the namespace printed above.
-  const r = await hostCommandRunner.run('ip', ['netns', 'exec', found.namespace, ...cmd]);
+  // On a node, a command sees the node as its host: its xtables lock and iptables back end (node-env.ts).
+  const paths = labPaths(parsed.stateDir);
+  const node = read.state.nodes.find((n) => n === target);
+  const env =
+    node === undefined
+      ? undefined
+      : nodeEnvironment(paths, node, read.state.iptables, process.env.PATH ?? '');
+  const r = await hostCommandRunner.run('ip', ['netns', 'exec', found.namespace, ...cmd], env ? { env } : {});
   process.stdout.write(r.stdout);
   process.stderr.write(r.stderr);
   return r.code;

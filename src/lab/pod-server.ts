@@ -147,9 +147,13 @@ export async function startPodServer(options: PodServerOptions): Promise<Running
       };
       // Drain the request so keep-alive clients stay well-behaved, then answer once.
       req.resume();
+      // One request per connection, so that every curl is a new connection (and a new endpoint choice), except on
+      // /keepalive: a client that holds its connection open across many requests (the soak's long-lived
+      // connections, which must survive a proxy restart).
+      const keepAlive = (req.url ?? '/').startsWith('/keepalive');
       res.writeHead(200, {
         'content-type': 'text/plain',
-        connection: 'close',
+        ...(keepAlive ? {} : { connection: 'close' }),
         [POD_NAME_HEADER]: reply.pod,
         [CLIENT_ADDRESS_HEADER]: hostPort(reply.clientIP, reply.clientPort),
       });
@@ -158,6 +162,7 @@ export async function startPodServer(options: PodServerOptions): Promise<Running
         `${new Date().toISOString()} ${req.method ?? '?'} ${req.url ?? '/'} from ${hostPort(reply.clientIP, reply.clientPort)}`,
       );
     });
+    server.keepAliveTimeout = 60_000;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen({ port, host: '::', ipv6Only: false }, () => resolve());

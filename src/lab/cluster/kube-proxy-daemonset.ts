@@ -2,7 +2,8 @@
 // host network, the ConfigMap mounted at /var/lib/kube-proxy, $(NODE_NAME) from spec.nodeName, its readiness
 // probe, asked every second here), with two additions the lab needs: --kubeconfig names the node's kubeconfig in the lab's state directory (pods see the
 // host's filesystem; the token stays out of the ConfigMap, where deploy/'s kubeconfig.conf reads a service
-// account's), and lab-only flags (--nftables-layout) appended as a DaemonSet's args would carry them.
+// account's), lab-only flags (--nftables-layout) appended as a DaemonSet's args would carry them, and the node's own
+// environment (node-env.ts: its xtables lock, the iptables back end).
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
@@ -23,6 +24,8 @@ export function kubeProxyDaemonSet(options: {
   /** The node's kubeconfig, with $(NODE_NAME) where the node's name goes. */
   readonly kubeconfigPath: string;
   readonly extraArgs?: readonly string[];
+  /** Variables added to the container's env, after its own (so they may use `$(NODE_NAME)`). */
+  readonly env?: Readonly<Record<string, string>>;
 }): JsonObject {
   const doc: unknown = parse(readFileSync(deployManifestPath(), 'utf8'));
   if (!isObject(doc) || doc.kind !== 'DaemonSet')
@@ -50,6 +53,10 @@ export function kubeProxyDaemonSet(options: {
   if (Array.isArray(command) && command[0] === 'node')
     probe.exec = { ...child(probe, 'exec'), command: [process.execPath, ...command.slice(1)] };
   container.readinessProbe = { ...probe, initialDelaySeconds: 0, periodSeconds: 1 };
+  container.env = [
+    ...arr(container, 'env'),
+    ...Object.entries(options.env ?? {}).map(([name, value]) => ({ name, value })),
+  ];
   container.command = [
     ...container.command,
     `--kubeconfig=${options.kubeconfigPath}`,

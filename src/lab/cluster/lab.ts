@@ -29,6 +29,7 @@ import {
 import type { LabLayout, LabPaths } from './layout.js';
 import { fetchProxyMetrics, metricValue } from './metrics.js';
 import { buildLabNetwork } from './network.js';
+import { nodeEnvironment, prepareIptablesBinDir, type IptablesBackendName } from './node-env.js';
 import { namespacePodLifecycle, type NamespacePodLifecycle } from './pod-lifecycle.js';
 import { cliArgv } from './processes.js';
 import {
@@ -59,6 +60,11 @@ export interface LabOptions {
    * would carry it: the ConfigMap holds upstream's configuration only); default upstream.
    */
   readonly nftablesLayout?: NftablesLayoutName;
+  /**
+   * Which iptables back end the proxies' plain `iptables*` names run (`lab up --iptables legacy|nft`), as a
+   * kube-proxy image decides; default: the host's alternatives. Legacy is the one with the xtables lock.
+   */
+  readonly iptables?: IptablesBackendName;
   readonly stateDir?: string;
   /** Names every namespace and /etc/netns directory; default "kptslab". */
   readonly prefix?: string;
@@ -183,6 +189,7 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     prefix,
     nodes: layout.nodes.map((n) => n.name),
     mode,
+    ...(options.iptables !== undefined ? { iptables: options.iptables } : {}),
     startedAt: new Date().toISOString(),
     apiserverURL: '',
     token: '',
@@ -218,6 +225,7 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     progress(
       `building the network: ${layout.nodes.length} nodes (${layout.nodes.map((n) => n.name).join(', ')}), underlay, client`,
     );
+    if (options.iptables !== undefined) prepareIptablesBinDir(paths, options.iptables);
     await buildLabNetwork(runner, layout);
 
     const hosts = new HostsFiles();
@@ -441,6 +449,7 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
           kubeconfigPath: paths.nodeKubeconfig('$(NODE_NAME)'),
           extraArgs:
             options.nftablesLayout !== undefined ? [`--nftables-layout=${options.nftablesLayout}`] : [],
+          env: nodeEnvironment(paths, '$(NODE_NAME)', options.iptables, process.env.PATH ?? ''),
         }),
       ],
     ] as const) {

@@ -112,6 +112,13 @@ export interface LabPaths {
   proxyLog(node: string): string;
   proxyPidFile(node: string): string;
   relayLog(node: string): string;
+  /**
+   * The node's xtables lock (its proxy's $XTABLES_LOCKFILE): each lab node is a host of its own, so legacy
+   * iptables writers on one node wait for each other and never for the real host's /run/xtables.lock.
+   */
+  nodeXtablesLock(node: string): string;
+  /** Where `iptables`, `iptables-save`, … name one back end for the proxies (`lab up --iptables legacy|nft`). */
+  iptablesBinDir(backend: string): string;
   podDir(): string;
 }
 
@@ -130,6 +137,8 @@ export function labPaths(stateDir: string): LabPaths {
     proxyLog: (node) => join(nodeDir(node), 'kube-proxy.log'),
     proxyPidFile: (node) => join(nodeDir(node), 'kube-proxy.pid'),
     relayLog: (node) => join(nodeDir(node), 'relay.log'),
+    nodeXtablesLock: (node) => join(nodeDir(node), 'xtables.lock'),
+    iptablesBinDir: (backend) => join(stateDir, `iptables-${backend}`, 'bin'),
     podDir: () => join(stateDir, 'pods'),
   };
 }

@@ -13,6 +13,8 @@ export interface LabState {
   readonly prefix: string;
   readonly nodes: readonly string[];
   readonly mode: ProxyModeName;
+  /** `lab up --iptables`: the back end the proxies' `iptables*` run; absent = the host's. */
+  readonly iptables?: 'legacy' | 'nft';
   readonly startedAt: string;
   readonly apiserverURL: string;
   readonly token: string;
@@ -49,6 +51,7 @@ export function readLabState(path: string): StateRead {
   want('prefix', isString(raw.prefix) && raw.prefix.length >= 6);
   want('nodes', Array.isArray(raw.nodes) && raw.nodes.every(isString));
   want('mode', raw.mode === 'nftables' || raw.mode === 'iptables');
+  want('iptables', raw.iptables === undefined || raw.iptables === 'legacy' || raw.iptables === 'nft');
   for (const name of ['startedAt', 'apiserverURL', 'token', 'caPem']) want(name, isString(raw[name]));
   if (problems.length > 0)
     return {
