@@ -38,6 +38,22 @@ export class PodController {
   private readonly reports = new Map<string, PodStatusReport>();
   private readonly running = new Set<string>();
   private readonly stopping = new Map<string, TimerHandle | undefined>();
+  /**
+   * Every Pod started on the plug whose stop has not finished, by uid: its key, node and address. The address
+   * stays taken until then (as a CNI plugin's IPAM frees one only on the sandbox's teardown), even after the API
+   * object is gone: two pod namespaces with one address on a node's bridge would answer each other's traffic.
+   * A Pod removed without a grace period (`kubectl delete --grace-period=0 --force`) is found here and stopped.
+   */
+  private readonly sandboxes = new Map<
+    string,
+    {
+      readonly key: string;
+      readonly node: string;
+      readonly ip: string;
+      readonly pod: JsonObject;
+      stopRequested: boolean;
+    }
+  >();
   private readonly unsubscribe: () => void;
   private stopped = false;
 
@@ -56,8 +72,11 @@ export class PodController {
 
   private reconcile(key: string): void {
     const pod = this.get(key);
-    if (!pod) return;
     const uid = str(meta(pod), 'uid') ?? '';
+    // Sandboxes of this key whose Pod left the store without being stopped (deleted with grace 0).
+    for (const [sandboxUid, s] of this.sandboxes)
+      if (s.key === key && sandboxUid !== uid && !s.stopRequested) this.stopRemoved(sandboxUid, s);
+    if (!pod) return;
     if (str(meta(pod), 'deletionTimestamp')) return this.terminate(key, uid, pod);
     const nodeName = str(child(pod, 'spec'), 'nodeName');
     if (!nodeName) return this.schedule(pod);
@@ -66,6 +85,13 @@ export class PodController {
     if (phase !== 'Pending' || this.started.has(uid)) return;
     if (!str(status, 'podIP')) return this.assignAddress(pod, nodeName);
     this.started.add(uid);
+    this.sandboxes.set(uid, {
+      key,
+      node: nodeName,
+      ip: str(status, 'podIP') ?? '',
+      pod,
+      stopRequested: false,
+    });
     this.o.lifecycle
       .start(storedPod(pod), (r) => this.report(key, uid, r))
       .then(
@@ -95,6 +121,7 @@ export class PodController {
     const cidr = cidrText ? parseCidr(cidrText) : undefined;
     if (!cidr) return undefined;
     const used = new Set<string>();
+    for (const sb of this.sandboxes.values()) if (sb.node === nodeName) used.add(sb.ip);
     for (const p of this.o.registry.store.list(POD)) {
       if (str(child(p, 'spec'), 'nodeName') !== nodeName) continue;
       const ip = str(child(p, 'status'), 'podIP');
@@ -237,9 +264,31 @@ export class PodController {
     const wait = Number.isNaN(deadline) ? 0 : Math.max(0, deadline - this.o.clock.now());
     this.stopping.set(uid, this.o.clock.setTimeout(removeNow, wait));
     // A Pod that never started (no address yet) has nothing to stop.
+    const sandbox = this.sandboxes.get(uid);
+    if (sandbox) sandbox.stopRequested = true;
     const stop = this.started.has(uid) ? this.o.lifecycle.stop(storedPod(pod)) : Promise.resolve();
-    stop.then(removeNow, (e: unknown) => {
-      this.o.logger.warn('pod stop failed; waiting for its grace period', { pod: key, error: String(e) });
+    stop.then(
+      () => {
+        this.sandboxes.delete(uid);
+        removeNow();
+      },
+      (e: unknown) => {
+        this.sandboxes.delete(uid);
+        this.o.logger.warn('pod stop failed; waiting for its grace period', { pod: key, error: String(e) });
+      },
+    );
+  }
+
+  /** Stops the sandbox of a Pod that is no longer in the store (it was removed without a grace period). */
+  private stopRemoved(uid: string, sandbox: { readonly pod: JsonObject; stopRequested: boolean }): void {
+    sandbox.stopRequested = true;
+    this.started.delete(uid);
+    this.reports.delete(uid);
+    this.running.delete(uid);
+    const done = (): void => void this.sandboxes.delete(uid);
+    this.o.lifecycle.stop(storedPod(sandbox.pod)).then(done, (e: unknown) => {
+      this.o.logger.warn('stopping a removed pod failed', { pod: keyOf(sandbox.pod), error: String(e) });
+      done();
     });
   }
 

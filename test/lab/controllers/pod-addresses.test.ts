@@ -1,0 +1,67 @@
+// A Pod's address stays taken until its sandbox is gone, not just its API object: a Pod deleted with grace 0
+// leaves the store at once while the lab's kubelet still tears its namespace down, and a new Pod given the same
+// address meanwhile would share the node's bridge with it (each answering the other's traffic). Found by the
+// soak, whose fresh workload got the addresses of the last one's pods still being removed.
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { defaultNodes, startApiServer, type ApiServer } from '../../../src/lab/apiserver/index.js';
+import { child, str } from '../../../src/lab/apiserver/json.js';
+import { resourceByKind } from '../../../src/lab/apiserver/resources.js';
+import type { PodLifecycle } from '../../../src/lab/controllers/pod-lifecycle.js';
+
+const POD = resourceByKind('Pod');
+
+function pod(name: string): object {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default' },
+    spec: { containers: [{ name: 'c', image: 'x' }] },
+  };
+}
+
+async function until<T>(what: string, f: () => T | undefined): Promise<T> {
+  for (let i = 0; i < 200; i++) {
+    const v = f();
+    if (v !== undefined) return v;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`${what}: not within 2 s`);
+}
+
+describe('pod addresses', () => {
+  let server: ApiServer | undefined;
+  after(async () => server?.stop());
+
+  test('an address is reused only after the deleted Pod has stopped', async () => {
+    const pendingStops: (() => void)[] = [];
+    const lifecycle: PodLifecycle = {
+      start: async () => undefined,
+      // The sandbox teardown takes as long as the test says.
+      stop: () => new Promise<void>((resolve) => pendingStops.push(resolve)),
+    };
+    server = await startApiServer({ nodes: defaultNodes(1), podLifecycle: lifecycle, tls: false });
+    const s = server;
+    const ipOf = (name: string): string | undefined =>
+      str(child(s.store.get(POD, 'default', name), 'status'), 'podIP');
+    assert.ok(s.registry.create(POD, 'default', pod('first')).ok);
+    const first = await until('first pod address', () => ipOf('first'));
+
+    assert.ok(s.registry.delete(POD, 'default', 'first', { gracePeriodSeconds: 0 }).ok);
+    await until('first pod gone from the store', () =>
+      s.store.get(POD, 'default', 'first') ? undefined : true,
+    );
+    await s.idle();
+    assert.equal(pendingStops.length, 1, 'the lab kubelet was asked to stop it, and that is still running');
+
+    assert.ok(s.registry.create(POD, 'default', pod('second')).ok);
+    const second = await until('second pod address', () => ipOf('second'));
+    assert.notEqual(second, first, 'the address of a Pod still stopping is not given out');
+
+    pendingStops[0]?.();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.ok(s.registry.create(POD, 'default', pod('third')).ok);
+    const third = await until('third pod address', () => ipOf('third'));
+    assert.equal(third, first, 'once stopped, the lowest free address is the first one again');
+  });
+});
