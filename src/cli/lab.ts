@@ -5,6 +5,7 @@ import { hostCommandRunner } from '../netfilter/command.js';
 import { stderrLogger } from './logging.js';
 import { untilSignal } from './signals.js';
 import {
+  API_OUTAGE_MS,
   LabAlreadyUpError,
   PROXY_MODE_NAMES,
   defaultStateDir,
@@ -50,6 +51,11 @@ Commands:
   trace FROM TO [--timeout S] [-o text|json]
             follow one request from a pod or "client" to web.svc, web.svc:80, http://web.svc/, IP:PORT or
             NODE:NODEPORT through every node's rules (see lab trace --help)
+  soak [--duration 60s] [--services N] [--churn PER_SECOND] [--rate REQ_PER_SECOND]
+       [--competing-lock-holder] [--restart-proxy-every D] [--apiserver-outage-every D] [-o text|json]
+            sustained churn with traffic flowing, faults on request, and a report of failed requests
+            by kind, network programming latency, connections surviving proxy restarts, stale UDP
+            conntrack entries (see lab soak --help)
   kubeconfig
             print the path of the lab's kubeconfig (export KUBECONFIG=$(kube-proxy-ts lab kubeconfig))
   apiserver [--listen 127.0.0.1:PORT] [--kubeconfig-out PATH] [--nodes N]
@@ -146,7 +152,11 @@ The lab is up: ${running.nodes.length} nodes, kube-proxy-ts in ${mode} mode${nft
 Proxy logs: kubectl -n kube-system logs -l k8s-app=kube-proxy (files: ${labPaths(stateDir).nodeDir('NODE')}/kube-proxy.log)
 Ctrl-C (or \`kube-proxy-ts lab down\`) removes everything. Walkthrough: docs/lab-walkthrough.md
 `);
+  // `lab soak --apiserver-outage-every D` (from another process) asks for an API server outage with SIGUSR2.
+  const onOutage = (): void => running.apiServerOutage(API_OUTAGE_MS);
+  process.on('SIGUSR2', onOutage);
   await untilSignal(running.stopped);
+  process.off('SIGUSR2', onOutage);
   await running.stop();
   return 0;
 }
@@ -259,6 +269,23 @@ async function kubeconfigCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
+/** Internal: the soak's load generator, inside a lab namespace (see src/lab/soak/load-generator.ts). */
+async function loadCommand(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: { config: { type: 'string' }, out: { type: 'string' } },
+      strict: true,
+    }));
+  } catch (e) {
+    return fail(`load: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (!values.config || !values.out) return fail('load: usage: lab load --config FILE --out FILE');
+  const { loadMain } = await import('../lab/soak/load-generator.js');
+  return loadMain(values.config, values.out);
+}
+
 /** Internal: runs inside a node namespace, started by the lab (see src/lab/cluster/relay.ts). */
 async function relayCommand(argv: string[]): Promise<number> {
   let values;
@@ -302,6 +329,12 @@ export async function labCommand(argv: readonly string[]): Promise<number> {
       const { labTraceCommand } = await import('./lab-trace.js');
       return labTraceCommand(rest, defaultStateDir());
     }
+    case 'soak': {
+      const { labSoakCommand } = await import('./lab-soak.js');
+      return labSoakCommand(rest, defaultStateDir());
+    }
+    case 'load':
+      return loadCommand(rest);
     case 'relay':
       return relayCommand(rest);
     case 'apiserver':

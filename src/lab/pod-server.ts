@@ -151,13 +151,15 @@ export async function startPodServer(options: PodServerOptions): Promise<Running
       // /keepalive: a client that holds its connection open across many requests (the soak's long-lived
       // connections, which must survive a proxy restart).
       const keepAlive = (req.url ?? '/').startsWith('/keepalive');
+      const body = netexecAnswer(req.url ?? '/', reply) ?? formatPodReply(reply);
       res.writeHead(200, {
         'content-type': 'text/plain',
+        'content-length': Buffer.byteLength(body),
         ...(keepAlive ? {} : { connection: 'close' }),
         [POD_NAME_HEADER]: reply.pod,
         [CLIENT_ADDRESS_HEADER]: hostPort(reply.clientIP, reply.clientPort),
       });
-      res.end(netexecAnswer(req.url ?? '/', reply) ?? formatPodReply(reply));
+      res.end(body);
       log(
         `${new Date().toISOString()} ${req.method ?? '?'} ${req.url ?? '/'} from ${hostPort(reply.clientIP, reply.clientPort)}`,
       );

@@ -39,7 +39,7 @@ import {
   kubeProxyConfigMap,
   type ProxyModeName,
 } from './proxy-config.js';
-import { startSocketBridge, type Pipe } from './relay.js';
+import { startSocketBridge, type Bridge } from './relay.js';
 import { acquireLabLock, readLabState, writeLabState, type LabState } from './state.js';
 import { Supervised } from './supervisor.js';
 import { removeLabLeftovers, removeStateDir } from './teardown.js';
@@ -88,6 +88,9 @@ export interface LabOptions {
   readonly followConfigMap?: boolean;
 }
 
+/** How long one API server outage lasts when `lab up` is sent SIGUSR2 (the soak's --apiserver-outage-every). */
+export const API_OUTAGE_MS = 3000;
+
 export class LabAlreadyUpError extends Error {
   constructor(
     readonly holder: number,
@@ -123,6 +126,11 @@ export interface Lab {
   readonly runner: CommandRunner;
   /** Resolves when the lab stopped (stop() was called, or it failed); a crash is not noticed here, by design. */
   readonly stopped: Promise<void>;
+  /**
+   * An API server outage as the nodes see a restart: their connections to it are cut and refused for `ms`
+   * (`lab up` does this on SIGUSR2, for 3 s: the soak's --apiserver-outage-every).
+   */
+  apiServerOutage(ms: number): void;
   stop(): Promise<void>;
 }
 
@@ -190,6 +198,7 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     nodes: layout.nodes.map((n) => n.name),
     mode,
     ...(options.iptables !== undefined ? { iptables: options.iptables } : {}),
+    ...(options.nftablesLayout !== undefined ? { nftablesLayout: options.nftablesLayout } : {}),
     startedAt: new Date().toISOString(),
     apiserverURL: '',
     token: '',
@@ -389,7 +398,7 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     });
     writeAllHosts();
 
-    const bridge: Pipe = await startSocketBridge(paths.apiserverSocket, server.port);
+    const bridge: Bridge = await startSocketBridge(paths.apiserverSocket, server.port);
     cleanups.push(() => bridge.close());
 
     // kube-system/kube-proxy, as kubeadm makes it; every node's config.conf is a copy of its config.conf key.
@@ -510,6 +519,10 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
       runner,
       stopped,
       stop,
+      apiServerOutage: (ms) => {
+        progress(`API server outage: the nodes' connections are cut and refused for ${ms / 1000} s`);
+        bridge.outage(ms);
+      },
     };
     return lab;
   } catch (e) {

@@ -44,11 +44,23 @@ function track(server: Server, sockets: Set<Socket>): void {
   });
 }
 
+export interface Bridge extends Pipe {
+  /**
+   * What the nodes see of an API server restart: every open connection is cut, and new ones are refused
+   * (closed at once) for `ms`; then the bridge forwards again.
+   */
+  outage(ms: number): void;
+}
+
 /** In the lab process: accept on a Unix socket (root only), forward each connection to 127.0.0.1:port. */
-export async function startSocketBridge(socketPath: string, port: number): Promise<Pipe> {
+export async function startSocketBridge(socketPath: string, port: number): Promise<Bridge> {
   rmSync(socketPath, { force: true });
   const sockets = new Set<Socket>();
-  const server = createServer((client) => splice(client, connect(port, '127.0.0.1')));
+  let refuseUntil = 0;
+  const server = createServer((client) => {
+    if (Date.now() < refuseUntil) return void client.destroy();
+    splice(client, connect(port, '127.0.0.1'));
+  });
   track(server, sockets);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -58,7 +70,13 @@ export async function startSocketBridge(socketPath: string, port: number): Promi
     });
   });
   chmodSync(socketPath, 0o600);
-  return { close: closer(server, sockets, () => rmSync(socketPath, { force: true })) };
+  return {
+    close: closer(server, sockets, () => rmSync(socketPath, { force: true })),
+    outage(ms) {
+      refuseUntil = Date.now() + ms;
+      for (const s of sockets) s.destroy();
+    },
+  };
 }
 
 /** In a node namespace: accept on host:port, forward each connection to the Unix socket. */

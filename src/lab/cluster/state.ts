@@ -15,6 +15,8 @@ export interface LabState {
   readonly mode: ProxyModeName;
   /** `lab up --iptables`: the back end the proxies' `iptables*` run; absent = the host's. */
   readonly iptables?: 'legacy' | 'nft';
+  /** `lab up --nftables-layout`; absent = upstream's. */
+  readonly nftablesLayout?: 'upstream' | 'flat';
   readonly startedAt: string;
   readonly apiserverURL: string;
   readonly token: string;
@@ -52,6 +54,10 @@ export function readLabState(path: string): StateRead {
   want('nodes', Array.isArray(raw.nodes) && raw.nodes.every(isString));
   want('mode', raw.mode === 'nftables' || raw.mode === 'iptables');
   want('iptables', raw.iptables === undefined || raw.iptables === 'legacy' || raw.iptables === 'nft');
+  want(
+    'nftablesLayout',
+    raw.nftablesLayout === undefined || raw.nftablesLayout === 'upstream' || raw.nftablesLayout === 'flat',
+  );
   for (const name of ['startedAt', 'apiserverURL', 'token', 'caPem']) want(name, isString(raw[name]));
   if (problems.length > 0)
     return {

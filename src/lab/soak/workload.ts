@@ -1,0 +1,111 @@
+// What the soak creates in namespace `soak`, and which Services it sends traffic to.
+//
+//   soak-steady     4 pods (4–6 under churn): graceful churn only (scale, delete with grace, rollout restart),
+//                   so its Services always have ready endpoints: no request to them may fail.
+//   soak-flappy-K   3 pods each: readiness flips (Ready=False and back, as a failing probe writes it).
+//   soak-anchor     2 pods, never churned: the long-lived connections that must survive proxy restarts.
+//   soak-client     1 pod: where the in-cluster load runs (ClusterIP traffic from a pod).
+//   Services soak-0 … soak-(N-1): even → soak-steady, odd → soak-flappy-(i/2 mod K); soak-0 and soak-1 are
+//   NodePort. soak-anchor: NodePort. Every Service: TCP 80 → the pods' HTTP 8080, UDP 80 → their echo 8080.
+import { WEB_GRACE_SECONDS, WEB_POD_PORT } from '../cluster/workload.js';
+
+export const SOAK_NAMESPACE = 'soak';
+export const STEADY = 'soak-steady';
+export const ANCHOR = 'soak-anchor';
+export const CLIENT = 'soak-client';
+export const STEADY_REPLICAS = 4;
+export const STEADY_MAX_REPLICAS = 6;
+export const FLAPPY_REPLICAS = 3;
+const ANCHOR_REPLICAS = 2;
+
+/** How a Service's endpoints change during the soak. */
+export type ChurnKind = 'graceful' | 'readiness' | 'none';
+
+export interface SoakServicePlan {
+  readonly name: string;
+  readonly app: string;
+  readonly churn: ChurnKind;
+  readonly nodePort: boolean;
+}
+
+/** The flappy Deployments: one per 50 Services, 1…4, so that a flip changes a bounded share of the Services. */
+export function flappyCount(services: number): number {
+  return Math.max(1, Math.min(4, Math.round(services / 50)));
+}
+
+export function flappyName(k: number): string {
+  return `soak-flappy-${k}`;
+}
+
+export function servicePlan(services: number): SoakServicePlan[] {
+  const k = flappyCount(services);
+  const plans: SoakServicePlan[] = [];
+  for (let i = 0; i < services; i++) {
+    const steady = i % 2 === 0;
+    plans.push({
+      name: `soak-${i}`,
+      app: steady ? STEADY : flappyName(Math.floor(i / 2) % k),
+      churn: steady ? 'graceful' : 'readiness',
+      nodePort: i < 2,
+    });
+  }
+  plans.push({ name: ANCHOR, app: ANCHOR, churn: 'none', nodePort: true });
+  return plans;
+}
+
+export function deployment(name: string, replicas: number): object {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace: SOAK_NAMESPACE, labels: { app: name } },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: {
+          terminationGracePeriodSeconds: WEB_GRACE_SECONDS,
+          containers: [
+            {
+              name: 'pod-server',
+              image: 'kube-proxy-ts/pod-server',
+              ports: [
+                { name: 'http', containerPort: WEB_POD_PORT, protocol: 'TCP' },
+                { name: 'echo', containerPort: WEB_POD_PORT, protocol: 'UDP' },
+              ],
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+export function service(plan: SoakServicePlan): object {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: plan.name, namespace: SOAK_NAMESPACE, labels: { soak: 'true' } },
+    spec: {
+      ...(plan.nodePort ? { type: 'NodePort' } : {}),
+      selector: { app: plan.app },
+      ports: [
+        { name: 'http', protocol: 'TCP', port: 80, targetPort: 'http' },
+        { name: 'echo', protocol: 'UDP', port: 80, targetPort: 'echo' },
+      ],
+    },
+  };
+}
+
+/** Every Deployment of a soak over `services` Services, with its replicas. */
+export function deployments(services: number): { name: string; replicas: number }[] {
+  return [
+    { name: STEADY, replicas: STEADY_REPLICAS },
+    ...Array.from({ length: flappyCount(services) }, (_, k) => ({
+      name: flappyName(k),
+      replicas: FLAPPY_REPLICAS,
+    })),
+    { name: ANCHOR, replicas: ANCHOR_REPLICAS },
+    { name: CLIENT, replicas: 1 },
+  ];
+}

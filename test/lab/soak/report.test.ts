@@ -1,0 +1,193 @@
+// The soak's report from synthetic inputs: each request classified by outcome and by the eligibility timeline,
+// per Service and churn kind; long-lived connections across a proxy restart; the guarantees; the picture.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { EligibilityTimeline } from '../../../src/lab/soak/eligibility.js';
+import type { LoadRecord, LoadTarget } from '../../../src/lab/soak/load-generator.js';
+import { NodeSeries } from '../../../src/lab/soak/node-sampler.js';
+import { soakSvg } from '../../../src/lab/soak/plot.js';
+import { buildReport, formatReport, restartSurvival, type SoakInputs } from '../../../src/lab/soak/report.js';
+
+const T0 = 1_000_000;
+
+function slice(service: string, pods: string[]): object {
+  return {
+    metadata: { name: `${service}-1`, namespace: 'soak', labels: { 'kubernetes.io/service-name': service } },
+    endpoints: pods.map((p) => ({ targetRef: { name: p }, conditions: { ready: true } })),
+  };
+}
+
+const targets: LoadTarget[] = [
+  { service: 'steady', protocol: 'tcp', via: 'clusterIP', host: '198.19.0.10', port: 80 },
+  { service: 'flappy', protocol: 'udp', via: 'clusterIP', host: '198.19.0.11', port: 80 },
+];
+
+function inputs(records: LoadRecord[], overrides: Partial<SoakInputs> = {}): SoakInputs {
+  const timeline = new EligibilityTimeline();
+  timeline.observe('ADDED', slice('steady', ['s1', 's2']), T0 - 1000);
+  timeline.observe('ADDED', slice('flappy', ['f1', 'f2']), T0 - 1000);
+  timeline.observe('MODIFIED', slice('flappy', ['f2']), T0 + 2000); // f1 set unready at 2 s
+  return {
+    settings: {
+      mode: 'nftables',
+      layout: 'upstream',
+      durationSeconds: 5,
+      services: 2,
+      churnPerSecond: 1,
+      ratePerSecond: 10,
+      competingLockHolder: false,
+    },
+    startedAt: T0,
+    endedAt: T0 + 5000,
+    generators: [{ where: 'pod/c', targets, long: [], records }],
+    churnOf: new Map([
+      ['steady', 'graceful'],
+      ['flappy', 'readiness'],
+    ]),
+    timeline,
+    churn: [{ t: T0 + 2000, change: 'unready', target: 'f1' }],
+    nodes: new Map(),
+    restarts: [],
+    apiOutages: [],
+    staleUdpConntrack: { count: 0, evidence: [] },
+    unexpectedProxyExits: 0,
+    ...overrides,
+  };
+}
+
+const req = (i: number, at: number, r: LoadRecord['r'], pod?: string): LoadRecord => ({
+  k: 'req',
+  i,
+  t0: T0 + at,
+  t1: T0 + at + 5,
+  r,
+  ...(pod !== undefined ? { pod } : {}),
+});
+
+describe('soak report', () => {
+  test('classifies answers against the eligibility timeline and failures by kind', () => {
+    const r = buildReport(
+      inputs([
+        req(0, 100, 'ok', 's1'),
+        req(0, 200, 'ok', 's2'),
+        req(1, 300, 'ok', 'f1'), // f1 still eligible
+        req(1, 2500, 'ok', 'f1'), // 500 ms after it left: wrong endpoint
+        req(1, 2600, 'ok', 'f2'),
+        req(1, 2700, 'timeout'),
+        req(0, 3000, 'refused'),
+        req(0, 3100, 'ok', 'stranger'), // never an endpoint of steady
+      ]),
+    );
+    assert.equal(r.requests.sent, 8);
+    assert.equal(r.requests.succeeded, 4);
+    assert.deepEqual(r.requests.failed, { refused: 1, timeout: 1, reset: 0, wrongEndpoint: 2, other: 0 });
+    assert.equal(r.requests.byChurn.graceful.sent, 4);
+    assert.equal(r.requests.byChurn.readiness.failed.wrongEndpoint, 1);
+    assert.equal(r.requests.wrongEndpointLagMaxMs, 500);
+    assert.equal(r.requests.byService.steady?.alwaysReady, true);
+    // Failures to the always-ready, gracefully churned Service break the guarantee; the flips' do not.
+    assert.equal(r.guarantees.failedToAlwaysReadyServices, 2);
+    assert.equal(r.guarantees.ok, false);
+    assert.equal(r.perSecond.length, 5);
+    assert.deepEqual(
+      r.perSecond.map((p) => [p.sent, p.failed]),
+      [
+        [3, 0],
+        [0, 0],
+        [3, 2],
+        [2, 2],
+        [0, 0],
+      ],
+    );
+    assert.equal(r.requests.failureSamples.length, 4);
+    assert.deepEqual(r.requests.failureSamples[0], {
+      at: 2.5,
+      from: 'pod/c',
+      service: 'flappy',
+      to: 'udp 198.19.0.11:80 (clusterIP)',
+      kind: 'wrongEndpoint',
+      pod: 'f1',
+    });
+    const text = formatReport(r);
+    assert.match(
+      text,
+      /requests: 8 sent, 4 succeeded, 4 failed \(refused 1, timeout 1, reset 0, wrong endpoint 2, other 0\)/,
+    );
+    assert.match(text, /guarantees: NOT held: 2 failed requests to always-ready Services/);
+  });
+
+  test('all guarantees hold when only readiness flips cost answers', () => {
+    const r = buildReport(inputs([req(0, 100, 'ok', 's1'), req(1, 2500, 'ok', 'f1')]));
+    assert.equal(r.requests.failed.wrongEndpoint, 1);
+    assert.equal(r.guarantees.failedToAlwaysReadyServices, 0);
+    assert.equal(r.guarantees.ok, true);
+    assert.match(formatReport(r), /guarantees: all held/);
+  });
+
+  test('a long-lived connection survives a restart when it answers after the resync without failing', () => {
+    const h = (points: [number, boolean][]) => points.map(([t, ok]) => ({ t, ok }));
+    const histories = [
+      h([
+        [100, true],
+        [900, true],
+        [1500, true],
+        [2500, true],
+      ]), // survives
+      h([
+        [100, true],
+        [1200, false],
+      ]), // open, broken by the restart
+      h([
+        [100, true],
+        [900, true],
+        [1100, true],
+      ]), // open, no answer after the resync: not survived
+      h([
+        [1500, true],
+        [2500, true],
+      ]), // opened after the stop: not counted
+    ];
+    assert.deepEqual(restartSurvival(histories, 1000, 2000), { open: 3, survived: 1 });
+    assert.deepEqual(restartSurvival(histories, 1000, undefined), { open: 3, survived: 0 });
+  });
+
+  test('restarts are counted with the connections open and surviving, and marked on the picture', () => {
+    const longs: LoadRecord[] = [
+      { k: 'long', i: 0, c: 0, t: T0 + 100, r: 'ok', pod: 'a' },
+      { k: 'long', i: 0, c: 0, t: T0 + 3500, r: 'ok', pod: 'a' },
+      { k: 'long', i: 0, c: 1, t: T0 + 100, r: 'ok', pod: 'a' },
+      { k: 'long', i: 0, c: 1, t: T0 + 1500, r: 'reset' },
+    ];
+    const node = new NodeSeries();
+    node.add(T0 + 500, 'kubeproxy_sync_proxy_rules_endpoint_changes_pending 12\n');
+    node.add(T0 + 1500, 'kubeproxy_sync_proxy_rules_endpoint_changes_pending 0\n');
+    const r = buildReport(
+      inputs(longs, {
+        generators: [
+          {
+            where: 'client',
+            targets: [],
+            long: [{ service: 'anchor', via: 'nodePort', host: '198.18.0.10', port: 30080, connections: 2 }],
+            records: longs,
+          },
+        ],
+        restarts: [{ node: 'worker', signal: 'SIGKILL', at: T0 + 1000, pid: 42, syncedAt: T0 + 3000 }],
+        nodes: new Map([['worker', node]]),
+      }),
+    );
+    assert.equal(r.proxyRestarts.count, 1);
+    assert.equal(r.proxyRestarts.connectionsOpen, 2);
+    assert.equal(r.proxyRestarts.connectionsSurvived, 1);
+    assert.equal(r.guarantees.connectionsLostToProxyRestarts, 1);
+    assert.deepEqual(
+      r.perSecond.map((p) => p.pending.worker),
+      [12, 0, undefined, undefined, undefined],
+    );
+    const svg = soakSvg(r);
+    assert.match(svg, /^<svg [^>]*>/);
+    assert.match(svg, /<\/svg>\n$/);
+    assert.equal((svg.match(/class="mark"/g) ?? []).length, 1, 'one restart mark');
+    assert.match(svg, /<title>SIGKILL kube-proxy on worker<\/title>/);
+    assert.match(svg, /class="pending" data-node="worker"/);
+  });
+});
