@@ -33,6 +33,10 @@ export interface PodState {
   readonly app: string;
   readonly ready: boolean;
   readonly terminating: boolean;
+  /** status.podIP, once it has one. */
+  readonly ip?: string;
+  /** spec.nodeName, once scheduled. */
+  readonly node?: string;
 }
 
 const POD_OPERATIONS: readonly ChurnChange[] = [

@@ -17,11 +17,22 @@ export type Outcome = (typeof OUTCOMES)[number];
 export interface LoadTarget {
   readonly service: string;
   readonly protocol: 'tcp' | 'udp';
-  /** How the Service is reached: its ClusterIP, or a node's address and the NodePort. */
-  readonly via: 'clusterIP' | 'nodePort';
+  /**
+   * How the Service is reached: its ClusterIP, or a node's address and the NodePort; `podIP` is the control, a
+   * pod's own address, which no kube-proxy rule rewrites.
+   */
+  readonly via: 'clusterIP' | 'nodePort' | 'podIP';
   readonly host: string;
   readonly port: number;
+  /** The node whose rules carry this traffic (the client pod's node; a NodePort's node). */
+  readonly node?: string;
 }
+
+/**
+ * The control target's service name: requests straight to a pod's address. When they fail too, the machine
+ * (a starved CPU, the pod itself) failed, not kube-proxy's rules.
+ */
+export const CONTROL_SERVICE = '(control)';
 
 export interface LongTarget extends Omit<LoadTarget, 'protocol'> {
   readonly connections: number;
@@ -83,7 +94,8 @@ export function parseLoadConfig(text: string): LoadConfig {
     if (!/^198\.(18|19)\.\d{1,3}\.\d{1,3}$/.test(x.host))
       throw new Error(`load config: ${where}: ${x.host} is not a lab address (198.18.0.0/15)`);
     num(x.port, `${where}.port`, 1, 65535);
-    if (x.via !== 'clusterIP' && x.via !== 'nodePort') throw new Error(`load config: ${where}: via`);
+    if (x.via !== 'clusterIP' && x.via !== 'nodePort' && x.via !== 'podIP')
+      throw new Error(`load config: ${where}: via`);
   };
   if (!Array.isArray(o.targets) || !Array.isArray(o.long))
     throw new Error('load config: targets, long: lists');

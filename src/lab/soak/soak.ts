@@ -17,6 +17,7 @@ import { staleUdpConntrack } from '../../inspect/doctor/checks/stale-udp-conntra
 import type { DoctorContext } from '../../inspect/doctor/types.js';
 import { netnsCommandRunner, type CommandRunner, type StreamRunner } from '../../netfilter/command.js';
 import { labLayout, labPaths, podNamespaceName } from '../cluster/layout.js';
+import { listNamespaces } from '../netns/index.js';
 import { nodeEnvironment } from '../cluster/node-env.js';
 import { cliArgv } from '../cluster/processes.js';
 import { readLabState, type LabState } from '../cluster/state.js';
@@ -24,7 +25,14 @@ import { Churn, type PodState } from './churn.js';
 import { EligibilityTimeline } from './eligibility.js';
 import { signalProxy, startLockHolders, type ProxyRestart } from './faults.js';
 import { labApi, type LabApi } from './lab-client.js';
-import type { LoadConfig, LoadRecord, LoadTarget, LongTarget } from './load-generator.js';
+import {
+  CONTROL_SERVICE,
+  type LoadConfig,
+  type LoadRecord,
+  type LoadTarget,
+  type LongTarget,
+} from './load-generator.js';
+import { WEB_POD_PORT } from '../cluster/workload.js';
 import { NodeSampler } from './node-sampler.js';
 import { buildReport, failedTotal, type Generator, type SoakReport } from './report.js';
 import {
@@ -93,6 +101,9 @@ export function checkSoakOptions(o: SoakOptions): string | undefined {
  */
 const REQUEST_TIMEOUT_MS = 5000;
 
+/** A proxy is restarted only this long before the end at the latest. */
+const RESTART_ROOM_MS = 12_000;
+
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -109,6 +120,8 @@ function podState(pod: unknown): PodState | undefined {
     app: String(labels.app ?? ''),
     ready: conditions.some((c) => isRecord(c) && c.type === 'Ready' && c.status === 'True'),
     terminating: pod.metadata.deletionTimestamp !== undefined,
+    ...(typeof status.podIP === 'string' ? { ip: status.podIP } : {}),
+    ...(isRecord(pod.spec) && typeof pod.spec.nodeName === 'string' ? { node: pod.spec.nodeName } : {}),
   };
 }
 
@@ -188,7 +201,7 @@ async function createWorkload(api: LabApi, services: number): Promise<void> {
     await create(`/api/v1/namespaces/${SOAK_NAMESPACE}/services`, service(plan));
 }
 
-async function deleteWorkload(api: LabApi): Promise<void> {
+async function deleteWorkload(api: LabApi, runner: CommandRunner, prefix: string): Promise<void> {
   try {
     // Pods first and at once (the soak is over; no need to wait out their grace), then the namespace.
     await api.request('DELETE', `/api/v1/namespaces/${SOAK_NAMESPACE}/pods?gracePeriodSeconds=0`);
@@ -208,6 +221,11 @@ async function deleteWorkload(api: LabApi): Promise<void> {
       return true;
     }
   });
+  // And the pods' sandboxes: the lab's kubelet removes their network namespaces after the objects are gone.
+  const podNamespaces = podNamespaceName(prefix, SOAK_NAMESPACE, '');
+  await waitUntil(`the soak pods' network namespaces to be removed`, 60_000, async () =>
+    (await listNamespaces(runner)).every((n) => !n.startsWith(podNamespaces)),
+  );
 }
 
 interface ProxyPodStatus {
@@ -248,7 +266,7 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
   mkdirSync(workDir, { recursive: true, mode: 0o700 });
 
   progress(`removing what an earlier soak left, if anything`);
-  await deleteWorkload(api);
+  await deleteWorkload(api, deps.runner, state.prefix);
   const plans = servicePlan(options.services);
   const churnOf = new Map(plans.map((p) => [p.name, p.churn]));
   const expectedPods = deployments(options.services).reduce((a, d) => a + d.replicas, 0);
@@ -321,6 +339,17 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
           via: 'clusterIP',
           host: frontends.get(plan.name)?.clusterIP ?? '',
           port: 80,
+          ...(clientPod.node !== undefined ? { node: clientPod.node } : {}),
+        });
+    // The control: the anchor pods' own addresses, the same pod servers without any Service rule in the path.
+    for (const p of [...pods.values()].filter((x) => x.app === ANCHOR && x.ip !== undefined))
+      for (const protocol of ['tcp', 'udp'] as const)
+        clusterTargets.push({
+          service: CONTROL_SERVICE,
+          protocol,
+          via: 'podIP',
+          host: p.ip ?? '',
+          port: WEB_POD_PORT,
         });
     const anchor = frontends.get(ANCHOR);
     const podLong: LongTarget[] = [
@@ -338,6 +367,7 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
             via: 'nodePort',
             host: n.ip,
             port: f.tcpNodePort,
+            node: n.name,
           });
         if (f?.udpNodePort !== undefined)
           nodePortTargets.push({
@@ -346,6 +376,7 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
             via: 'nodePort',
             host: n.ip,
             port: f.udpNodePort,
+            node: n.name,
           });
       }
     const clientLong: LongTarget[] =
@@ -446,7 +477,8 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
       let n = 0;
       const every = options.restartProxyEveryMs;
       const restartOne = (): void => {
-        if (Date.now() + 5000 > endAt) return;
+        // Room for the new process to come up and sync, and for the connections to show they survived.
+        if (Date.now() + RESTART_ROOM_MS > endAt) return;
         const node = layout.nodes[n % layout.nodes.length];
         const signal = n % 2 === 0 ? 'SIGTERM' : 'SIGKILL';
         n++;
@@ -575,7 +607,9 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
     abort.abort();
     await Promise.all(watches);
     progress(`deleting namespace ${SOAK_NAMESPACE}`);
-    await deleteWorkload(api).catch((e: unknown) => progress(`cleanup: ${String(e)}`));
+    await deleteWorkload(api, deps.runner, state.prefix).catch((e: unknown) =>
+      progress(`cleanup: ${String(e)}`),
+    );
     rmSync(workDir, { recursive: true, force: true });
   }
 }

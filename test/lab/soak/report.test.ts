@@ -3,7 +3,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EligibilityTimeline } from '../../../src/lab/soak/eligibility.js';
-import type { LoadRecord, LoadTarget } from '../../../src/lab/soak/load-generator.js';
+import { CONTROL_SERVICE, type LoadRecord, type LoadTarget } from '../../../src/lab/soak/load-generator.js';
 import { NodeSeries } from '../../../src/lab/soak/node-sampler.js';
 import { soakSvg } from '../../../src/lab/soak/plot.js';
 import { buildReport, formatReport, restartSurvival, type SoakInputs } from '../../../src/lab/soak/report.js';
@@ -99,8 +99,12 @@ describe('soak report', () => {
         [0, 0],
       ],
     );
-    assert.equal(r.requests.failureSamples.length, 4);
-    assert.deepEqual(r.requests.failureSamples[0], {
+    // Failures that break a guarantee first, then the others, each in time order.
+    assert.deepEqual(
+      r.requests.failureSamples.map((f) => `${f.at} ${f.service} ${f.kind}`),
+      ['3 steady refused', '3.1 steady wrongEndpoint', '2.5 flappy wrongEndpoint', '2.7 flappy timeout'],
+    );
+    assert.deepEqual(r.requests.failureSamples[2], {
       at: 2.5,
       from: 'pod/c',
       service: 'flappy',
@@ -114,6 +118,55 @@ describe('soak report', () => {
       /requests: 8 sent, 4 succeeded, 4 failed \(refused 1, timeout 1, reset 0, wrong endpoint 2, other 0\)/,
     );
     assert.match(text, /guarantees: NOT held: 2 failed requests to always-ready Services/);
+  });
+
+  test("a failure within 2 s of a failed control request is the machine's, not the rules'", () => {
+    const withControl: LoadTarget[] = [
+      ...targets,
+      { service: CONTROL_SERVICE, protocol: 'tcp', via: 'podIP', host: '198.18.10.5', port: 8080 },
+    ];
+    const records = [
+      req(0, 1000, 'timeout'),
+      req(2, 2500, 'timeout'),
+      req(0, 4900, 'refused'),
+      req(2, 300, 'ok'),
+    ];
+    const base = inputs(records);
+    const r = buildReport({
+      ...base,
+      generators: [{ where: 'pod/c', targets: withControl, long: [], records }],
+    });
+    assert.deepEqual(r.control, {
+      sent: 2,
+      succeeded: 1,
+      failed: { refused: 0, timeout: 1, reset: 0, wrongEndpoint: 0, other: 0 },
+    });
+    assert.equal(r.requests.sent, 2, 'control requests are not Service requests');
+    assert.equal(r.requests.failedNearControlFailure, 2, 'seconds 1 and 4 are within 2 s of second 2');
+    assert.equal(r.guarantees.failedToAlwaysReadyServices, 0);
+    const far = [req(0, 100, 'timeout'), req(2, 3500, 'timeout')];
+    const r2 = buildReport({
+      ...base,
+      generators: [{ where: 'pod/c', targets: withControl, long: [], records: far }],
+    });
+    assert.equal(r2.guarantees.failedToAlwaysReadyServices, 1, 'second 0 is 3 s before the control failure');
+  });
+
+  test("failures while the path's node had its proxy down are the restart's cost, counted apart", () => {
+    const onWorker: LoadTarget[] = targets.map((t) => ({ ...t, node: 'worker' }));
+    const records = [req(0, 2500, 'timeout'), req(0, 4500, 'timeout')];
+    const r = buildReport({
+      ...inputs(records),
+      generators: [{ where: 'pod/c', targets: onWorker, long: [], records }],
+      restarts: [{ node: 'worker', signal: 'SIGTERM', at: T0 + 1000, pid: 7, syncedAt: T0 + 3000 }],
+    });
+    assert.equal(
+      r.requests.failedWhileProxyDown,
+      1,
+      'the one at 2.5 s; 4.5 s is past the resync and a second',
+    );
+    assert.equal(r.guarantees.failedToAlwaysReadyServices, 1);
+    assert.equal(r.proxyRestarts.unmeasured, 1, 'no long-lived connection answered after the resync');
   });
 
   test('all guarantees hold when only readiness flips cost answers', () => {
