@@ -5,7 +5,15 @@
 // kernel tests (dual-stack) run the same steps. Nothing here touches the root namespace.
 import type { CommandRunner } from '../../netfilter/command.js';
 import type { RouteSpec } from './link.js';
-import { addAddress, addBridge, addRoute, addVethPair, setBridgePortHairpin, setLinkMaster } from './link.js';
+import {
+  addAddress,
+  addBridge,
+  addRoute,
+  addVethPair,
+  macForAddress,
+  setBridgePortHairpin,
+  setLinkMaster,
+} from './link.js';
 import { createNamespace } from './namespace.js';
 import { getSysctl, setSysctl } from './sysctl.js';
 
@@ -86,9 +94,14 @@ async function plugIn(
   port: BridgePort,
   addresses: readonly string[],
   routes: readonly RouteSpec[],
+  mac?: string,
 ): Promise<void> {
   await createNamespace(runner, namespace);
-  await addVethPair(runner, { namespace: port.namespace, name: port.link }, { namespace, name: UPLINK });
+  await addVethPair(
+    runner,
+    { namespace: port.namespace, name: port.link },
+    { namespace, name: UPLINK, ...(mac !== undefined ? { address: mac } : {}) },
+  );
   await setLinkMaster(runner, port.namespace, port.link, port.bridge);
   if (port.hairpin) await setBridgePortHairpin(runner, port.namespace, port.link, true);
   for (const cidr of addresses) await addAddress(runner, namespace, UPLINK, cidr);
@@ -146,5 +159,7 @@ export interface PodSpec {
 export async function attachPod(runner: CommandRunner, pod: PodSpec): Promise<void> {
   const port = { namespace: pod.nodeNamespace, bridge: NODE_BRIDGE, link: pod.nodeSideLink, hairpin: true };
   const routes = pod.gateways.map((via) => ({ to: 'default', via }));
-  await plugIn(runner, pod.namespace, port, pod.addresses, routes);
+  // The MAC follows the address (macForAddress): an address given again comes with the MAC neighbours know.
+  const first = pod.addresses[0]?.split('/')[0];
+  await plugIn(runner, pod.namespace, port, pod.addresses, routes, first ? macForAddress(first) : undefined);
 }
