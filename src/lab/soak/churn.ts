@@ -150,8 +150,13 @@ export class Churn {
     for (const [name] of this.flipped) if (!pods.some((p) => p.name === name)) this.flipped.delete(name);
     const flipped = [...this.flipped].sort((a, b) => a[1] - b[1]);
     const due = flipped.find(([, at]) => t - at >= UNREADY_AT_LEAST_MS);
+    // A Deployment with every pod ready, and none flipped by a write whose effect the pod watch has yet to show.
+    const appOf = new Map(pods.map((p) => [p.name, p.app]));
+    const outApps = new Set([...this.flipped.keys()].map((name) => appOf.get(name)));
     const candidates = this.flappyApps.filter(
-      (app) => pods.filter((p) => p.app === app && p.ready && !p.terminating).length >= FLAPPY_REPLICAS,
+      (app) =>
+        !outApps.has(app) &&
+        pods.filter((p) => p.app === app && p.ready && !p.terminating).length >= FLAPPY_REPLICAS,
     );
     const app = candidates[this.flips % Math.max(1, candidates.length)];
     const victims = pods.filter(

@@ -107,6 +107,8 @@ export interface SoakReport {
   readonly lockWaits: Record<string, LatencyMs & { readonly totalMs: number }>;
   readonly churn: {
     readonly changes: number;
+    /** Changes per second reached (the API server's pace can keep it under --churn). */
+    readonly perSecond: number;
     readonly failedWrites: number;
     readonly byKind: Record<string, number>;
   };
@@ -385,6 +387,7 @@ export function buildReport(o: SoakInputs): SoakReport {
     lockWaits,
     churn: {
       changes: o.churn.length,
+      perSecond: Math.round((o.churn.length / Math.max(1, (o.endedAt - o.startedAt) / 1000)) * 10) / 10,
       failedWrites: o.churn.filter((c) => c.error !== undefined).length,
       byKind,
     },
@@ -468,7 +471,9 @@ export function formatReport(r: SoakReport): string {
   }
   lines.push(
     '',
-    `churn: ${r.churn.changes} changes (${Object.entries(r.churn.byKind)
+    `churn: ${r.churn.changes} changes, ${r.churn.perSecond}/s of ${r.settings.churnPerSecond}/s asked (${Object.entries(
+      r.churn.byKind,
+    )
       .map(([k, n]) => `${k} ${n}`)
       .join(', ')})` +
       `${r.churn.failedWrites > 0 ? `, ${r.churn.failedWrites} refused by the API server` : ''}`,

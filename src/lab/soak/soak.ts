@@ -101,6 +101,9 @@ export function checkSoakOptions(o: SoakOptions): string | undefined {
  */
 const REQUEST_TIMEOUT_MS = 5000;
 
+/** Churn writes in flight at once. */
+const CHURN_IN_FLIGHT = 4;
+
 /** A proxy is restarted only this long before the end at the latest. */
 const RESTART_ROOM_MS = 12_000;
 
@@ -454,7 +457,9 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
     });
     const endAt = startedAt + options.durationMs;
 
-    // Churn: one change every 1/rate seconds; a slow write delays the next rather than piling up.
+    // Churn: one change every 1/rate seconds, up to CHURN_IN_FLIGHT writes at once (an API server busy with the
+    // EndpointSlices of 200 Services answers a write in a few hundred ms); past that the next change waits, so
+    // the rate reached is what the cluster took, and the report says it.
     const churn = new Churn(
       api,
       () => [...pods.values()],
@@ -463,11 +468,15 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
     const churning = (async () => {
       if (options.churnPerSecond <= 0) return;
       const every = 1000 / options.churnPerSecond;
+      const inFlight = new Set<Promise<void>>();
       for (let next = Date.now(); Date.now() < endAt;) {
-        await churn.step();
+        if (inFlight.size >= CHURN_IN_FLIGHT) await Promise.race(inFlight);
+        const p = churn.step().finally(() => inFlight.delete(p));
+        inFlight.add(p);
         next += every;
         await delay(Math.max(0, next - Date.now()));
       }
+      await Promise.all(inFlight);
     })();
 
     // Faults on timers.
