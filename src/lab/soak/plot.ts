@@ -4,9 +4,9 @@
 // the Deployment-wide churn (scale, rollout restart). Written by hand: no plotting dependency.
 import type { SoakReport } from './report.js';
 
-const WIDTH = 900;
+const WIDTH = 960;
 const PANEL_HEIGHT = 220;
-const MARGIN = { left: 64, right: 150, top: 40, gap: 56, bottom: 40 } as const;
+const MARGIN = { left: 64, right: 200, top: 64, gap: 56, bottom: 40 } as const;
 const NODE_COLORS = ['#2471a3', '#d68910', '#7d3c98', '#148f77', '#a04000', '#5d6d7e'];
 
 function escapeXml(text: string): string {
@@ -92,7 +92,7 @@ export function soakSvg(r: SoakReport): string {
   const legend = [
     ['#1e8449', 'sent'],
     ['#c0392b', 'failed'],
-    ['#555', 'restart / outage / scale / rollout'],
+    ['#555', 'restart, outage, pod churn'],
   ];
   legend.forEach(([color, label], i) =>
     out.push(
