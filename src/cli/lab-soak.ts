@@ -10,7 +10,7 @@ import { labPaths } from '../lab/cluster/layout.js';
 import { hostCommandRunner, hostStreamRunner } from '../netfilter/command.js';
 import { formatReport } from '../lab/soak/report.js';
 import { soakSvg } from '../lab/soak/plot.js';
-import { runSoak, type SoakOptions } from '../lab/soak/soak.js';
+import { checkSoakOptions, runSoak, type SoakOptions } from '../lab/soak/soak.js';
 
 export const LAB_SOAK_USAGE = `Usage: kube-proxy-ts lab soak [flags]
 
@@ -105,6 +105,8 @@ export async function labSoakCommand(argv: readonly string[], defaultStateDir: s
     ...(typeof restartMs === 'number' ? { restartProxyEveryMs: restartMs } : {}),
     ...(typeof outageMs === 'number' ? { apiserverOutageEveryMs: outageMs } : {}),
   };
+  const bad = checkSoakOptions(options);
+  if (bad !== undefined) return usage(bad);
   if (typeof process.getuid === 'function' && process.getuid() !== 0) {
     process.stderr.write('lab soak: needs root, as `lab up` did (it runs load inside the lab namespaces)\n');
     return 1;
