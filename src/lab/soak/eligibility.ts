@@ -71,6 +71,14 @@ export class EligibilityTimeline {
     this.states.set(service, list);
   }
 
+  /**
+   * The watch lost its place and lists again: the slices it knows are forgotten (the list re-adds those that
+   * still exist); the history stays, and each Service's last state holds until the list arrives.
+   */
+  reset(): void {
+    this.slices.clear();
+  }
+
   /** Whether `pod` could answer for `service` at some moment of [t0, t1]. */
   eligibleDuring(service: string, pod: string, t0: number, t1: number): boolean {
     const list = this.states.get(service) ?? [];

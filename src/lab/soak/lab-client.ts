@@ -7,7 +7,11 @@ import { LineSplitter } from '../../kube/ndjson.js';
 
 export interface LabApi {
   request(method: string, path: string, body?: unknown, contentType?: string): Promise<unknown>;
-  /** Streams a watch's events until `signal` aborts; re-watches from the last version when the server ends it. */
+  /**
+   * Streams a watch's events until `signal` aborts; re-watches from the last version when the server ends it.
+   * When that version is gone (an ERROR event: 410 Expired), lists again: `RESET` first (forget what you have),
+   * then every object as ADDED, then the watch from the new list's version.
+   */
   watch(path: string, onEvent: (type: string, object: unknown) => void, signal: AbortSignal): Promise<void>;
 }
 
@@ -83,13 +87,17 @@ export function labApi(server: { url: string; token: string; caPem: string }): L
   return {
     request,
     async watch(path, onEvent, signal) {
-      const list = (await request('GET', path)) as {
-        metadata?: { resourceVersion?: string };
-        items?: unknown[];
+      const list = async (): Promise<string> => {
+        const l = (await request('GET', path)) as {
+          metadata?: { resourceVersion?: string };
+          items?: unknown[];
+        };
+        for (const item of l.items ?? []) onEvent('ADDED', item);
+        return l.metadata?.resourceVersion ?? '0';
       };
-      for (const item of list.items ?? []) onEvent('ADDED', item);
-      let version = list.metadata?.resourceVersion ?? '0';
+      let version = await list();
       while (!signal.aborted) {
+        let expired = false;
         await watchOnce(
           path,
           version,
@@ -100,14 +108,22 @@ export function labApi(server: { url: string; token: string; caPem: string }): L
             } catch {
               return;
             }
+            // 410 Expired (our version fell out of the server's history), or another error: list again.
+            if (ev.type === 'ERROR') {
+              expired = true;
+              return;
+            }
             const rv = ev.object?.metadata?.resourceVersion;
             if (rv !== undefined) version = rv;
-            if (ev.type !== undefined && ev.type !== 'BOOKMARK' && ev.type !== 'ERROR')
-              onEvent(ev.type, ev.object);
+            if (ev.type !== undefined && ev.type !== 'BOOKMARK') onEvent(ev.type, ev.object);
           },
           signal,
         );
-        if (!signal.aborted) await new Promise((resolve) => setTimeout(resolve, 200));
+        if (signal.aborted) break;
+        if (expired) {
+          onEvent('RESET', undefined);
+          version = await list().catch(() => version);
+        } else await new Promise((resolve) => setTimeout(resolve, 200));
       }
     },
   };

@@ -285,6 +285,7 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
     api.watch(
       `/api/v1/namespaces/${SOAK_NAMESPACE}/pods`,
       (type, obj) => {
+        if (type === 'RESET') return void pods.clear();
         const p = podState(obj);
         if (!p) return;
         if (type === 'DELETED') pods.delete(p.name);
@@ -294,7 +295,7 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
     ),
     api.watch(
       `/apis/discovery.k8s.io/v1/namespaces/${SOAK_NAMESPACE}/endpointslices`,
-      (type, obj) => timeline.observe(type, obj, Date.now()),
+      (type, obj) => (type === 'RESET' ? timeline.reset() : timeline.observe(type, obj, Date.now())),
       abort.signal,
     ),
   ].map((p) => p.catch(() => undefined));
