@@ -28,9 +28,12 @@ export interface SoakServicePlan {
   readonly nodePort: boolean;
 }
 
-/** The flappy Deployments: one per 50 Services, 1…4, so that a flip changes a bounded share of the Services. */
+/**
+ * The flappy Deployments: one per 25 Services, 1…8, so that a flip changes a bounded share of the Services and
+ * the flips can reach tens a second (each Deployment takes one out, and back in half a second later).
+ */
 export function flappyCount(services: number): number {
-  return Math.max(1, Math.min(4, Math.round(services / 50)));
+  return Math.max(1, Math.min(8, Math.round(services / 25)));
 }
 
 export function flappyName(k: number): string {
