@@ -161,11 +161,29 @@ function tcpRequest(t: LoadTarget, timeoutMs: number): Promise<{ r: Outcome; pod
 }
 
 /**
- * One UDP request from a fresh socket (a new source port each time, as resolvers pick one per query): the first
- * datagram of a new flow, so it is load-balanced like a new TCP connection. A connected socket hears of ICMP
- * port unreachable as ECONNREFUSED.
+ * UDP source ports, handed out in turn from a range of 40,000: at the soak's rates a port comes round again only
+ * after several minutes, past conntrack's UDP timeouts (30 s, 120 s once answered). With the kernel's random
+ * choice a port is often reused within seconds, and the request then belongs to the earlier flow's conntrack
+ * entry, DNATed to that flow's endpoint: if that pod has just died, the request is lost until the proxy's
+ * conntrack clean-up after its next sync removes the entry. That window is real (upstream has it too), but it
+ * is conntrack's, not the rules', and it would make every request's fate depend on port luck.
  */
-function udpRequest(t: LoadTarget, timeoutMs: number): Promise<{ r: Outcome; pod?: string }> {
+class UdpPorts {
+  private next = 20_000 + Math.floor(Math.random() * 40_000);
+
+  take(): number {
+    const port = this.next;
+    this.next = this.next >= 59_999 ? 20_000 : this.next + 1;
+    return port;
+  }
+}
+const udpPorts = new UdpPorts();
+
+/**
+ * One UDP request from a fresh socket on a fresh source port: the first datagram of a new flow, so it is
+ * load-balanced like a new TCP connection. A connected socket hears of ICMP port unreachable as ECONNREFUSED.
+ */
+function udpRequest(t: LoadTarget, timeoutMs: number, triesLeft = 10): Promise<{ r: Outcome; pod?: string }> {
   return new Promise((resolve) => {
     const socket: UdpSocket = createSocket('udp4');
     let done = false;
@@ -181,8 +199,19 @@ function udpRequest(t: LoadTarget, timeoutMs: number): Promise<{ r: Outcome; pod
       const pod = parsePodReply(msg.toString('utf8'))?.pod;
       finish(pod === undefined ? 'other' : 'ok', pod);
     });
-    socket.on('error', (e) => finish(outcomeOf(e)));
-    socket.connect(t.port, t.host, () => socket.send(`soak ${t.service}`));
+    socket.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EADDRINUSE' && triesLeft > 0 && !done) {
+        // The port is still taken (a socket of ours not yet closed): a new socket on the next one.
+        done = true;
+        clearTimeout(timer);
+        socket.close();
+        return void udpRequest(t, timeoutMs, triesLeft - 1).then(resolve);
+      }
+      finish(outcomeOf(e));
+    });
+    socket.bind(udpPorts.take(), () =>
+      socket.connect(t.port, t.host, () => socket.send(`soak ${t.service}`)),
+    );
   });
 }
 
