@@ -15,7 +15,7 @@
     rulesetNode: undefined,
   };
   // For the tests and the benchmark: how long drawing takes in this browser.
-  const stats = { renders: 0, lastRenderMs: 0, maxRenderMs: 0, events: 0, snapshots: 0 };
+  const stats = { renders: 0, lastRenderMs: 0, maxRenderMs: 0, events: 0, snapshots: 0, maxPartMs: {} };
   window.labWeb = { state, stats };
 
   const $ = (id) => document.getElementById(id);
@@ -76,16 +76,22 @@
     const parts = new Set(dirty);
     dirty.clear();
     try {
-      if (parts.has('cluster')) {
-        renderNodes();
-        renderPods();
-        renderServices();
-        renderPickers();
-        renderConfig();
-      }
-      if (parts.has('charts')) renderCharts();
-      if (parts.has('ruleset')) renderRuleset();
-      if (parts.has('experiments')) renderExperiments();
+      const timed = (name, fn) => {
+        const t = performance.now();
+        fn();
+        stats.maxPartMs[name] = Math.max(stats.maxPartMs[name] ?? 0, Math.round(performance.now() - t));
+      };
+      if (parts.has('cluster'))
+        timed('cluster', () => {
+          renderNodes();
+          renderPods();
+          renderServices();
+          renderPickers();
+          renderConfig();
+        });
+      if (parts.has('charts')) timed('charts', renderCharts);
+      if (parts.has('ruleset')) timed('ruleset', renderRuleset);
+      if (parts.has('experiments')) timed('experiments', renderExperiments);
     } finally {
       const ms = performance.now() - started;
       stats.renders++;
@@ -320,9 +326,16 @@
             x: { time: true, range: () => [windowStart() / 1000, Date.now() / 1000] },
             y: { range: (u, min, max) => [0, Math.max(1, max ?? 1) * 1.1] },
           },
+          // Durations exist only where a sync ran: each is a point, not a line through gaps.
           series: [
             {},
-            ...spec.series.map(([, label, stroke]) => ({ label, stroke, width: 2, spanGaps: false })),
+            ...spec.series.map(([, label, stroke]) => ({
+              label,
+              stroke,
+              width: 2,
+              spanGaps: false,
+              points: { show: spec.id === 'latency', size: 7, fill: stroke },
+            })),
           ],
           axes: [{}, { size: 50 }],
         },
@@ -441,7 +454,7 @@
     }
     flush();
     $('ruleset-text').replaceChildren(frag);
-    const first = $('ruleset-text').querySelector('.add, .del');
+    const first = $('ruleset-text').querySelector('.add') ?? $('ruleset-text').querySelector('.del');
     if (first) $('ruleset-text').scrollTop = Math.max(0, first.offsetTop - $('ruleset-text').offsetTop - 60);
   }
   $('ruleset-changes').addEventListener('change', () => mark('ruleset'));
