@@ -113,16 +113,18 @@ export async function startLabWeb(o: LabWebOptions): Promise<LabWeb> {
   }
   sampler.start();
   const web = server;
+  let closing: Promise<void> | undefined;
   return {
     url: web.url,
     port: web.port,
     pages: () => hub.size,
-    close: async () => {
-      await sampler.stop();
-      if (flushTimer) clearTimeout(flushTimer);
-      view.close();
-      await rulesets.idle();
-      await web.close();
-    },
+    close: () =>
+      (closing ??= (async () => {
+        await sampler.stop();
+        if (flushTimer) clearTimeout(flushTimer);
+        view.close();
+        await rulesets.idle();
+        await web.close();
+      })()),
   };
 }
