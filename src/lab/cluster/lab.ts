@@ -460,6 +460,7 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
         prefix,
         nodes: layout.nodes.map((n) => ({ name: n.name, namespace: n.namespace })),
         startedAt: baseState.startedAt,
+        nodeEnv: (node) => nodeEnvironment(paths, node, options.iptables, process.env.PATH ?? ''),
         ...(port !== undefined ? { port } : {}),
       });
       const running = web;

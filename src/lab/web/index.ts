@@ -27,6 +27,8 @@ export interface LabWebOptions {
   /** How much chart history the page gets (default 5 minutes). */
   readonly windowMs?: number;
   readonly sampleIntervalMs?: number;
+  /** What a command on a node sees of it as a host (cluster/node-env.ts); default: nothing added. */
+  readonly nodeEnv?: (node: string) => Readonly<Record<string, string>>;
 }
 
 export interface LabWeb {
@@ -55,7 +57,7 @@ export async function startLabWeb(o: LabWebOptions): Promise<LabWeb> {
     (node) => {
       const n = o.nodes.find((x) => x.name === node);
       if (!n) return Promise.reject(new Error(`no node ${node}`));
-      return captureRuleset(o.runner, n.name, n.namespace, Date.now());
+      return captureRuleset(o.runner, n.name, n.namespace, Date.now(), o.nodeEnv?.(n.name) ?? {});
     },
     (c) => hub.publish({ event: 'ruleset', data: c }),
   );

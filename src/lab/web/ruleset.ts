@@ -34,10 +34,12 @@ export function kubeProxyIptables(text: string): string[] {
 async function readIptables(
   runner: CommandRunner,
   namespace: string,
+  env: Readonly<Record<string, string>>,
 ): Promise<{ lines: string[]; command: string }> {
-  // The proxy uses whichever iptables the host's alternative names; a host may hold rules in the other one.
+  // The proxy runs whichever iptables its node's PATH names (the lab's --iptables, else the host's alternative);
+  // a host may hold rules in the other back end too.
   for (const cmd of ['iptables-save', 'iptables-legacy-save']) {
-    const r = await runner.run('ip', ['netns', 'exec', namespace, cmd], { timeoutMs: 15_000 });
+    const r = await runner.run('ip', ['netns', 'exec', namespace, cmd], { timeoutMs: 15_000, env });
     if (r.code !== 0) continue;
     const lines = kubeProxyIptables(r.stdout);
     if (lines.length > 0) return { lines, command: cmd };
@@ -50,6 +52,8 @@ export async function captureRuleset(
   node: string,
   namespace: string,
   t: number,
+  /** The node's environment (its xtables lock, its iptables back end first on PATH: cluster/node-env.ts). */
+  env: Readonly<Record<string, string>> = {},
 ): Promise<Omit<RulesetCapture, 'diff'>> {
   const nft = await runner.run('ip', ['netns', 'exec', namespace, ...NFT_COMMAND], { timeoutMs: 15_000 });
   const nftLines =
@@ -59,7 +63,7 @@ export async function captureRuleset(
           .filter((l) => l.trim() !== '')
           .map(withoutCounters)
       : [];
-  const ipt = await readIptables(runner, namespace);
+  const ipt = await readIptables(runner, namespace, env);
   const lines = [
     `# ${NFT_COMMAND.join(' ')}`,
     ...(nftLines.length > 0 ? nftLines : ['# (no table ip kube-proxy)']),
