@@ -143,6 +143,8 @@ describe('lab web: the lab, seen in a browser', { skip: gate.skip, timeout: 1_80
   before(
     async () => {
       releaseTurn = await labTurn();
+      // This run's screenshots only (a failed step's from an earlier run would mislead).
+      rmSync(ARTIFACTS, { recursive: true, force: true });
       lab = await startLab({ nodes: 2, mode: 'nftables', stateDir, prefix });
       browser = await launchBrowser();
       page = await browser.context.newPage();

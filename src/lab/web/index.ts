@@ -13,6 +13,8 @@ import { startWebServer } from './http.js';
 import { captureRuleset, RulesetTracker } from './ruleset.js';
 import { MetricsSampler } from './sampler.js';
 
+const AFTER_SYNC_MS = 3000;
+
 export interface LabWebOptions {
   readonly store: ObjectStore;
   readonly runner: CommandRunner;
@@ -27,6 +29,8 @@ export interface LabWebOptions {
   /** How much chart history the page gets (default 5 minutes). */
   readonly windowMs?: number;
   readonly sampleIntervalMs?: number;
+  /** How often every node's tables are read again without a sync (default 15 s). */
+  readonly rulesetPollMs?: number;
   /** What a command on a node sees of it as a host (cluster/node-env.ts); default: nothing added. */
   readonly nodeEnv?: (node: string) => Readonly<Record<string, string>>;
 }
@@ -91,9 +95,20 @@ export async function startLabWeb(o: LabWebOptions): Promise<LabWeb> {
     onSync: (mark) => {
       history.addSync(mark);
       hub.publish({ event: 'sync', data: mark });
-      void rulesets.request(mark.node);
+      void rulesets.request(mark.node, 'sync');
+      // What the proxy does right after a sync (the other mode's leftovers, stale chains) shows a moment later.
+      const timer = setTimeout(() => {
+        afterSync.delete(timer);
+        void rulesets.request(mark.node, 'after-sync');
+      }, AFTER_SYNC_MS);
+      afterSync.add(timer);
     },
   });
+  const afterSync = new Set<NodeJS.Timeout>();
+  // Changes made outside a sync (by hand: `nft delete element …`) show within this.
+  const poll = setInterval(() => {
+    for (const n of o.nodes) void rulesets.request(n.name, 'poll');
+  }, o.rulesetPollMs ?? 15_000);
   const { indexHtml, assets } = loadAssets();
   let server;
   try {
@@ -110,6 +125,7 @@ export async function startLabWeb(o: LabWebOptions): Promise<LabWeb> {
       },
     });
   } catch (e) {
+    clearInterval(poll);
     view.close();
     throw e;
   }
@@ -123,6 +139,8 @@ export async function startLabWeb(o: LabWebOptions): Promise<LabWeb> {
     close: () =>
       (closing ??= (async () => {
         await sampler.stop();
+        clearInterval(poll);
+        for (const t of afterSync) clearTimeout(t);
         if (flushTimer) clearTimeout(flushTimer);
         view.close();
         await rulesets.idle();

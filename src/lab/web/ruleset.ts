@@ -1,12 +1,20 @@
 // What a node's proxy has programmed, read from the kernel after each of its syncs, and what that sync changed.
+// A proxy also changes its tables outside a sync (a new mode's proxy removes the old mode's leftovers right after
+// its first sync; stale chains go a moment later), and so can a user (`nft delete element …`): each sync's read is
+// followed by one a few seconds later, and every node is read again now and then; those are shown only when the
+// text changed, and say so.
 // Both backends are read every time: after a mode switch the page shows the new backend's objects appear and the
 // old one's leave (each mode cleans up the other's leftovers). Counters are cut out of the text (they move with
 // traffic, not with syncs), so the diff shows what the proxy wrote, nothing else.
 import type { CommandRunner } from '../../netfilter/command.js';
 import { diffLines, type LineDiff } from './line-diff.js';
 
+/** Why the tables were read: a sync, a few seconds after one, or the periodic read. */
+export type CaptureReason = 'sync' | 'after-sync' | 'poll';
+
 export interface RulesetCapture {
   readonly node: string;
+  readonly why: CaptureReason;
   /** Unix milliseconds. */
   readonly t: number;
   /** Which backends' objects the node holds now. */
@@ -54,7 +62,7 @@ export async function captureRuleset(
   t: number,
   /** The node's environment (its xtables lock, its iptables back end first on PATH: cluster/node-env.ts). */
   env: Readonly<Record<string, string>> = {},
-): Promise<Omit<RulesetCapture, 'diff'>> {
+): Promise<Omit<RulesetCapture, 'diff' | 'why'>> {
   const nft = await runner.run('ip', ['netns', 'exec', namespace, ...NFT_COMMAND], { timeoutMs: 15_000 });
   const nftLines =
     nft.code === 0
@@ -81,41 +89,46 @@ export async function captureRuleset(
 
 /**
  * The last capture of each node, and the diff against the one before. Captures of one node run one at a time; a
- * sync during a capture asks for one more afterwards (several such syncs: one more).
+ * request during a capture asks for one more afterwards (several: one more, for the weightiest reason).
  */
 export class RulesetTracker {
   private readonly last = new Map<string, RulesetCapture>();
   private readonly busy = new Map<string, Promise<void>>();
-  private readonly again = new Set<string>();
+  private readonly again = new Map<string, CaptureReason>();
 
   constructor(
-    private readonly capture: (node: string) => Promise<Omit<RulesetCapture, 'diff'>>,
+    private readonly capture: (node: string) => Promise<Omit<RulesetCapture, 'diff' | 'why'>>,
     private readonly onCapture: (c: RulesetCapture) => void,
   ) {}
 
-  request(node: string): Promise<void> {
+  request(node: string, why: CaptureReason = 'sync'): Promise<void> {
     const running = this.busy.get(node);
     if (running) {
-      this.again.add(node);
+      const queued = this.again.get(node);
+      if (queued !== 'sync') this.again.set(node, why === 'sync' || queued === undefined ? why : queued);
       return running;
     }
     const p = (async () => {
-      do {
+      let reason: CaptureReason | undefined = why;
+      while (reason !== undefined) {
         this.again.delete(node);
         try {
-          this.record(await this.capture(node));
+          this.record(await this.capture(node), reason);
         } catch {
           // The node went away (the lab is stopping); the next sync tries again.
         }
-      } while (this.again.has(node));
+        reason = this.again.get(node);
+      }
     })().finally(() => this.busy.delete(node));
     this.busy.set(node, p);
     return p;
   }
 
-  record(c: Omit<RulesetCapture, 'diff'>): RulesetCapture {
+  /** Keeps (and hands on) a capture; one not caused by a sync only when the text changed. */
+  record(c: Omit<RulesetCapture, 'diff' | 'why'>, why: CaptureReason = 'sync'): RulesetCapture {
     const prev = this.last.get(c.node);
-    const full: RulesetCapture = prev ? { ...c, diff: diffLines(prev.lines, c.lines) } : c;
+    if (prev && why !== 'sync' && sameLines(prev.lines, c.lines)) return prev;
+    const full: RulesetCapture = prev ? { ...c, why, diff: diffLines(prev.lines, c.lines) } : { ...c, why };
     this.last.set(c.node, full);
     this.onCapture(full);
     return full;
@@ -128,4 +141,8 @@ export class RulesetTracker {
   async idle(): Promise<void> {
     while (this.busy.size > 0) await Promise.all([...this.busy.values()]);
   }
+}
+
+function sameLines(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }

@@ -238,3 +238,29 @@ test('the experiments are the walkthrough’s kubectl lines, and the page shows 
     "kube-proxy-ts lab trace svc/web-1 'it'\\''s'",
   );
 });
+
+test('reads without a sync are shown only when the tables changed, and say why they were made', () => {
+  const got: { why: string; added: readonly number[] | undefined }[] = [];
+  const tracker = new RulesetTracker(
+    () => Promise.reject(new Error('not used')),
+    (c) => got.push({ why: c.why, added: c.diff?.added }),
+  );
+  const capture = (lines: string[]): Parameters<typeof tracker.record>[0] => ({
+    node: 'worker',
+    t: 1,
+    holds: { nftables: true, iptables: true },
+    lines,
+    commands: [],
+  });
+  tracker.record(capture(['table ip kube-proxy {', '}', '-A KUBE-SERVICES']), 'sync');
+  tracker.record(capture(['table ip kube-proxy {', '}', '-A KUBE-SERVICES']), 'after-sync');
+  tracker.record(capture(['table ip kube-proxy {', '}']), 'after-sync');
+  tracker.record(capture(['table ip kube-proxy {', '}']), 'poll');
+  tracker.record(capture(['table ip kube-proxy {', '}']), 'sync');
+  assert.deepEqual(got, [
+    { why: 'sync', added: undefined },
+    { why: 'after-sync', added: [] },
+    { why: 'sync', added: [] },
+  ]);
+  assert.equal(tracker.snapshot()[0]?.why, 'sync');
+});

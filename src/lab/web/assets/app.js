@@ -403,15 +403,22 @@
     const holds = [c.holds.nftables ? 'nftables' : '', c.holds.iptables ? 'iptables' : ''].filter((x) => x);
     panel.dataset.holds = holds.join(' ');
     panel.dataset.captured = String(c.t);
+    panel.dataset.why = c.why;
     const d = c.diff;
+    const what = c.why === 'sync' ? 'the last sync' : 'since the read before,';
     const summary = !d
-      ? 'first capture'
+      ? 'first read'
       : d.added.length + d.removed.length === 0
-        ? 'the last sync changed nothing here'
-        : `the last sync changed +${d.added.length} −${d.removed.length} lines${d.exact ? '' : ' (most of it: compared as sets)'}`;
+        ? `${what} changed nothing here`
+        : `${what} changed +${d.added.length} −${d.removed.length} lines${d.exact ? '' : ' (most of it: compared as sets)'}`;
+    const when = {
+      sync: 'right after its sync',
+      'after-sync': 'a few seconds after its sync (what the proxy did after it: leftovers, stale chains)',
+      poll: 'without a sync (changed by hand, or by the proxy between syncs)',
+    }[c.why];
     $('ruleset-head').replaceChildren(
       el('div', {
-        text: `node ${c.node}, read ${time(c.t)} after its sync: holds ${holds.join(' and ') || 'no kube-proxy objects'}; ${summary}`,
+        text: `node ${c.node}, read ${time(c.t)} ${when}: holds ${holds.join(' and ') || 'no kube-proxy objects'}; ${summary}`,
       }),
       el('div', { class: 'cmd', text: c.commands.map((x) => `$ ${x}`).join('   ') }),
     );
