@@ -186,7 +186,9 @@
       select.options.length === options.length &&
       options.every((o, i) => select.options[i].value === o.value);
     if (same) return;
-    select.replaceChildren(...options.map((o) => el('option', { value: o.value, text: o.label })));
+    select.innerHTML = options
+      .map((o) => `<option value="${esc(o.value)}">${esc(o.label)}</option>`)
+      .join('');
     if (options.some((o) => o.value === keep)) select.value = keep;
   }
 
@@ -337,7 +339,15 @@
               points: { show: spec.id === 'latency', size: 7, fill: stroke },
             })),
           ],
-          axes: [{}, { size: 50 }],
+          axes: [
+            {},
+            {
+              size: 60,
+              // Latencies reach the minSyncPeriod (seconds); counts stay plain.
+              values: (u, vals) =>
+                vals.map((v) => (spec.id === 'latency' && v >= 1000 ? `${v / 1000} s` : String(v))),
+            },
+          ],
         },
         chartData(node, spec),
         holder,
@@ -432,34 +442,28 @@
       for (let j = i - 3; j <= i + 3; j++) if (changed(j)) return true;
       return false;
     };
-    const frag = document.createDocumentFragment();
-    let plain = [];
-    let gap = false;
-    const flush = () => {
-      if (plain.length > 0) frag.append(document.createTextNode(plain.join('\n') + '\n'));
-      plain = [];
+    // Consecutive lines of one kind go in one node: a ruleset of 1,000 Services is a few nodes, not 10,000.
+    const runs = [];
+    const push = (kind, line) => {
+      const last = runs[runs.length - 1];
+      if (last && last.kind === kind) last.lines.push(line);
+      else runs.push({ kind, lines: [line] });
     };
     for (let i = 0; i <= c.lines.length; i++) {
-      for (const line of removedBefore.get(i) ?? []) {
-        flush();
-        frag.append(el('span', { class: 'del', text: `- ${line}` }));
-      }
+      for (const line of removedBefore.get(i) ?? []) push('del', `- ${line}`);
       if (i === c.lines.length) break;
       const line = c.lines[i];
-      if (added.has(i)) {
-        flush();
-        frag.append(el('span', { class: 'add', text: `+ ${line}` }));
-        gap = false;
-      } else if (!onlyChanges || near(i)) {
-        plain.push(`  ${line}`);
-        gap = false;
-      } else if (!gap) {
-        flush();
-        frag.append(el('span', { class: 'gap', text: '  …' }));
-        gap = true;
-      }
+      if (added.has(i)) push('add', `+ ${line}`);
+      else if (!onlyChanges || near(i)) push('plain', `  ${line}`);
+      else if (runs[runs.length - 1]?.kind !== 'gap') push('gap', '  …');
     }
-    flush();
+    const frag = document.createDocumentFragment();
+    for (const r of runs) {
+      const text = r.lines.join('\n');
+      frag.append(
+        r.kind === 'plain' ? document.createTextNode(`${text}\n`) : el('span', { class: r.kind, text }),
+      );
+    }
     $('ruleset-text').replaceChildren(frag);
     const first = $('ruleset-text').querySelector('.add') ?? $('ruleset-text').querySelector('.del');
     if (first) $('ruleset-text').scrollTop = Math.max(0, first.offsetTop - $('ruleset-text').offsetTop - 60);
