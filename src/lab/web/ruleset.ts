@@ -93,6 +93,8 @@ export async function captureRuleset(
  */
 export class RulesetTracker {
   private readonly last = new Map<string, RulesetCapture>();
+  /** Each node's tables as they were before its last sync: a read after the sync shows the sync's whole effect. */
+  private readonly beforeSync = new Map<string, readonly string[]>();
   private readonly busy = new Map<string, Promise<void>>();
   private readonly again = new Map<string, CaptureReason>();
 
@@ -124,11 +126,19 @@ export class RulesetTracker {
     return p;
   }
 
-  /** Keeps (and hands on) a capture; one not caused by a sync only when the text changed. */
+  /**
+   * Keeps (and hands on) a capture; one not caused by a sync only when the text changed. A read after a sync is
+   * diffed against the tables before that sync (the sync and what the proxy did right after it, together); a
+   * periodic read against the read before.
+   */
   record(c: Omit<RulesetCapture, 'diff' | 'why'>, why: CaptureReason = 'sync'): RulesetCapture {
     const prev = this.last.get(c.node);
     if (prev && why !== 'sync' && sameLines(prev.lines, c.lines)) return prev;
-    const full: RulesetCapture = prev ? { ...c, why, diff: diffLines(prev.lines, c.lines) } : { ...c, why };
+    if (why === 'sync') {
+      if (prev) this.beforeSync.set(c.node, prev.lines);
+    } else if (why === 'poll') this.beforeSync.delete(c.node);
+    const base = (why === 'after-sync' ? this.beforeSync.get(c.node) : undefined) ?? prev?.lines;
+    const full: RulesetCapture = base ? { ...c, why, diff: diffLines(base, c.lines) } : { ...c, why };
     this.last.set(c.node, full);
     this.onCapture(full);
     return full;

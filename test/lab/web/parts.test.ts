@@ -257,10 +257,23 @@ test('reads without a sync are shown only when the tables changed, and say why t
   tracker.record(capture(['table ip kube-proxy {', '}']), 'after-sync');
   tracker.record(capture(['table ip kube-proxy {', '}']), 'poll');
   tracker.record(capture(['table ip kube-proxy {', '}']), 'sync');
+  // A sync adds a chain; right after it the proxy removes the other mode's leftovers: the read after the sync
+  // shows both, against the tables before the sync.
+  tracker.record(capture(['table ip kube-proxy {', 'chain x', '}', '-A KUBE-OLD']), 'poll');
+  tracker.record(capture(['table ip kube-proxy {', 'chain x', 'chain y', '}', '-A KUBE-OLD']), 'sync');
+  tracker.record(capture(['table ip kube-proxy {', 'chain x', 'chain y', '}']), 'after-sync');
   assert.deepEqual(got, [
     { why: 'sync', added: undefined },
     { why: 'after-sync', added: [] },
     { why: 'sync', added: [] },
+    { why: 'poll', added: [1, 3] },
+    { why: 'sync', added: [2] },
+    { why: 'after-sync', added: [2] },
   ]);
-  assert.equal(tracker.snapshot()[0]?.why, 'sync');
+  const last = tracker.snapshot()[0];
+  assert.deepEqual(
+    last?.diff?.removed.map((r) => r.line),
+    ['-A KUBE-OLD'],
+  );
+  assert.equal(last?.why, 'after-sync');
 });

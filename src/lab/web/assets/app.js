@@ -415,7 +415,11 @@
     panel.dataset.captured = String(c.t);
     panel.dataset.why = c.why;
     const d = c.diff;
-    const what = c.why === 'sync' ? 'the last sync' : 'since the read before,';
+    const what = {
+      sync: 'the last sync',
+      'after-sync': 'the last sync and what followed',
+      poll: 'since the read before,',
+    }[c.why];
     const summary = !d
       ? 'first read'
       : d.added.length + d.removed.length === 0
