@@ -341,18 +341,18 @@ describe('lab web: the lab, seen in a browser', { skip: gate.skip, timeout: 1_80
 
   test('1,000 Services: the page shows them all and keeps up (times printed, not asserted)', async () => {
     await step('services-1000', async () => {
-      const list = {
+      const service = (i: number): object => ({
         apiVersion: 'v1',
-        kind: 'List',
-        items: Array.from({ length: 1000 }, (_, i) => ({
-          apiVersion: 'v1',
-          kind: 'Service',
-          metadata: { name: `bulk-${String(i).padStart(4, '0')}`, namespace: 'svc' },
-          spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
-        })),
-      };
+        kind: 'Service',
+        metadata: { name: `bulk-${String(i).padStart(4, '0')}`, namespace: 'svc' },
+        spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
+      });
       const t0 = Date.now();
-      await k().run(['apply', '-f', '-'], stringify(list));
+      // Four `kubectl create` of 250 each: one kubectl of 1,000 can pass the helper's 60 s on a busy machine.
+      for (let part = 0; part < 4; part++) {
+        const items = Array.from({ length: 250 }, (_, i) => service(part * 250 + i));
+        await k().run(['create', '-f', '-'], stringify({ apiVersion: 'v1', kind: 'List', items }));
+      }
       const applied = Date.now() - t0;
       await inPage(ALL_SERVICES, 120_000, 100);
       const shownAll = Date.now() - t0;
@@ -397,7 +397,7 @@ describe('lab web: the lab, seen in a browser', { skip: gate.skip, timeout: 1_80
       );
       assert.equal(nodesProgrammed, true);
       const m = {
-        kubectlApplyMs: applied,
+        kubectlCreateMs: applied,
         allServicesOnPageMs: shownAll,
         allEndpointsOnPageMs: shownEndpoints,
         oneServiceChangeOnPageMs: oneChange,
