@@ -231,6 +231,31 @@ describe('lab web: the lab, seen in a browser', { skip: gate.skip, timeout: 1_80
     });
   });
 
+  test('bad input gets a clear message in the page, and the page stays live', async () => {
+    await step('bad-input', async () => {
+      // Choices the pickers would not offer: a Service that does not exist, a trace target no name resolves.
+      await p().evaluate(`(() => {
+        const add = (id, value) => { const o = document.createElement('option'); o.value = value; o.textContent = value; document.getElementById(id).append(o); document.getElementById(id).value = value; };
+        add('explain-service', 'svc/no-such-service');
+      })()`);
+      await p().click('#explain-run');
+      await p().waitForSelector('#explain-out[data-state="error"]', { timeout: 60_000 });
+      assert.match(
+        await p().innerText('#explain-out .error'),
+        /Service "no-such-service" not found in namespace "svc"/,
+      );
+      await p().evaluate(`(() => {
+        const o = document.createElement('option'); o.value = 'nowhere.example:80'; o.textContent = o.value;
+        document.getElementById('trace-to').append(o); document.getElementById('trace-to').value = o.value;
+      })()`);
+      await p().click('#trace-run');
+      await p().waitForSelector('#trace-out[data-state="error"]', { timeout: 60_000 });
+      assert.match(await p().innerText('#trace-out .error'), /nowhere\.example is no IP, node/);
+      assert.equal(await p().getAttribute('#conn', 'data-state'), 'open', 'the feed is still live');
+      await p().selectOption('#explain-service', 'svc/web');
+    });
+  });
+
   test('a trace from a pod to web’s ClusterIP is drawn, naming the endpoint that answered', async () => {
     await step('trace', async () => {
       const pods = await webPods();
@@ -299,6 +324,10 @@ describe('lab web: the lab, seen in a browser', { skip: gate.skip, timeout: 1_80
       );
       console.log(`# churn on worker, as the page charts it: ${JSON.stringify(d)}`);
       measurements.churn = d;
+      // For the picture: the other node's last changes synced too.
+      await waitFor('control-plane’s pending back at 0', 60_000, async () =>
+        (await chartData('control-plane')).pending === 0 ? true : undefined,
+      );
       await shot('churn', '#proxies');
       await shot('experiments', '#experiments');
     });
