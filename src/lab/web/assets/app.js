@@ -755,6 +755,9 @@
     });
     on('sync', (m) => {
       state.syncs.push(m);
+      // A page left open for hours keeps only what its charts can show.
+      const cut = windowStart();
+      if (state.syncs[0].t < cut) state.syncs = state.syncs.filter((x) => x.t >= cut);
       mark('charts');
     });
     on('ruleset', (c) => {
