@@ -73,10 +73,10 @@ export default tseslint.config(
   },
   ...layerRules,
   {
-    // The lab web view's page: plain browser JavaScript, served as written (src/lab/web/assets/).
+    // The lab web view's page: plain browser JavaScript modules, served as written (src/lab/web/assets/).
     files: ['src/lab/web/assets/**/*.js'],
     languageOptions: {
-      sourceType: 'script',
+      sourceType: 'module',
       globals: {
         window: 'readonly',
         document: 'readonly',

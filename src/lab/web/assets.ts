@@ -1,4 +1,4 @@
-// The page's files: ours (src/lab/web/assets/, plain JavaScript and CSS, served as written: no bundler, no build
+// The page's files: ours (src/lab/web/assets/, plain JavaScript modules and CSS, served as written: no bundler, no build
 // step) and uPlot's (its own dist files, from node_modules). All read once at start; the page loads nothing from
 // anywhere else, so it works with no network.
 import { existsSync, readFileSync } from 'node:fs';
@@ -30,12 +30,23 @@ function typeOf(name: string): string {
   return TYPES[name.slice(name.lastIndexOf('.'))] ?? 'application/octet-stream';
 }
 
+/** The page's own files: its modules (app.js imports the others) and its style. */
+export const PAGE_FILES = [
+  'app.js',
+  'state.js',
+  'dom.js',
+  'cluster.js',
+  'charts.js',
+  'ruleset.js',
+  'actions.js',
+  'style.css',
+] as const;
+
 export function loadAssets(): { indexHtml: string; assets: Map<string, WebAsset> } {
   const dir = assetsDir();
   const uplot = dirname(createRequire(import.meta.url).resolve('uplot'));
   const files: [string, string][] = [
-    ['/assets/app.js', join(dir, 'app.js')],
-    ['/assets/style.css', join(dir, 'style.css')],
+    ...PAGE_FILES.map((f): [string, string] => [`/assets/${f}`, join(dir, f)]),
     ['/assets/uPlot.iife.min.js', join(uplot, 'uPlot.iife.min.js')],
     ['/assets/uPlot.min.css', join(uplot, 'uPlot.min.css')],
   ];
