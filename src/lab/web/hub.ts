@@ -81,6 +81,8 @@ export class EventHub {
   constructor(
     private readonly snapshot: () => WebSnapshot,
     private readonly maxBufferedBytes = 8 * 1024 * 1024,
+    /** Called after a page got its snapshot (the server then brings what it skipped with no page open). */
+    private readonly onAttach: () => void = () => undefined,
   ) {}
 
   get size(): number {
@@ -91,6 +93,7 @@ export class EventHub {
   attach(client: Client): () => void {
     this.clients.add(client);
     client.write(sseMessage('snapshot', this.snapshot()));
+    this.onAttach();
     return () => this.clients.delete(client);
   }
 

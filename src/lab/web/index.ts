@@ -46,8 +46,17 @@ export interface LabWeb {
 export async function startLabWeb(o: LabWebOptions): Promise<LabWeb> {
   const windowMs = o.windowMs ?? 5 * 60_000;
   const history = new MetricsHistory(windowMs);
+  // Nodes that synced while no page was open (or were never read): a page opening reads them.
+  const unread = new Set<string>(o.nodes.map((n) => n.name));
   // The hub asks for a snapshot only when a page connects, after everything below exists.
-  const hub: EventHub = new EventHub(() => snapshot());
+  const hub: EventHub = new EventHub(
+    () => snapshot(),
+    undefined,
+    () => {
+      for (const node of unread) void rulesets.request(node, 'opened');
+      unread.clear();
+    },
+  );
   let flushTimer: NodeJS.Timeout | undefined;
   const view = new ClusterView(o.store, () => {
     // A burst of writes (a scale, 1,000 Services) goes out as one message a quarter second later.
@@ -95,6 +104,8 @@ export async function startLabWeb(o: LabWebOptions): Promise<LabWeb> {
     onSync: (mark) => {
       history.addSync(mark);
       hub.publish({ event: 'sync', data: mark });
+      // The tables are read only for a page to show: with none open, the next page to open reads them.
+      if (hub.size === 0) return void unread.add(mark.node);
       void rulesets.request(mark.node, 'sync');
       // What the proxy does right after a sync (the other mode's leftovers, stale chains) shows a moment later.
       const timer = setTimeout(() => {
@@ -105,9 +116,9 @@ export async function startLabWeb(o: LabWebOptions): Promise<LabWeb> {
     },
   });
   const afterSync = new Set<NodeJS.Timeout>();
-  // Changes made outside a sync (by hand: `nft delete element …`) show within this.
+  // Changes made outside a sync (by hand: `nft delete element …`) show within this, while a page is open.
   const poll = setInterval(() => {
-    for (const n of o.nodes) void rulesets.request(n.name, 'poll');
+    if (hub.size > 0) for (const n of o.nodes) void rulesets.request(n.name, 'poll');
   }, o.rulesetPollMs ?? 15_000);
   const { indexHtml, assets } = loadAssets();
   let server;

@@ -9,8 +9,11 @@
 import type { CommandRunner } from '../../netfilter/command.js';
 import { diffLines, type LineDiff } from './line-diff.js';
 
-/** Why the tables were read: a sync, a few seconds after one, or the periodic read. */
-export type CaptureReason = 'sync' | 'after-sync' | 'poll';
+/**
+ * Why the tables were read: a sync, a few seconds after one, the periodic read, or a page opening after syncs no
+ * page watched (reads are made only while a page is open).
+ */
+export type CaptureReason = 'sync' | 'after-sync' | 'poll' | 'opened';
 
 export interface RulesetCapture {
   readonly node: string;
@@ -98,9 +101,16 @@ export class RulesetTracker {
   private readonly busy = new Map<string, Promise<void>>();
   private readonly again = new Map<string, CaptureReason>();
 
+  private readonly lastRead = new Map<string, number>();
+
   constructor(
     private readonly capture: (node: string) => Promise<Omit<RulesetCapture, 'diff' | 'why'>>,
     private readonly onCapture: (c: RulesetCapture) => void,
+    /**
+     * At least this long between two reads of one node (default 2 s): under churn a proxy syncs every second, and
+     * reading 1,000 Services' tables that often would cost the node more than the page is worth.
+     */
+    private readonly minGapMs = 2000,
   ) {}
 
   request(node: string, why: CaptureReason = 'sync'): Promise<void> {
@@ -113,7 +123,12 @@ export class RulesetTracker {
     const p = (async () => {
       let reason: CaptureReason | undefined = why;
       while (reason !== undefined) {
+        const wait = (this.lastRead.get(node) ?? -Infinity) + this.minGapMs - Date.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        // A sync asked for while waiting makes this read a sync's.
+        if (this.again.get(node) === 'sync') reason = 'sync';
         this.again.delete(node);
+        this.lastRead.set(node, Date.now());
         try {
           this.record(await this.capture(node), reason);
         } catch {
@@ -136,7 +151,7 @@ export class RulesetTracker {
     if (prev && why !== 'sync' && sameLines(prev.lines, c.lines)) return prev;
     if (why === 'sync') {
       if (prev) this.beforeSync.set(c.node, prev.lines);
-    } else if (why === 'poll') this.beforeSync.delete(c.node);
+    } else if (why === 'poll' || why === 'opened') this.beforeSync.delete(c.node);
     const base = (why === 'after-sync' ? this.beforeSync.get(c.node) : undefined) ?? prev?.lines;
     const full: RulesetCapture = base ? { ...c, why, diff: diffLines(base, c.lines) } : { ...c, why };
     this.last.set(c.node, full);

@@ -148,6 +148,7 @@ test('the tracker diffs each capture against the node’s one before, and runs o
       return { node, t: n, holds: { nftables: true, iptables: false }, lines, commands: [] };
     },
     (c) => got.push({ added: c.diff?.added }),
+    0,
   );
   await tracker.request('worker');
   const second = tracker.request('worker');

@@ -34,6 +34,7 @@ export function renderRuleset() {
     sync: 'the last sync',
     'after-sync': 'the last sync and what followed',
     poll: 'since the read before,',
+    opened: 'since the read before,',
   }[c.why];
   const summary = !d
     ? 'first read'
@@ -44,6 +45,7 @@ export function renderRuleset() {
     sync: 'right after its sync',
     'after-sync': 'a few seconds after its sync (what the proxy did after it: leftovers, stale chains)',
     poll: 'without a sync (changed by hand, or by the proxy between syncs)',
+    opened: 'when a page opened (the tables are read only while a page is open)',
   }[c.why];
   $('ruleset-head').replaceChildren(
     el('div', {
