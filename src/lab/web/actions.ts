@@ -186,13 +186,19 @@ export class LabActions {
       '-o',
       'json',
     ];
-    return { command: shellLine(['kube-proxy-ts', ...args]), result: await this.cliJson(args) };
+    return {
+      command: shellLine(['kube-proxy-ts', ...args], this.o.stateDir),
+      result: await this.cliJson(args),
+    };
   }
 
   /** `kube-proxy-ts lab trace FROM TO -o json`: the request and each node's path. */
   async trace(from: string, to: string): Promise<unknown> {
     const args = ['lab', 'trace', from, to, '--timeout', '15', '-o', 'json', '--state-dir', this.o.stateDir];
-    return { command: shellLine(['kube-proxy-ts', ...args]), result: await this.cliJson(args) };
+    return {
+      command: shellLine(['kube-proxy-ts', ...args], this.o.stateDir),
+      result: await this.cliJson(args),
+    };
   }
 
   private async cliJson(args: readonly string[]): Promise<unknown> {
@@ -207,7 +213,16 @@ export class LabActions {
   }
 }
 
-/** argv as one shell line, quoted where needed (what the page shows the user to type). */
-export function shellLine(argv: readonly string[]): string {
-  return argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
+/**
+ * argv as one shell line, quoted where needed (what the page shows the user to type). Paths under the lab's state
+ * directory read "$LAB/…", as the walkthrough writes them.
+ */
+export function shellLine(argv: readonly string[], stateDir?: string): string {
+  return argv
+    .map((a) => {
+      if (stateDir !== undefined && (a === stateDir || a.startsWith(`${stateDir}/`)))
+        return `"$LAB${a.slice(stateDir.length)}"`;
+      return /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
+    })
+    .join(' ');
 }

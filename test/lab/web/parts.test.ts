@@ -238,6 +238,13 @@ test('the experiments are the walkthrough’s kubectl lines, and the page shows 
     shellLine(['kube-proxy-ts', 'lab', 'trace', 'svc/web-1', "it's"]),
     "kube-proxy-ts lab trace svc/web-1 'it'\\''s'",
   );
+  assert.equal(
+    shellLine(
+      ['kube-proxy-ts', 'explain', '--kubeconfig', '/run/lab/kubeconfig', '--state-dir', '/run/lab'],
+      '/run/lab',
+    ),
+    'kube-proxy-ts explain --kubeconfig "$LAB/kubeconfig" --state-dir "$LAB"',
+  );
 });
 
 test('reads without a sync are shown only when the tables changed, and say why they were made', () => {
