@@ -73,6 +73,22 @@ export default tseslint.config(
   },
   ...layerRules,
   {
+    // The lab web view's page: plain browser JavaScript modules, served as written (src/lab/web/assets/).
+    files: ['src/lab/web/assets/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: {
+        window: 'readonly',
+        document: 'readonly',
+        Node: 'readonly',
+        performance: 'readonly',
+        devicePixelRatio: 'readonly',
+        fetch: 'readonly',
+        EventSource: 'readonly',
+      },
+    },
+  },
+  {
     files: ['scripts/**/*.mjs'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },

@@ -13,6 +13,8 @@ command -v nfacct >/dev/null 2>&1 || need_apt+=(nfacct)
 command -v kubectl >/dev/null 2>&1 || need_apt+=(kubernetes-client)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v modprobe >/dev/null 2>&1 || need_apt+=(kmod)
+# The lab web view's browser tests drive Debian's chromium (playwright-core never downloads a browser).
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then

@@ -56,6 +56,8 @@ Commands:
             sustained churn with traffic flowing, faults on request, and a report of failed requests
             by kind, network programming latency, connections surviving proxy restarts, stale UDP
             conntrack entries (see lab soak --help)
+  web       print the URL of the lab's web view (live cluster, proxy counters, rulesets, explain,
+            trace, experiments; 127.0.0.1 only, the URL carries its token)
   kubeconfig
             print the path of the lab's kubeconfig (export KUBECONFIG=$(kube-proxy-ts lab kubeconfig))
   apiserver [--listen 127.0.0.1:PORT] [--kubeconfig-out PATH] [--nodes N]
@@ -335,6 +337,10 @@ export async function labCommand(argv: readonly string[]): Promise<number> {
     }
     case 'load':
       return loadCommand(rest);
+    case 'web': {
+      const { labWebCommand } = await import('./lab-web.js');
+      return labWebCommand(rest, defaultStateDir());
+    }
     case 'relay':
       return relayCommand(rest);
     case 'apiserver':

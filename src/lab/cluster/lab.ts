@@ -42,6 +42,7 @@ import {
 import { startSocketBridge, type Bridge } from './relay.js';
 import { acquireLabLock, readLabState, writeLabState, type LabState } from './state.js';
 import { Supervised } from './supervisor.js';
+import { startLabWeb, type LabWeb } from '../web/index.js';
 import { removeLabLeftovers, removeStateDir } from './teardown.js';
 import {
   WEB,
@@ -86,6 +87,11 @@ export interface LabOptions {
    * rollout restart ds kube-proxy` applies an edit.
    */
   readonly followConfigMap?: boolean;
+  /**
+   * Serve the web view on 127.0.0.1 (default true): its URL, with the token, goes to progress and the state file
+   * (`lab web` prints it). `port` picks its port (default: a free one).
+   */
+  readonly web?: boolean | { readonly port?: number };
 }
 
 /** How long one API server outage lasts when `lab up` is sent SIGUSR2 (the soak's --apiserver-outage-every). */
@@ -124,6 +130,8 @@ export interface Lab {
   readonly kubeconfigPath: string;
   readonly nodes: readonly NodeHandle[];
   readonly runner: CommandRunner;
+  /** The web view, unless `web: false`. */
+  readonly web?: LabWeb;
   /** Resolves when the lab stopped (stop() was called, or it failed); a crash is not noticed here, by design. */
   readonly stopped: Promise<void>;
   /**
@@ -358,12 +366,13 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     });
     serverRef.current = server;
     cleanups.push(() => server.stop());
-    writeLabState(paths.stateFile, {
+    const serverState: LabState = {
       ...baseState,
       apiserverURL: server.url,
       token: server.token,
       caPem: server.caPem ?? '',
-    });
+    };
+    writeLabState(paths.stateFile, serverState);
 
     // Service names: every namespace's hosts file follows the Services (debounced: a burst writes once).
     let hostsTimer: NodeJS.Timeout | undefined;
@@ -441,6 +450,24 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
       await lifecycle?.stopProcesses(5000);
       await Promise.all(nodes.map((n) => n.relay.stop()));
     });
+    let web: LabWeb | undefined;
+    if (options.web !== false) {
+      const port = typeof options.web === 'object' ? options.web.port : undefined;
+      web = await startLabWeb({
+        store: server.store,
+        runner,
+        paths,
+        prefix,
+        nodes: layout.nodes.map((n) => ({ name: n.name, namespace: n.namespace })),
+        startedAt: baseState.startedAt,
+        nodeEnv: (node) => nodeEnvironment(paths, node, options.iptables, process.env.PATH ?? ''),
+        ...(port !== undefined ? { port } : {}),
+      });
+      const running = web;
+      cleanups.push(() => running.close());
+      writeLabState(paths.stateFile, { ...serverState, webURL: web.url });
+      progress(`web view (this host only, with its token): ${web.url}`);
+    }
     progress('starting a relay on every node, and DaemonSet kube-system/kube-proxy');
     for (const n of nodes) n.relay.start();
     for (const [kind, obj] of [
@@ -517,6 +544,7 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
       kubeconfigPath: paths.kubeconfig,
       nodes,
       runner,
+      ...(web ? { web } : {}),
       stopped,
       stop,
       apiServerOutage: (ms) => {

@@ -21,6 +21,8 @@ export interface LabState {
   readonly apiserverURL: string;
   readonly token: string;
   readonly caPem: string;
+  /** The web view's URL, with its token (absent when the lab serves none). */
+  readonly webURL?: string;
 }
 
 export type StateRead =
@@ -59,6 +61,7 @@ export function readLabState(path: string): StateRead {
     raw.nftablesLayout === undefined || raw.nftablesLayout === 'upstream' || raw.nftablesLayout === 'flat',
   );
   for (const name of ['startedAt', 'apiserverURL', 'token', 'caPem']) want(name, isString(raw[name]));
+  want('webURL', raw.webURL === undefined || isString(raw.webURL));
   if (problems.length > 0)
     return {
       ok: false,
