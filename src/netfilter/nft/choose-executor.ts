@@ -58,6 +58,6 @@ export function chooseNftExecutors(
   return {
     kind: 'library',
     reason: `${lib.soname} in this process, one context per table`,
-    create: (ref) => new NftLibraryExecutor(ref, lib.newContext()),
+    create: (ref) => new NftLibraryExecutor(ref, lib.newContext(), commands),
   };
 }

@@ -20,8 +20,6 @@ export interface LibnftablesResult {
 export interface LibnftablesContext {
   /** `nft [-c] -f FILE` of `text`: a transaction (checkOnly: parsed and checked against the kernel, not applied). */
   runText(text: string, checkOnly: boolean): Promise<LibnftablesResult>;
-  /** One command line, as `nft [--json] [--terse] COMMAND…` runs it (the listings). */
-  runCommand(command: string, output: { json: boolean; terse: boolean }): Promise<LibnftablesResult>;
   /** Frees the context (its socket). Later calls reject. */
   close(): void;
 }
@@ -34,10 +32,7 @@ export interface Libnftables {
 
 export const LIBNFTABLES_SONAME = 'libnftables.so.1';
 
-// libnftables.h (nft 0.9.3 and later; unchanged since): output flags of nft_ctx_output_set_flags.
-const NFT_CTX_OUTPUT_JSON = 1 << 4;
-const NFT_CTX_OUTPUT_TERSE = 1 << 11;
-// nft_ctx_new's only flag value.
+// libnftables.h: nft_ctx_new's only flag value.
 const NFT_CTX_DEFAULT = 0;
 // memfd_create(2)'s MFD_CLOEXEC.
 const MFD_CLOEXEC = 1;
@@ -72,10 +67,7 @@ interface Bindings {
   bufferError: CFunction<[CtxPointer], number>;
   outputBuffer: CFunction<[CtxPointer], string | null>;
   errorBuffer: CFunction<[CtxPointer], string | null>;
-  getFlags: CFunction<[CtxPointer], number>;
-  setFlags: CFunction<[CtxPointer, number], void>;
   setDryRun: CFunction<[CtxPointer, boolean], void>;
-  runBuffer: CFunction<[CtxPointer, string], number>;
   runFile: CFunction<[CtxPointer, string], number>;
   memfdCreate: CFunction<[string, number], number>;
 }
@@ -119,23 +111,17 @@ class Context implements LibnftablesContext {
     return this.#ctx;
   }
 
-  /** Runs `call` with the context's output flags and dry-run set as asked, and reads both buffers after it. */
-  async #call(
-    call: (ctx: CtxPointer) => Promise<number>,
-    setup: { flags: number; dryRun: boolean },
-  ): Promise<LibnftablesResult> {
+  /** Runs `call` with dry-run set as asked, and reads both buffers after it. */
+  async #call(call: (ctx: CtxPointer) => Promise<number>, dryRun: boolean): Promise<LibnftablesResult> {
     return serialized(async () => {
       const ctx = this.#live();
       const b = this.#b;
-      const before = b.getFlags(ctx);
-      b.setFlags(ctx, (before & ~(NFT_CTX_OUTPUT_JSON | NFT_CTX_OUTPUT_TERSE)) | setup.flags);
-      b.setDryRun(ctx, setup.dryRun);
+      b.setDryRun(ctx, dryRun);
       let rc: number;
       try {
         rc = await call(ctx);
       } finally {
         b.setDryRun(ctx, false);
-        b.setFlags(ctx, before);
       }
       // Each read returns what was written since the last one and empties the buffer.
       const stdout = b.outputBuffer(ctx) ?? '';
@@ -145,28 +131,20 @@ class Context implements LibnftablesContext {
   }
 
   runText(text: string, checkOnly: boolean): Promise<LibnftablesResult> {
-    return this.#call(
-      async (ctx) => {
-        // nft reads a buffer fine, but reports an error in one without its line ("Error: …" and the buffer's
-        // first line); a file's errors carry `FILE:LINE:COL` and the failing line itself, as `nft -f -` prints
-        // them. So the text goes through an anonymous in-memory file (memfd), which nft opens by its /proc path.
-        const fd = this.#b.memfdCreate('kube-proxy-ts-nft', MFD_CLOEXEC);
-        if (fd < 0) throw new Error('memfd_create failed');
-        try {
-          const bytes = Buffer.from(text, 'utf8');
-          for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at, bytes.length - at);
-          return await callAsync(this.#b.runFile, ctx, `/proc/self/fd/${fd}`);
-        } finally {
-          closeSync(fd);
-        }
-      },
-      { flags: 0, dryRun: checkOnly },
-    );
-  }
-
-  runCommand(command: string, output: { json: boolean; terse: boolean }): Promise<LibnftablesResult> {
-    const flags = (output.json ? NFT_CTX_OUTPUT_JSON : 0) | (output.terse ? NFT_CTX_OUTPUT_TERSE : 0);
-    return this.#call((ctx) => callAsync(this.#b.runBuffer, ctx, command), { flags, dryRun: false });
+    return this.#call(async (ctx) => {
+      // nft reads a buffer fine, but reports an error in one without its line ("Error: …" and the buffer's
+      // first line); a file's errors carry `FILE:LINE:COL` and the failing line itself, as `nft -f -` prints
+      // them. So the text goes through an anonymous in-memory file (memfd), which nft opens by its /proc path.
+      const fd = this.#b.memfdCreate('kube-proxy-ts-nft', MFD_CLOEXEC);
+      if (fd < 0) throw new Error('memfd_create failed');
+      try {
+        const bytes = Buffer.from(text, 'utf8');
+        for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at, bytes.length - at);
+        return await callAsync(this.#b.runFile, ctx, `/proc/self/fd/${fd}`);
+      } finally {
+        closeSync(fd);
+      }
+    }, checkOnly);
   }
 
   close(): void {
@@ -204,10 +182,7 @@ export function loadLibnftables(soname: string = LIBNFTABLES_SONAME): Libnftable
       bufferError: fn(lib, 'int nft_ctx_buffer_error(void *ctx)'),
       outputBuffer: fn(lib, 'const char *nft_ctx_get_output_buffer(void *ctx)'),
       errorBuffer: fn(lib, 'const char *nft_ctx_get_error_buffer(void *ctx)'),
-      getFlags: fn(lib, 'unsigned int nft_ctx_output_get_flags(void *ctx)'),
-      setFlags: fn(lib, 'void nft_ctx_output_set_flags(void *ctx, unsigned int flags)'),
       setDryRun: fn(lib, 'void nft_ctx_set_dry_run(void *ctx, bool dry)'),
-      runBuffer: fn(lib, 'int nft_run_cmd_from_buffer(void *ctx, const char *buf)'),
       runFile: fn(lib, 'int nft_run_cmd_from_filename(void *ctx, const char *filename)'),
       memfdCreate: fn(libc, 'int memfd_create(const char *name, unsigned int flags)'),
     };

@@ -14,7 +14,10 @@ if ('error' in lib) {
   process.exit(2);
 }
 const chosen = chooseNftExecutors('auto', hostCommandRunner);
-const records = await runScenario((ref) => new NftLibraryExecutor(ref, lib.newContext()), hostCommandRunner);
+const records = await runScenario(
+  (ref) => new NftLibraryExecutor(ref, lib.newContext(), hostCommandRunner),
+  hostCommandRunner,
+);
 process.stdout.write(
   JSON.stringify({ chosen: 'error' in chosen ? chosen : { kind: chosen.kind }, records }) + '\n',
 );

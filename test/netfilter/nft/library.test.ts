@@ -8,7 +8,11 @@ import { after, before, describe, test } from 'node:test';
 import { hostCommandRunner, netnsCommandRunner } from '../../../src/netfilter/command.js';
 import { chooseNftExecutors } from '../../../src/netfilter/nft/choose-executor.js';
 import { NftCommandExecutor } from '../../../src/netfilter/nft/executor.js';
+import type { CommandRunner } from '../../../src/netfilter/command.js';
+import type { LibnftablesContext } from '../../../src/netfilter/nft/libnftables.js';
 import { loadLibnftables } from '../../../src/netfilter/nft/libnftables.js';
+import { LIBRARY_MAX_TEXT_BYTES, NftLibraryExecutor } from '../../../src/netfilter/nft/library-executor.js';
+import { NftTransaction } from '../../../src/netfilter/nft/transaction.js';
 import { kernelOptions, runPrefix } from '../../helpers/kernel.js';
 import type { ScenarioRecord } from './library-scenario.js';
 import { runScenario } from './library-scenario.js';
@@ -117,5 +121,43 @@ describe('choosing the executor', () => {
     const r = loadLibnftables('libnftables-kpts-missing.so.0');
     assert.ok('error' in r);
     assert.match(r.error, /libnftables-kpts-missing\.so\.0 did not load/);
+  });
+});
+
+describe('what the library executor sends where', () => {
+  const calls: string[] = [];
+  const ctx: LibnftablesContext = {
+    runText: async (text) => (calls.push(`library ${text.length}`), { code: 0, stdout: '', stderr: '' }),
+    close: () => {},
+  };
+  const commands: CommandRunner = {
+    run: async (cmd, args, o) => {
+      calls.push(`${cmd} ${args.join(' ')} ${o?.stdin?.length ?? ''}`.trim());
+      return {
+        code: 0,
+        stdout: '{"nftables": [{"table": {"family": "ip", "name": "kube-proxy"}}]}',
+        stderr: '',
+      };
+    },
+  };
+  const exec = new NftLibraryExecutor({ family: 'ip', table: 'kube-proxy' }, ctx, commands);
+
+  test('a delta goes to the library; a transaction over the limit and every listing to the nft command', async () => {
+    calls.length = 0;
+    await exec.run(
+      new NftTransaction().add('add', { kind: 'element', set: 'cluster-ips', key: ['198.18.0.1'] }),
+    );
+    const many = new NftTransaction();
+    const count = Math.ceil(LIBRARY_MAX_TEXT_BYTES / 12);
+    for (let i = 0; i < count; i++) {
+      many.add('add', { kind: 'element', set: 'cluster-ips', key: [`198.18.${(i >> 8) & 255}.${i & 255}`] });
+    }
+    await exec.run(many);
+    await exec.list();
+    assert.equal(calls.length, 3, calls.join('\n'));
+    assert.match(calls[0] ?? '', /^library \d+$/);
+    assert.match(calls[1] ?? '', /^nft -f - \d+$/);
+    assert.ok(Number(/\d+$/.exec(calls[1] ?? '')?.[0]) > LIBRARY_MAX_TEXT_BYTES);
+    assert.equal(calls[2], 'nft --json --terse list table ip kube-proxy');
   });
 });
