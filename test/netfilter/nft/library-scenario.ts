@@ -110,6 +110,10 @@ export async function runScenario(
       (e: unknown) => record('bad transaction', { error: errorOf(e) }),
     );
     if (exec.runText) {
+      // Checked, not applied (nft -c; the library's dry run): the table stays as it was.
+      await exec.runText(`add chain ${ref.family} kube-proxy checked-only\n`, [], true);
+      await record('check only');
+
       await exec.runText(`add rule ${ref.family} kube-proxy nat-prerouting bogus words\n`, [], false).then(
         () => record('syntax error', { error: { message: 'applied', code: 'none' } }),
         (e: unknown) => record('syntax error', { error: errorOf(e) }),

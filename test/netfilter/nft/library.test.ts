@@ -85,6 +85,7 @@ describe('the libnftables executor against nft -f', options, () => {
       /^INPUT:1:39-43: Error: No symbol type information\n/,
     );
     assert.equal(at('IPv6 listing a missing table')?.error?.code, 'NotFound');
+    assert.doesNotMatch(at('IPv4 check only')?.table ?? 'absent', /checked-only|absent/);
   });
 });
 
