@@ -44,6 +44,14 @@ const MFD_CLOEXEC = 1;
  */
 const ASYNC_STACK_BYTES = 8 * 1024 * 1024;
 
+/**
+ * A transaction text up to this size is applied on the calling thread, anything larger on a koffi worker thread.
+ * A delta (a one-endpoint change is two to five element operations) takes nft ≈ 0.1–1 ms, less than a sync's own
+ * rendering; handing it to a worker thread and back costs two thread wake-ups, which on a loaded machine each wait
+ * for a CPU (measured: see docs/nftables-layouts.md). 64 KiB is ≈ 700 element operations.
+ */
+const SYNC_MAX_BYTES = 64 * 1024;
+
 type Callback<T> = (err: unknown, result: T) => void;
 /** A C function as koffi gives it: callable, and `.async` on a worker thread with a node-style callback. */
 interface CFunction<A extends unknown[], R> {
@@ -140,7 +148,10 @@ class Context implements LibnftablesContext {
       try {
         const bytes = Buffer.from(text, 'utf8');
         for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at, bytes.length - at);
-        return await callAsync(this.#b.runFile, ctx, `/proc/self/fd/${fd}`);
+        const path = `/proc/self/fd/${fd}`;
+        return bytes.length <= SYNC_MAX_BYTES
+          ? this.#b.runFile(ctx, path)
+          : await callAsync(this.#b.runFile, ctx, path);
       } finally {
         closeSync(fd);
       }
