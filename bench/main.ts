@@ -4,10 +4,13 @@
 //
 // Each (mode, size) runs in a fresh Node process (each iptables back end counts as a mode), so its peak RSS is
 // that run's alone (not the garbage of an earlier, smaller run or of another mode), and its first sync is cold.
+// That process runs inside the namespace (`ip netns exec`), as an agent runs inside its node's: it starts the
+// kernel tools directly, and libnftables' socket is in that namespace.
 // Run the compiled build to measure what a user runs: under tsx the loader's own thread adds ~25 MiB.
 //   npm run build; KPTS_BENCH_MODES=nftables KPTS_BENCH_SIZES=1000,10000 node dist/bench/main.js
-// KPTS_BENCH_MODES: nftables, nftables-flat, iptables, render (default all); KPTS_BENCH_SIZES: Services (default
-// 1000,10000, and 100000 for nftables-flat); KPTS_BENCH_IPTABLES_VARIANTS: legacy,nft;
+// KPTS_BENCH_MODES: nftables, nftables-library, nftables-flat, nftables-flat-library, iptables, render (default
+// all; -library: libnftables in the bench's process instead of the nft command); KPTS_BENCH_SIZES: Services
+// (default 1000,10000, and 100000 for the flat layout); KPTS_BENCH_IPTABLES_VARIANTS: legacy,nft;
 // KPTS_BENCH_IPTABLES_NFT_MAX: iptables-nft's largest size (1000). With both nftables layouts in the run, an SVG
 // plot of their full-sync and one-endpoint times against size is written (KPTS_BENCH_PLOT, default
 // bench-results/nftables-layouts.svg).
@@ -16,8 +19,8 @@
 // - What is timed is what a user waits for: from the moment the API objects are handed in (Services and
 //   EndpointSlices into the real change trackers: BenchCluster.load or setSlice) until backend.sync() has
 //   resolved, the kernel programmed. total = that wall time. Nothing of the sync happens outside it.
-// - kernel = the kernel tools' own run time only: for nftables the backend's kernelMs (nft -f applying the
-//   transaction, and waiting on nft's listing on a full sync); for iptables restoreMs + saveMs (iptables-restore
+// - kernel = the kernel tools' own run time only: for nftables the backend's kernelMs (nft -f, or the library
+//   call, applying the transaction, and waiting on nft's listing on a full sync); for iptables restoreMs + saveMs (iptables-restore
 //   and iptables-save running). own = total - kernel: everything else is ours, including the model, the
 //   backend's render/diff/serialize, parsing iptables-save's output, iptables' base-chain step (our planning and
 //   the commands it runs) and the flock probes (legacy).
@@ -34,14 +37,25 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { AGENT_NODE_FLAGS } from '../src/util/node-flags.js';
-import { netnsCommandRunner } from '../src/netfilter/command.js';
+import { hostCommandRunner } from '../src/netfilter/command.js';
 import { iptablesBenches } from './iptables.js';
 import { benchContext, REPEATS } from './measure.js';
-import { nftablesBench, nftablesFlatBench } from './nftables.js';
+import {
+  nftablesBench,
+  nftablesFlatBench,
+  nftablesFlatLibraryBench,
+  nftablesLibraryBench,
+} from './nftables.js';
 import { writeLayoutPlot } from './plot.js';
 import type { BenchModule, BenchRow } from './types.js';
 
-const MODULES: readonly BenchModule[] = [nftablesBench, nftablesFlatBench, ...iptablesBenches];
+const MODULES: readonly BenchModule[] = [
+  nftablesBench,
+  nftablesLibraryBench,
+  nftablesFlatBench,
+  nftablesFlatLibraryBench,
+  ...iptablesBenches,
+];
 const labelOf = (m: BenchModule): string => m.label ?? m.mode;
 
 /** Set in the per-run child: `{ label, size, ns }`. */
@@ -118,11 +132,16 @@ function printTable(rows: readonly BenchRow[]): void {
   for (const l of lines) console.log(l.map((c, i) => c.padStart(widths[i] ?? 0)).join('  '));
 }
 
-/** Runs one (mode, size) in a fresh process (this script, same loader flags) and collects its rows. */
+/**
+ * Runs one (mode, size) in a fresh process (this script, same loader flags) inside the bench's namespace, and
+ * collects its rows. Inside, as an agent on a node: the kernel tools are run directly, and libnftables (whose
+ * socket is in the calling process's namespace) programs that namespace; this process never enters it.
+ */
 function runChild(label: string, size: number, ns: string): Promise<BenchRow[]> {
   return new Promise((resolve, reject) => {
     const script = process.argv[1] ?? '';
-    const child = spawn(process.execPath, [...process.execArgv, ...AGENT_NODE_FLAGS, script], {
+    const node = [process.execPath, ...process.execArgv, ...AGENT_NODE_FLAGS, script];
+    const child = spawn('ip', ['netns', 'exec', ns, ...node], {
       env: { ...process.env, [CHILD_ENV]: JSON.stringify({ label, size, ns }) },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
@@ -145,7 +164,10 @@ async function child(spec: string): Promise<void> {
   const { label, size, ns } = JSON.parse(spec) as { label: string; size: number; ns: string };
   const m = MODULES.find((x) => labelOf(x) === label);
   if (!m) throw new Error(`no bench module ${label}`);
-  const rows = await m.run(benchContext(netnsCommandRunner(ns), [size]));
+  // Everything below programs the namespace this process is in: make sure it is the bench's.
+  const here = await hostCommandRunner.run('ip', ['netns', 'identify', String(process.pid)]);
+  if (here.stdout.trim() !== ns) throw new Error(`bench child is not inside ${ns} (${here.stdout.trim()})`);
+  const rows = await m.run(benchContext(hostCommandRunner, [size]));
   process.stdout.write(ROWS_MARK + JSON.stringify(rows) + '\n');
 }
 

@@ -1,14 +1,22 @@
-// nftables mode benchmark, once per ruleset layout (upstream's, and flat: --nftables-layout): the first (full) sync
-// and a one-endpoint-change sync for N Services × E endpoints, timed from handing the objects to the trackers until
-// the sync resolved (bench/measure.ts), split into our own work and nft's, beside the floor (`nft -f` alone
-// applying the same transaction text; for the flat layout's cold start, which is cut into several transactions,
-// the same transactions one after another).
+// nftables mode benchmark, once per ruleset layout (upstream's, and flat: --nftables-layout) and per way of reaching
+// nft (--nft-executor: the `nft` command, a process per transaction, or libnftables in this process): the first
+// (full) sync and a one-endpoint-change sync for N Services × E endpoints, timed from handing the objects to the
+// trackers until the sync resolved (bench/measure.ts), split into our own work and nft's, beside the floor (nft
+// alone applying the same transaction text the same way: `nft -f`, or the library; for the flat layout's cold
+// start, which is cut into several transactions, the same transactions one after another).
+//
+// The bench process runs inside the bench's namespace (bench/main.ts starts it with `ip netns exec`), as an agent
+// runs inside its node's: the command is forked directly, and the library's socket is in that namespace.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NftablesBackend } from '../src/backends/nftables/backend.js';
 import type { NftablesLayout } from '../src/backends/nftables/layout.js';
 import { NFTABLES_LAYOUT_BY_NAME } from '../src/backends/nftables/layouts.js';
 import type { NftablesLayoutName } from '../src/config/nftables-layout.js';
 import type { CommandRunner } from '../src/netfilter/command.js';
+import type { NftInvoker } from '../src/netfilter/nft/executor.js';
+import { commandInvoker, NftCommandExecutor } from '../src/netfilter/nft/executor.js';
+import { loadLibnftables } from '../src/netfilter/nft/libnftables.js';
+import { libraryInvoker } from '../src/netfilter/nft/library-executor.js';
 import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
 import type { BackendSyncResult, NodeNetworkConfig } from '../src/sync/backend.js';
 import { masqueradeMarkFor } from '../src/sync/backend.js';
@@ -33,23 +41,27 @@ const NODE: NodeNetworkConfig = {
   serviceCIDRs: ['198.18.128.0/17'],
 };
 
+/** How the measured backend reaches nft: the command (`nft -f`) or libnftables in this process. */
+export type NftBenchExecutor = 'cli' | 'library';
+
 /**
- * Remembers the stdin of every `nft -f -` since forget() so the floor can replay exactly the same texts (a sync is
- * one transaction, but the flat layout's cold start is several).
+ * Remembers the text of every transaction applied since forget() so the floor can replay exactly the same texts
+ * (a sync is one transaction, but the flat layout's cold start is several).
  */
-function recording(base: CommandRunner): {
-  runner: CommandRunner;
+function recording(base: NftInvoker): {
+  invoker: NftInvoker;
   last: () => string;
   sinceForget: () => readonly string[];
   forget: () => void;
 } {
   let texts: string[] = [];
   return {
-    runner: {
-      run: (cmd, args, options) => {
-        if (cmd === 'nft' && args.includes('-f') && !args.includes('-c')) texts.push(options?.stdin ?? '');
-        return base.run(cmd, args, options);
+    invoker: {
+      applyText: (text, checkOnly) => {
+        if (!checkOnly) texts.push(text);
+        return base.applyText(text, checkOnly);
       },
+      listJson: (args, terse) => base.listJson(args, terse),
     },
     last: () => texts[texts.length - 1] ?? '',
     sinceForget: () => texts,
@@ -57,9 +69,17 @@ function recording(base: CommandRunner): {
   };
 }
 
-async function time(commands: CommandRunner, text: string): Promise<number> {
+/** nft reached as `executor` says: the command through `commands`, or a libnftables context of its own. */
+function invokerFor(executor: NftBenchExecutor, commands: CommandRunner): NftInvoker {
+  if (executor === 'cli') return commandInvoker(commands);
+  const lib = loadLibnftables();
+  if ('error' in lib) throw new Error(`the library rows need libnftables: ${lib.error}`);
+  return libraryInvoker(lib.newContext(), commands);
+}
+
+async function time(nft: NftInvoker, text: string): Promise<number> {
   const t0 = performance.now();
-  const r = await commands.run('nft', ['-f', '-'], { stdin: text });
+  const r = await nft.applyText(text, false);
   const ms = performance.now() - t0;
   if (r.code !== 0) throw new Error(`floor run failed: ${r.stderr.slice(0, 300)}`);
   return ms;
@@ -69,16 +89,31 @@ async function time(commands: CommandRunner, text: string): Promise<number> {
  * the listing nft prints while we render (and a stale-chain deletion's `nft -f` when one is due). */
 const nftKernelMs = (result: BackendSyncResult): number => result.timings.kernelMs;
 
-/** The rows' mode column for a layout. */
-export function nftablesModeLabel(layout: NftablesLayoutName): string {
-  return layout === 'upstream' ? 'nftables' : `nftables-${layout}`;
+/** The rows' mode column for a layout and executor: nftables, nftables-flat, nftables-flat-library, … */
+export function nftablesModeLabel(layout: NftablesLayoutName, executor: NftBenchExecutor = 'cli'): string {
+  return (
+    (layout === 'upstream' ? 'nftables' : `nftables-${layout}`) + (executor === 'library' ? '-library' : '')
+  );
 }
 
-async function runSize(ctx: BenchContext, services: number, layout: NftablesLayout): Promise<BenchRow[]> {
-  const mode = nftablesModeLabel(layout.name);
+async function runSize(
+  ctx: BenchContext,
+  services: number,
+  layout: NftablesLayout,
+  executor: NftBenchExecutor,
+): Promise<BenchRow[]> {
+  const mode = nftablesModeLabel(layout.name, executor);
   const what = `${mode} ${services}`;
-  const rec = recording(ctx.commands);
-  const backend = new NftablesBackend({ node: NODE, commands: rec.runner, clock: benchClock, layout });
+  const rec = recording(invokerFor(executor, ctx.commands));
+  // The floor's own way to nft (with the library: a context of its own, as warm as the backend's).
+  const floorNft = invokerFor(executor, ctx.commands);
+  const backend = new NftablesBackend({
+    node: NODE,
+    commands: ctx.commands,
+    clock: benchClock,
+    layout,
+    executor: new NftCommandExecutor({ family: 'ip', table: 'kube-proxy' }, rec.invoker),
+  });
   const cluster = new BenchCluster(NODE.nodeName, ctx.endpointsPerService);
   const sync = (kind: SyncKind, handIn: () => void): Promise<SyncSample> =>
     timedSync(what, cluster, backend, kind, handIn, nftKernelMs);
@@ -107,9 +142,9 @@ async function runSize(ctx: BenchContext, services: number, layout: NftablesLayo
     await sync('one-endpoint', () => cluster.setSlice(target, 0));
     const revertText = rec.last();
     const sampler = sampleChildPeakRss(['nft']);
-    floor.push(await time(ctx.commands, changeText));
+    floor.push(await time(floorNft, changeText));
     nftSmallRss = Math.max(nftSmallRss, sampler.stop());
-    await time(ctx.commands, revertText);
+    await time(floorNft, revertText);
   }
 
   // What a proxy holds at its peak: the model, the first sync and the changes (the floors below are ours).
@@ -126,30 +161,40 @@ async function runSize(ctx: BenchContext, services: number, layout: NftablesLayo
   await sleep(SETTLE_MS);
   const sampler = sampleChildPeakRss(['nft']);
   let fullFloor = 0;
-  for (const text of fullTexts) fullFloor += await time(ctx.commands, text);
+  for (const text of fullTexts) fullFloor += await time(floorNft, text);
   const nftFullRss = sampler.stop();
   rec.forget();
 
+  // With the library, nft's memory is this process's (in peak RSS); there is no nft process to sample.
+  const toolRss = (mib: number): number | undefined => (executor === 'cli' ? mib : undefined);
   return [
-    rowFrom(base, 'full', [first], [fullFloor], nftFullRss),
-    rowFrom(base, 'one-endpoint', changes, floor, nftSmallRss),
+    rowFrom(base, 'full', [first], [fullFloor], toolRss(nftFullRss)),
+    rowFrom(base, 'one-endpoint', changes, floor, toolRss(nftSmallRss)),
   ];
 }
 
-function layoutBench(name: NftablesLayoutName, extra: Partial<BenchModule>): BenchModule {
+function layoutBench(
+  name: NftablesLayoutName,
+  executor: NftBenchExecutor,
+  extra: Partial<BenchModule>,
+): BenchModule {
   const layout = NFTABLES_LAYOUT_BY_NAME[name];
   return {
-    mode: nftablesModeLabel(name),
+    mode: nftablesModeLabel(name, executor),
     ...extra,
     async run(ctx) {
       const rows: BenchRow[] = [];
-      for (const n of ctx.sizes) rows.push(...(await runSize(ctx, n, layout)));
+      for (const n of ctx.sizes) rows.push(...(await runSize(ctx, n, layout, executor)));
       await ctx.commands.run('nft', ['-f', '-'], { stdin: EMPTY_TABLE });
       return rows;
     },
   };
 }
 
-export const nftablesBench: BenchModule = layoutBench('upstream', {});
+export const nftablesBench: BenchModule = layoutBench('upstream', 'cli', {});
+export const nftablesLibraryBench: BenchModule = layoutBench('upstream', 'library', {});
 /** 100,000 Services by default too: the size the flat layout exists for (upstream's would take most of an hour). */
-export const nftablesFlatBench: BenchModule = layoutBench('flat', { defaultExtraSizes: [100_000] });
+export const nftablesFlatBench: BenchModule = layoutBench('flat', 'cli', { defaultExtraSizes: [100_000] });
+export const nftablesFlatLibraryBench: BenchModule = layoutBench('flat', 'library', {
+  defaultExtraSizes: [100_000],
+});

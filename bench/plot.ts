@@ -1,16 +1,18 @@
 // The benchmark's plot of the two nftables layouts: full-sync time and one-endpoint time against the number of
-// Services, both axes logarithmic, one line per layout. A small SVG written by hand (no plotting dependency); the
-// numbers are the table's totals (what a user waits for).
+// Services, both axes logarithmic, one line per layout and way of running nft (dashed: libnftables in-process). A
+// small SVG written by hand (no plotting dependency); the numbers are the table's totals (what a user waits for).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { BenchRow, SyncKind } from './types.js';
 
 const SERIES = [
-  { mode: 'nftables', label: 'upstream layout', color: '#c0392b' },
-  { mode: 'nftables-flat', label: 'flat layout', color: '#2471a3' },
+  { mode: 'nftables', label: 'upstream layout', color: '#c0392b', dash: '' },
+  { mode: 'nftables-library', label: 'upstream, libnftables', color: '#c0392b', dash: '6 4' },
+  { mode: 'nftables-flat', label: 'flat layout', color: '#2471a3', dash: '' },
+  { mode: 'nftables-flat-library', label: 'flat, libnftables', color: '#2471a3', dash: '6 4' },
 ] as const;
 
-const PANEL = { width: 420, height: 300, left: 64, right: 16, top: 36, bottom: 46 } as const;
+const PANEL = { width: 420, height: 300, left: 64, right: 56, top: 36, bottom: 46 } as const;
 
 function decadesAround(values: readonly number[]): { lo: number; hi: number } {
   const lo = Math.floor(Math.log10(Math.min(...values)));
@@ -71,7 +73,7 @@ function panel(rows: readonly BenchRow[], sync: SyncKind, x0: number, title: str
       .map((r) => [px(r.services), py(r.totalMs), r.totalMs] as const);
     if (points.length === 0) continue;
     out.push(
-      `<polyline fill="none" stroke="${s.color}" stroke-width="2" points="${points.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(' ')}"/>`,
+      `<polyline fill="none" stroke="${s.color}" stroke-width="2"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''} points="${points.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(' ')}"/>`,
     );
     for (const [x, y, ms] of points) {
       out.push(`<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="3.5" fill="${s.color}"/>`);
@@ -92,7 +94,7 @@ export function layoutPlotSvg(rows: readonly BenchRow[]): string | undefined {
   const height = PANEL.height + 28;
   const legend = SERIES.map(
     (s, i) =>
-      `<rect x="${PANEL.left + i * 160}" y="${PANEL.height + 8}" width="14" height="4" fill="${s.color}"/>` +
+      `<line x1="${PANEL.left + i * 160}" y1="${PANEL.height + 10}" x2="${PANEL.left + i * 160 + 14}" y2="${PANEL.height + 10}" stroke="${s.color}" stroke-width="3"${s.dash ? ' stroke-dasharray="4 2"' : ''}/>` +
       `<text x="${PANEL.left + i * 160 + 20}" y="${PANEL.height + 14}" font-size="12">${escapeXml(s.label)}</text>`,
   ).join('\n');
   return [

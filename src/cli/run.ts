@@ -40,6 +40,9 @@ import {
 import { parseIPSloppy } from '../model/ip.js';
 import type { IPFamily } from '../model/ip.js';
 import { hostCommandRunner } from '../netfilter/command.js';
+import type { NftExecutors } from '../netfilter/nft/choose-executor.js';
+import { chooseNftExecutors } from '../netfilter/nft/choose-executor.js';
+import { DEFAULT_NFT_EXECUTOR, isNftExecutorChoice } from '../config/nft-executor.js';
 import { IptablesClient } from '../netfilter/iptables/client.js';
 import { supportsRandomFully } from '../netfilter/iptables/variant.js';
 import type { CommandRunner } from '../netfilter/command.js';
@@ -172,6 +175,8 @@ class Agent {
   private wake: (() => void) | undefined;
   /** loadProxyConfig refused any other name. */
   private readonly nftablesLayout: NftablesLayoutName;
+  /** nftables mode: how nft is reached (start() decides, once). */
+  private nftExecutors: NftExecutors | undefined;
 
   constructor(
     private readonly config: ProxyConfig,
@@ -251,6 +256,17 @@ class Agent {
     });
     const client = createApiClient(clientConfig.config, { clock });
 
+    // How nftables mode reaches nft, decided once for both families (each backend gets its own executor by it).
+    let nftExecutors: NftExecutors | undefined;
+    if (config.mode === 'nftables') {
+      const choice = isNftExecutorChoice(options.nftExecutor) ? options.nftExecutor : DEFAULT_NFT_EXECUTOR;
+      const chosen = chooseNftExecutors(choice, commands);
+      if ('error' in chosen) throw new Error(chosen.error);
+      nftExecutors = chosen;
+      logger.info('nftables executor', { executor: chosen.kind, reason: chosen.reason });
+    }
+    this.nftExecutors = nftExecutors;
+
     // iptables mode counts INVALID drops and localhost NodePort packets in nfacct objects, as upstream does.
     const nfacct = config.mode === 'iptables' ? new NfacctClient(commands) : undefined;
     const metrics = createProxyMetrics({
@@ -282,6 +298,10 @@ class Agent {
         configzExtension: () => ({
           nftablesLayout: this.nftablesLayout,
           nftablesLayoutDescription: NFTABLES_LAYOUT_DESCRIPTIONS[this.nftablesLayout],
+          nftExecutor: this.options.nftExecutor,
+          ...(nftExecutors !== undefined
+            ? { nftExecutorInUse: nftExecutors.kind, nftExecutorReason: nftExecutors.reason }
+            : {}),
         }),
         logger,
         clock,
@@ -397,6 +417,7 @@ class Agent {
           logger: flog,
           featureGates: config.gates,
           layout: NFTABLES_LAYOUT_BY_NAME[this.nftablesLayout],
+          ...(this.nftExecutors !== undefined ? { nftExecutors: this.nftExecutors } : {}),
         });
       } else {
         const iptablesOptions = {

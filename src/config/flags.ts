@@ -75,6 +75,15 @@ export const FLAGS = {
       'loading and one-endpoint changes take the same time at any cluster size. Not part of the config file; ' +
       'applies with --config too.',
   },
+  'nft-executor': {
+    kind: 'string',
+    group: 'option',
+    help:
+      "kube-proxy-ts only, nftables mode: how nft is run. 'auto' (default) calls libnftables inside this " +
+      'process (no process per change; it programs the network namespace kube-proxy-ts runs in) and falls back ' +
+      "to the nft command when the library does not load; 'cli' always runs the nft command; 'library' refuses " +
+      'to start without the library. Not part of the config file; applies with --config too.',
+  },
 
   v: { kind: 'int32', group: 'logging', help: 'number for the log level verbosity', shorthand: 'v' },
   vmodule: {

@@ -9,6 +9,7 @@ import { toProxyConfig } from './convert.js';
 import { resolveFeatureGates } from './feature-gates.js';
 import { flagDef, parseProxyFlags } from './flags.js';
 import { DEFAULT_NFTABLES_LAYOUT, isNftablesLayout, NFTABLES_LAYOUTS } from './nftables-layout.js';
+import { DEFAULT_NFT_EXECUTOR, isNftExecutorChoice, NFT_EXECUTORS } from './nft-executor.js';
 import type { ParsedFlags } from './flags.js';
 import { applyPlatformDefaults } from './platform-defaults.js';
 import { problem } from './problems.js';
@@ -48,6 +49,7 @@ export function proxyOptionsFrom(flags: ParsedFlags): ProxyOptions {
     version: version?.kind === 'version' ? version.value : false,
     help: bool(flags, 'help') ?? false,
     nftablesLayout: str(flags, 'nftables-layout') ?? DEFAULT_NFTABLES_LAYOUT,
+    nftExecutor: str(flags, 'nft-executor') ?? DEFAULT_NFT_EXECUTOR,
   };
 }
 
@@ -92,6 +94,14 @@ export function loadProxyConfig(argv: readonly string[], deps: LoadDeps): LoadRe
       problem(
         '--nftables-layout',
         `unknown layout ${JSON.stringify(options.nftablesLayout)} (${NFTABLES_LAYOUTS.join(' or ')})`,
+      ),
+    );
+  }
+  if (!isNftExecutorChoice(options.nftExecutor)) {
+    errors.push(
+      problem(
+        '--nft-executor',
+        `unknown executor ${JSON.stringify(options.nftExecutor)} (${NFT_EXECUTORS.join(', ')})`,
       ),
     );
   }

@@ -93,4 +93,6 @@ export interface ProxyOptions {
   readonly help: boolean;
   /** --nftables-layout as given; loadProxyConfig refuses a name that is not a layout. */
   readonly nftablesLayout: string;
+  /** --nft-executor as given (auto, cli, library); loadProxyConfig refuses any other value. */
+  readonly nftExecutor: string;
 }

@@ -109,6 +109,7 @@ describe('flag syntax', () => {
       version: 'raw',
       help: false,
       nftablesLayout: 'upstream',
+      nftExecutor: 'auto',
     });
   });
 

@@ -80,6 +80,9 @@ describe('agent surfaces', () => {
         assert.deepEqual((kp.NFTables as Record<string, unknown>).SyncPeriod, '30s');
         assert.equal('syncPeriodMs' in kp, false);
         assert.equal(doc['kube-proxy-ts']?.nftablesLayout, 'upstream');
+        // The agent runs inside the node's namespace, so auto takes libnftables in its own process.
+        assert.equal(doc['kube-proxy-ts']?.nftExecutor, 'auto');
+        assert.equal(doc['kube-proxy-ts']?.nftExecutorInUse, 'library', configz.body);
       } finally {
         await lab.close();
       }

@@ -4,8 +4,9 @@
 // (upstream's, or flat/) is a constructor argument; everything here is the same for both.
 import type { CommandRunner } from '../../netfilter/command.js';
 import { NftError, isNotFound } from '../../netfilter/nft/errors.js';
-import type { NftExecutor, NftListing } from '../../netfilter/nft/executor.js';
+import type { NftExecutor, NftListing, NftRunStats } from '../../netfilter/nft/executor.js';
 import { NftCommandExecutor } from '../../netfilter/nft/executor.js';
+import type { NftExecutors } from '../../netfilter/nft/choose-executor.js';
 import type { NftElement, NftOperation } from '../../netfilter/nft/objects.js';
 import { serializeOperations } from '../../netfilter/nft/serialize.js';
 import { NftTransaction } from '../../netfilter/nft/transaction.js';
@@ -42,6 +43,11 @@ export interface NftablesBackendOptions {
   readonly featureGates?: FeatureGates;
   /** Tests: an in-memory table (FakeNft) instead of `nft` through `commands`. */
   readonly executor?: NftExecutor;
+  /**
+   * How nft is reached, decided once per process (chooseNftExecutors: libnftables in this process, or the `nft`
+   * command); this backend makes its own executor by it (the library's: its own context). Default: the command.
+   */
+  readonly nftExecutors?: NftExecutors;
   /** The ruleset's layout; default upstream's (UPSTREAM_LAYOUT), or FLAT_LAYOUT (flat/layout.ts). */
   readonly layout?: NftablesLayout;
 }
@@ -107,12 +113,9 @@ export class NftablesBackend implements ProxyBackend {
 
   constructor(options: NftablesBackendOptions) {
     this.family = options.node.family;
+    const ref = { family: nftFamilyOf(options.node.family), table: TABLE_NAME };
     this.#executor =
-      options.executor ??
-      new NftCommandExecutor(
-        { family: nftFamilyOf(options.node.family), table: TABLE_NAME },
-        options.commands,
-      );
+      options.executor ?? options.nftExecutors?.create(ref) ?? new NftCommandExecutor(ref, options.commands);
     this.#clock = options.clock;
     this.#metrics = options.metrics ?? NO_PROXY_METRICS;
     this.#logger = (options.logger ?? SILENT_LOGGER).child({ ipFamily: options.node.family });
@@ -212,11 +215,25 @@ export class NftablesBackend implements ProxyBackend {
     let transactions = 0;
 
     try {
+      // A chunked cold start makes each transaction while the one before it is applied (nft works in its own
+      // process, or on a libnftables worker thread, while this thread writes the next chunk); a transaction is
+      // started only once the one before it succeeded. nft's share is its run less the time this thread spent
+      // writing meanwhile: what the sync waited for, as for the listing above.
+      let applying: Promise<NftRunStats> | undefined;
+      let startedAt = 0;
+      const settle = async (p: Promise<NftRunStats>): Promise<void> => {
+        const writing = performance.now() - startedAt;
+        kernelMs += Math.max(0, (await p).applyMs - writing);
+      };
       for (const t of txs) {
+        if (applying) await settle(applying);
         transactions++;
-        const stats = await this.#executor.run(t);
-        kernelMs += stats.applyMs;
+        applying = this.#executor.run(t);
+        startedAt = performance.now();
+        // Awaited by settle; a rejection while the next chunk is written is not an unhandled one.
+        applying.catch(() => {});
       }
+      if (applying) await settle(applying);
     } catch (e) {
       this.#needFullSync = true;
       this.#metrics.nftablesSyncFailure(this.family);

@@ -1,6 +1,7 @@
 // What the rest of the code needs from nftables, for one table: run a transaction atomically, list the table's
-// objects, list a set's or map's elements. NftCommandExecutor drives the real `nft`; FakeNft (fake.ts) keeps state
-// in memory behind the same interface.
+// objects, list a set's or map's elements. NftCommandExecutor drives the real nft, either the `nft` binary or
+// libnftables in this process (NftInvoker; which one: choose-executor.ts); FakeNft (fake.ts) keeps state in memory
+// behind the same interface.
 import type { CommandRunner } from '../command.js';
 import { NftError, classifyNftMessage } from './errors.js';
 import { parseElementsJson, parseTableJson, parseTableWithElementsJson } from './json.js';
@@ -49,8 +50,9 @@ export interface NftExecutor {
 const NFT_TIMEOUT_MS = 10 * 60 * 1000;
 
 /**
- * Turns nft's stderr into an NftError naming the failing operation: nft reports `/dev/stdin:LINE:COL…: Error: …`,
- * and since every operation is one line, LINE - 1 is the operation's index.
+ * Turns nft's stderr into an NftError naming the failing operation: nft reports `INPUT:LINE:COL…: Error: …`
+ * (INPUT is `/dev/stdin` for `nft -f -`, the in-memory file's path for libnftables), and since every operation
+ * is one line, LINE - 1 is the operation's index.
  */
 export function parseNftError(
   stderr: string,
@@ -59,7 +61,9 @@ export function parseNftError(
   operationAt: (line: number, column: number) => number | undefined = (line) => line - 1,
 ): NftError {
   const first = stderr.split('\n').find((l) => /Error:/.test(l)) ?? stderr.trim();
-  const located = /^(?:\/dev\/stdin|-):(\d+):(\d+)(?:-\d+)?:\s*Error:\s*(.*)$/.exec(first);
+  const located = /^(?:\/dev\/stdin|-|\/proc\/self\/fd\/\d+):(\d+):(\d+)(?:-\d+)?:\s*Error:\s*(.*)$/.exec(
+    first,
+  );
   const message =
     (located ? located[3] : first.replace(/^.*?Error:\s*/, '')) || `nft exited with code ${exitCode}`;
   const code = classifyNftMessage(message);
@@ -73,13 +77,48 @@ export function parseNftError(
   );
 }
 
+/** What one nft run gave back, whichever way nft was reached: exit status (0 ok), stdout, stderr. */
+export interface NftRunResult {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * How nft is reached: the `nft` binary through a CommandRunner (commandInvoker), or libnftables in this process
+ * (library-executor.ts). The executor above it is the same for both, so both read and report alike.
+ */
+export interface NftInvoker {
+  /** `nft -f -` (checkOnly: `nft -c -f -`) of `text`; errors are located `INPUT:LINE:COL: Error: …`. */
+  applyText(text: string, checkOnly: boolean): Promise<NftRunResult>;
+  /** `nft --json [--terse] ARGS…` (a listing). */
+  listJson(args: readonly string[], terse: boolean): Promise<NftRunResult>;
+}
+
+/** The `nft` binary through `commands` (this host, or `ip netns exec` of a namespace). */
+export function commandInvoker(commands: CommandRunner): NftInvoker {
+  return {
+    applyText: (text, checkOnly) =>
+      commands.run('nft', checkOnly ? ['-c', '-f', '-'] : ['-f', '-'], {
+        stdin: text,
+        timeoutMs: NFT_TIMEOUT_MS,
+      }),
+    listJson: (args, terse) =>
+      commands.run('nft', terse ? ['--json', '--terse', ...args] : ['--json', ...args], {
+        timeoutMs: NFT_TIMEOUT_MS,
+      }),
+  };
+}
+
+/** The executor for one table, over either way of reaching nft (NftInvoker). */
 export class NftCommandExecutor implements NftExecutor {
   readonly ref: NftTableRef;
-  readonly #commands: CommandRunner;
+  readonly #nft: NftInvoker;
 
-  constructor(ref: NftTableRef, commands: CommandRunner) {
+  /** `nft` is a CommandRunner (the binary is run through it) or an NftInvoker (e.g. libnftables in-process). */
+  constructor(ref: NftTableRef, nft: CommandRunner | NftInvoker) {
     this.ref = ref;
-    this.#commands = commands;
+    this.#nft = 'applyText' in nft ? nft : commandInvoker(nft);
   }
 
   async run(tx: NftTransaction): Promise<NftRunStats> {
@@ -110,19 +149,12 @@ export class NftCommandExecutor implements NftExecutor {
     checkOnly: boolean,
     operationAt?: (line: number, column: number) => number | undefined,
   ): Promise<void> {
-    const args = checkOnly ? ['-c', '-f', '-'] : ['-f', '-'];
-    const r = await this.#commands.run('nft', args, { stdin: text, timeoutMs: NFT_TIMEOUT_MS });
+    const r = await this.#nft.applyText(text, checkOnly);
     if (r.code !== 0) throw parseNftError(r.stderr, ops, r.code, operationAt);
   }
 
   async list(): Promise<NftListing> {
-    const r = await this.#commands.run(
-      'nft',
-      ['--json', '--terse', 'list', 'table', this.ref.family, this.ref.table],
-      {
-        timeoutMs: NFT_TIMEOUT_MS,
-      },
-    );
+    const r = await this.#nft.listJson(['list', 'table', this.ref.family, this.ref.table], true);
     if (r.code !== 0) throw parseNftError(r.stderr, [], r.code);
     const parsed = parseTableJson(r.stdout);
     if (typeof parsed === 'string') throw new NftError(`nft list table: ${parsed}`, { code: 'Failed' });
@@ -130,9 +162,7 @@ export class NftCommandExecutor implements NftExecutor {
   }
 
   async listWithElements(): Promise<{ listing: NftListing; elements: Map<string, NftElement[]> }> {
-    const r = await this.#commands.run('nft', ['--json', 'list', 'table', this.ref.family, this.ref.table], {
-      timeoutMs: NFT_TIMEOUT_MS,
-    });
+    const r = await this.#nft.listJson(['list', 'table', this.ref.family, this.ref.table], false);
     if (r.code !== 0) throw parseNftError(r.stderr, [], r.code);
     const parsed = parseTableWithElementsJson(r.stdout);
     if (typeof parsed === 'string') throw new NftError(`nft list table: ${parsed}`, { code: 'Failed' });
@@ -140,13 +170,7 @@ export class NftCommandExecutor implements NftExecutor {
   }
 
   async listElements(kind: 'set' | 'map', name: string): Promise<NftElement[]> {
-    const r = await this.#commands.run(
-      'nft',
-      ['--json', 'list', kind, this.ref.family, this.ref.table, name],
-      {
-        timeoutMs: NFT_TIMEOUT_MS,
-      },
-    );
+    const r = await this.#nft.listJson(['list', kind, this.ref.family, this.ref.table, name], false);
     if (r.code !== 0) throw parseNftError(r.stderr, [], r.code);
     const parsed = parseElementsJson(r.stdout, name);
     if (typeof parsed === 'string')

@@ -11,6 +11,8 @@ import { assignSlots } from '../../../src/backends/nftables/flat/slots.js';
 import type { NftablesLayout } from '../../../src/backends/nftables/layout.js';
 import { UPSTREAM_LAYOUT } from '../../../src/backends/nftables/upstream-layout.js';
 import type { CommandRunner } from '../../../src/netfilter/command.js';
+import { NftError } from '../../../src/netfilter/nft/errors.js';
+import type { NftExecutor } from '../../../src/netfilter/nft/executor.js';
 import { FakeNft } from '../../../src/netfilter/nft/fake.js';
 import type { NftOperation } from '../../../src/netfilter/nft/objects.js';
 import { FakeClock } from '../../../src/util/clock.js';
@@ -264,5 +266,44 @@ describe('flat layout: cold start in chunks', () => {
       r.operations,
       fake.transactions.reduce((n, tx) => n + tx.size, 0),
     );
+  });
+
+  test('each chunk is applied only after the one before it succeeded, and a failed one stops the rest', async () => {
+    const fake = new FakeNft();
+    const chunked: NftablesLayout = { ...FLAT_LAYOUT, coldStartChunk: 500 };
+    const cluster = new ModelCluster('IPv4', 'test-node');
+    for (let i = 0; i < 300; i++) {
+      cluster.upsertService(service(i));
+      cluster.upsertSlice(slice(i, [podIP(1, i), podIP(2, i)]));
+    }
+    // nft as slow as a real one: each run finishes a few turns of the event loop after it was started, and the
+    // third (the second chunk) fails.
+    const events: string[] = [];
+    let runs = 0;
+    const slow: NftExecutor = {
+      ref: fake.ref,
+      list: () => fake.list(),
+      listElements: (kind, name) => fake.listElements(kind, name),
+      run: async (tx) => {
+        const n = ++runs;
+        events.push(`start ${n}`);
+        for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+        events.push(`end ${n}`);
+        if (n === 3) throw new NftError('nft: chunk refused', { code: 'Failed' });
+        return fake.run(tx);
+      },
+    };
+    const backend = new NftablesBackend({
+      node,
+      commands: NO_COMMANDS,
+      clock: new FakeClock(0),
+      executor: slow,
+      layout: chunked,
+    });
+    await assert.rejects(cluster.sync(backend, true), /chunk refused/);
+    assert.deepEqual(events, ['start 1', 'end 1', 'start 2', 'end 2', 'start 3', 'end 3']);
+    // The next sync is a full one again (the table now exists, so it is one transaction).
+    assert.equal((await cluster.sync(backend)).full, true);
+    assert.equal(runs, 4);
   });
 });

@@ -1,0 +1,63 @@
+// Which way nftables mode reaches nft, decided once per process: libnftables in this process (one long-lived
+// context per executor, no process per run) or the `nft` binary through a CommandRunner.
+//
+// libnftables talks to the kernel of the namespace this process runs in. It is used only when the commands would
+// run there too, i.e. the runner is hostCommandRunner itself: an agent on its node, a lab proxy started inside its
+// node's namespace. A runner that wraps `ip netns exec` (tests, the bench's runner process, the lab's tools), or
+// any other wrapper, keeps the binary, so that nothing is ever written to the namespace this process happens to
+// be in by mistake.
+import type { NftExecutorChoice } from '../../config/nft-executor.js';
+import type { CommandRunner } from '../command.js';
+import { hostCommandRunner } from '../command.js';
+import type { NftExecutor } from './executor.js';
+import { NftCommandExecutor } from './executor.js';
+import type { Libnftables } from './libnftables.js';
+import { loadLibnftables } from './libnftables.js';
+import { NftLibraryExecutor } from './library-executor.js';
+import type { NftTableRef } from './serialize.js';
+
+/** The decision, and how to make an executor for a table by it. */
+export interface NftExecutors {
+  readonly kind: 'cli' | 'library';
+  /** Why this kind, for the one log line that says it (and for /configz). */
+  readonly reason: string;
+  create(ref: NftTableRef): NftExecutor;
+}
+
+let loaded: Libnftables | { error: string } | undefined;
+/** libnftables is loaded at most once per process, and only when asked for. */
+function library(): Libnftables | { error: string } {
+  loaded ??= loadLibnftables();
+  return loaded;
+}
+
+function cli(commands: CommandRunner, reason: string): NftExecutors {
+  return { kind: 'cli', reason, create: (ref) => new NftCommandExecutor(ref, commands) };
+}
+
+/**
+ * Decides. With `choice` 'library', a runner that is not this process's own namespace or a library that does not
+ * load is an error value (the caller refuses to start); with 'auto' it falls back to the binary, saying why.
+ */
+export function chooseNftExecutors(
+  choice: NftExecutorChoice,
+  commands: CommandRunner,
+  load: () => Libnftables | { error: string } = library,
+): NftExecutors | { error: string } {
+  if (choice === 'cli') return cli(commands, 'asked for (--nft-executor=cli)');
+  if (commands !== hostCommandRunner) {
+    const why = 'nft runs through a wrapped command runner (another network namespace), not in this process';
+    return choice === 'library' ? { error: `--nft-executor=library: ${why}` } : cli(commands, why);
+  }
+  const lib = load();
+  if ('error' in lib) {
+    return choice === 'library'
+      ? { error: `--nft-executor=library: ${lib.error}` }
+      : cli(commands, `${lib.error}; using the nft command instead`);
+  }
+  return {
+    kind: 'library',
+    reason: `${lib.soname} in this process, one context per table`,
+    create: (ref) => new NftLibraryExecutor(ref, lib.newContext(), commands),
+  };
+}
