@@ -56,7 +56,9 @@ export function selfSignedCertificate(
   const spki = publicKey.export({ type: 'spki', format: 'der' });
   const name = seq(set(seq(oid('2.5.4.3'), utf8(commonName))));
   const serial = randomBytes(16);
-  serial[0] = (serial[0] ?? 0) & 0x7f;
+  // Positive (high bit clear) and with a non-zero first byte: DER integers are minimal, and a leading 0x00 before
+  // a byte below 0x80 is "illegal padding" to OpenSSL, which then refuses the certificate (1 start in 256).
+  serial[0] = ((serial[0] ?? 0) & 0x7f) | 0x40;
   const san = seq(ctx(2, Buffer.from('localhost'), false), ctx(7, Buffer.from([127, 0, 0, 1]), false));
   const extensions = seq(
     seq(oid('2.5.29.19'), bool(true), octets(seq(bool(true)))), // basicConstraints: CA (it is its own root)
