@@ -11,16 +11,20 @@ export function workloadNamespace(): object {
   return { apiVersion: 'v1', kind: 'Namespace', metadata: { name: WORKLOAD_NAMESPACE } };
 }
 
-export function webDeployment(): object {
+/**
+ * A Deployment of pod servers labelled app=NAME, each answering HTTP and UDP on 8080 (ports `http` and `echo`) and
+ * terminating with the walkthrough's grace period: the lab's web pods, and the soak's.
+ */
+export function podServerDeployment(name: string, namespace: string, replicas: number): object {
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: { name: WEB, namespace: WORKLOAD_NAMESPACE, labels: { app: WEB } },
+    metadata: { name, namespace, labels: { app: name } },
     spec: {
-      replicas: WEB_REPLICAS,
-      selector: { matchLabels: { app: WEB } },
+      replicas,
+      selector: { matchLabels: { app: name } },
       template: {
-        metadata: { labels: { app: WEB } },
+        metadata: { labels: { app: name } },
         spec: {
           terminationGracePeriodSeconds: WEB_GRACE_SECONDS,
           containers: [
@@ -37,6 +41,10 @@ export function webDeployment(): object {
       },
     },
   };
+}
+
+export function webDeployment(): object {
+  return podServerDeployment(WEB, WORKLOAD_NAMESPACE, WEB_REPLICAS);
 }
 
 export function webService(): object {

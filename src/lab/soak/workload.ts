@@ -7,7 +7,7 @@
 //   soak-client     1 pod: where the in-cluster load runs (ClusterIP traffic from a pod).
 //   Services soak-0 … soak-(N-1): even → soak-steady, odd → soak-flappy-(i/2 mod K); soak-0 and soak-1 are
 //   NodePort. soak-anchor: NodePort. Every Service: TCP 80 → the pods' HTTP 8080, UDP 80 → their echo 8080.
-import { WEB_GRACE_SECONDS, WEB_POD_PORT } from '../cluster/workload.js';
+import { podServerDeployment } from '../cluster/workload.js';
 
 export const SOAK_NAMESPACE = 'soak';
 export const STEADY = 'soak-steady';
@@ -57,31 +57,7 @@ export function servicePlan(services: number): SoakServicePlan[] {
 }
 
 export function deployment(name: string, replicas: number): object {
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name, namespace: SOAK_NAMESPACE, labels: { app: name } },
-    spec: {
-      replicas,
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: {
-          terminationGracePeriodSeconds: WEB_GRACE_SECONDS,
-          containers: [
-            {
-              name: 'pod-server',
-              image: 'kube-proxy-ts/pod-server',
-              ports: [
-                { name: 'http', containerPort: WEB_POD_PORT, protocol: 'TCP' },
-                { name: 'echo', containerPort: WEB_POD_PORT, protocol: 'UDP' },
-              ],
-            },
-          ],
-        },
-      },
-    },
-  };
+  return podServerDeployment(name, SOAK_NAMESPACE, replicas);
 }
 
 export function service(plan: SoakServicePlan): object {
