@@ -77,22 +77,31 @@ function newTransaction(plan: Plan, replaceTable = false): NftTransaction {
 }
 
 /**
- * The plan cut into transactions of at most `chunk` operations (setup first); each is applied on its own, and
- * each is made only when the one before it was applied, so only one chunk's operations exist at a time.
+ * The plan cut into transactions of at most `chunk` operations; each is applied on its own, and each is made only
+ * when the one before it was applied, so only one chunk's operations exist at a time. The table's own objects
+ * (setup, then the plan's chains, rules and flushes) come first and the element adds after them, never in the same
+ * transaction: an element-only transaction is one the executor may write straight to the kernel (netlink/).
  */
 function* chunkedTransactions(plan: Plan, chunk: number, replaceTable: boolean): Generator<NftTransaction> {
-  const setup = new NftTransaction();
-  if (replaceTable) setup.add('delete', { kind: 'table' });
-  for (const op of plan.setupOps) setup.add(op.verb, op.object);
-  yield setup;
-  let ops: NftOperation[] = [];
-  for (const op of planOperations(plan)) {
-    ops.push(op);
-    if (ops.length < chunk) continue;
-    yield new NftTransaction().addValidated(ops);
-    ops = [];
+  let tx = new NftTransaction();
+  if (replaceTable) tx.add('delete', { kind: 'table' });
+  for (const op of plan.setupOps) tx.add(op.verb, op.object);
+  const pieces: Iterable<NftOperation>[] = [plan.ops];
+  if (plan.deferredOps) pieces.push(plan.deferredOps.make());
+  if (plan.tailOps) pieces.push(plan.tailOps);
+  for (const piece of pieces) {
+    let ops: NftOperation[] = [];
+    for (const op of piece) {
+      ops.push(op);
+      if (ops.length + tx.size < chunk) continue;
+      yield tx.addValidated(ops);
+      tx = new NftTransaction();
+      ops = [];
+    }
+    if (ops.length > 0) tx.addValidated(ops);
+    if (tx.size > 0) yield tx;
+    tx = new NftTransaction();
   }
-  if (ops.length > 0) yield new NftTransaction().addValidated(ops);
 }
 
 export class NftablesBackend implements ProxyBackend {

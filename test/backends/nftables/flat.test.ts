@@ -254,6 +254,10 @@ describe('flat layout: cold start in chunks', () => {
     // one dispatch chain's three: three chunks, after the setup's own transaction.
     assert.equal(fake.transactions.length, 4);
     for (const tx of fake.transactions.slice(1)) assert.ok(tx.size <= 500, String(tx.size));
+    // The dispatch chain went with the setup: every later chunk is elements only (what netlink/ may write).
+    assert.ok(fake.transactions[0]?.operations.some((op) => op.object.kind === 'chain'));
+    for (const tx of fake.transactions.slice(1))
+      assert.ok(tx.operations.every((op) => op.object.kind === 'element'));
     assert.equal(
       fake.dump(),
       (() => {

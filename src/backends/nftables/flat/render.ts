@@ -262,9 +262,11 @@ export function renderFlatServicePort(
     if (problem !== undefined)
       return { ok: false, key: sp.key, serviceName: sp.serviceName, reason: problem };
   }
+  // An endpoint entry's key is a frontend that another element of this port carries too (its service-ips or
+  // dispatch entry, checked here) plus a slot number, and its value was checked above: nothing of it is new.
   for (const e of elements) {
-    const checked: NftElement = endpointEntries.has(e) ? { kind: 'element', set: e.set, key: e.key } : e;
-    const problem = validateOperation({ verb: 'add', object: checked });
+    if (endpointEntries.has(e)) continue;
+    const problem = validateOperation({ verb: 'add', object: e });
     if (problem !== undefined)
       return { ok: false, key: sp.key, serviceName: sp.serviceName, reason: problem };
   }
