@@ -113,6 +113,7 @@ async function runSize(ctx: BenchContext, variant: IptablesVariant, services: nu
       timedSync(what, cluster, backend, kind, handIn, () => iptablesKernelMs(backend, what));
 
     // The first sync, cold: every Service and slice handed in, empty tables, a new backend in a fresh process.
+    cluster.prepare(services);
     await sleep(SETTLE_MS);
     let rssBeforeSync = 0;
     const first = await sync('full', () => {

@@ -121,6 +121,7 @@ async function runSize(
 
   // The first sync, cold: every Service and slice handed in, empty table, a new backend in a fresh process.
   await emptyTable();
+  cluster.prepare(services);
   await sleep(SETTLE_MS);
   let rssBeforeSync = 0;
   rec.forget();
