@@ -3,6 +3,7 @@
 // stale-chain cleanup) is the same for every layout; choosing one is this constructor argument.
 import type { NftablesLayoutName } from '../../config/nftables-layout.js';
 import type { NftListing } from '../../netfilter/nft/executor.js';
+import type { NftMap, NftSet } from '../../netfilter/nft/objects.js';
 import type { FeatureGates } from '../../model/feature-gates.js';
 import type { NodeNetworkConfig, ProxySnapshot } from '../../sync/backend.js';
 import type { KernelView, Plan } from './planner.js';
@@ -28,6 +29,8 @@ export interface NftablesLayout {
   readonly elementContainers: readonly ElementContainer[];
   /** Whether a table read back holds the other layout's objects (it is then replaced, in the same transaction). */
   isForeign(listing: NftListing): boolean;
+  /** The sets and maps the layout's setup declares for this node, with their types (setup.ts containerDeclarations). */
+  declarations(node: NodeNetworkConfig): readonly (NftSet | NftMap)[];
   /** At most this many operations per transaction when filling a table that did not exist; undefined: one. */
   readonly coldStartChunk?: number;
   createPlanner(

@@ -191,6 +191,18 @@ export function markSet(node: NodeNetworkConfig): string {
   return `mark set mark or ${node.masqueradeMark}`;
 }
 
+/**
+ * Every set and map the fixed ruleset declares for this layout, with its type: the shared ones, then the layout's
+ * (renderSetup adds them in this order). An executor that writes elements itself (netlink/) encodes keys by them.
+ */
+export function containerDeclarations(
+  node: Pick<NodeNetworkConfig, 'family'>,
+  layout: LayoutSetupParts,
+): (NftSet | NftMap)[] {
+  const { sets, maps } = sharedSets(familyWords(node));
+  return [...sets, ...maps, ...layout.containers];
+}
+
 export interface SetupOptions {
   /** First full sync since start: base chains are added and deleted first, so a new priority takes effect. */
   readonly firstSync: boolean;

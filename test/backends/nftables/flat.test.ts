@@ -9,6 +9,7 @@ import { FLAT_LAYOUT } from '../../../src/backends/nftables/flat/layout.js';
 import { firewallSources } from '../../../src/backends/nftables/flat/render.js';
 import { assignSlots } from '../../../src/backends/nftables/flat/slots.js';
 import type { NftablesLayout } from '../../../src/backends/nftables/layout.js';
+import { emptyKernel } from '../../../src/backends/nftables/layout.js';
 import { UPSTREAM_LAYOUT } from '../../../src/backends/nftables/upstream-layout.js';
 import type { CommandRunner } from '../../../src/netfilter/command.js';
 import { NftError } from '../../../src/netfilter/nft/errors.js';
@@ -309,5 +310,24 @@ describe('flat layout: cold start in chunks', () => {
     // The next sync is a full one again (the table now exists, so it is one transaction).
     assert.equal((await cluster.sync(backend)).full, true);
     assert.equal(runs, 4);
+  });
+});
+
+describe('layout declarations', () => {
+  test("each layout's declarations are exactly the sets and maps its setup adds, per family", () => {
+    for (const layout of [UPSTREAM_LAYOUT, FLAT_LAYOUT]) {
+      for (const family of ['IPv4', 'IPv6'] as const) {
+        const n = { ...node, family };
+        const snapshot = new ModelCluster(family, 'test-node').checkout().snapshot;
+        const setup = layout
+          .createPlanner(n, () => [], undefined)
+          .planFull(snapshot, emptyKernel(layout.elementContainers), 0, true).setupOps;
+        const added = setup
+          .filter((op) => op.verb === 'add' && (op.object.kind === 'set' || op.object.kind === 'map'))
+          .map((op) => op.object);
+        assert.ok(added.length > 5, `${layout.name} ${family}: ${added.length}`);
+        assert.deepEqual(layout.declarations(n), added, `${layout.name} ${family}`);
+      }
+    }
   });
 });

@@ -1,7 +1,9 @@
 // The flat layout as NftablesBackend takes it (../layout.ts).
 import { FIREWALL_IPS_MAP } from '../naming.js';
 import type { NftablesLayout } from '../layout.js';
+import { containerDeclarations } from '../setup.js';
 import { FLAT_ELEMENT_CONTAINERS, FlatPlanner } from './planner.js';
+import { flatSetupParts } from './setup.js';
 
 /**
  * Operations per transaction when a flat table is filled from nothing: nft holds a whole transaction in memory
@@ -17,5 +19,6 @@ export const FLAT_LAYOUT: NftablesLayout = {
   // Upstream's layout always has its firewall-ips map; flat never does.
   isForeign: (listing) => listing.maps.some((m) => m.name === FIREWALL_IPS_MAP),
   coldStartChunk: FLAT_COLD_START_CHUNK,
+  declarations: (node) => containerDeclarations(node, flatSetupParts(node)),
   createPlanner: (node, nodePortIPs, featureGates) => new FlatPlanner(node, nodePortIPs, featureGates),
 };
