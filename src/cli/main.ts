@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=2
+#!/usr/bin/env -S node --max-semi-space-size=8
 // (The flag is AGENT_NODE_FLAGS in src/util/node-flags.ts; a shebang cannot import it.)
 // kube-proxy-ts: the node agent (default), and its tools. Subcommands keep kube-proxy's flags untouched:
 // `kube-proxy-ts --config FILE` runs exactly as `kube-proxy --config FILE` does.
