@@ -83,6 +83,8 @@ describe('the netlink element writer against nft -f', options, () => {
     for (const family of ['IPv4', 'IPv6']) {
       const cold = nft.find((r) => r.step === `${family} cold start`);
       assert.deepEqual(cold?.outcome, { ok: true });
+      // Most of the cold start, and of the partial sync, went to the writer.
+      assert.ok((cold?.viaElements ?? 0) > 300, `${family}: ${cold?.viaElements} operations through netlink`);
       const table = cold?.table ?? '';
       for (const set of [
         'service-ips',
@@ -107,6 +109,7 @@ describe('the netlink element writer against nft -f', options, () => {
       assert.ok(endpoints >= 200, `${family}: ${endpoints} endpoint elements`);
       const partial = nft.find((r) => r.step === `${family} partial sync`);
       assert.notEqual(partial?.table, table, `${family}: the partial sync changed the table`);
+      assert.ok((partial?.viaElements ?? 0) > 100, `${family}: ${partial?.viaElements} through netlink`);
       assert.match(partial?.table ?? '', /: goto dispatch-tcp-120/);
     }
   });

@@ -31,6 +31,8 @@ export type StepOutcome = { readonly ok: true } | { readonly code: string; reado
 export interface StepRecord {
   readonly step: string;
   readonly outcome: StepOutcome;
+  /** Operations the step gave the element applier (the rest went to `nft -f` on both sides). */
+  readonly viaElements: number;
   /** `nft list table` afterwards. */
   readonly table: string;
 }
@@ -228,19 +230,22 @@ export async function runScenario(
       ['partial sync', partial],
     ] as const) {
       let outcome: StepOutcome = { ok: true };
+      let viaElements = 0;
       for (const seg of segments(ops ?? [], schemas)) {
+        if (seg.netlink) viaElements += seg.ops.length;
         const r = seg.netlink ? await elements(ref, seg.ops, schemas) : await nft(ref, seg.ops, schemas);
         if (!('ok' in r)) {
           outcome = r;
           break;
         }
       }
-      records.push({ step: `${family} ${name}`, outcome, table: await table() });
+      records.push({ step: `${family} ${name}`, outcome, viaElements, table: await table() });
     }
     for (const s of laterSteps(family)) {
       records.push({
         step: `${family} ${s.step}`,
         outcome: await elements(ref, s.ops, schemas),
+        viaElements: s.ops.length,
         table: await table(),
       });
     }
