@@ -167,9 +167,9 @@ export class NetlinkElements {
   }
 
   /** The next datagram: without waiting if one is queued, else on a worker thread (bounded by the socket). */
-  async #receive(mayWait: boolean): Promise<SocketResult> {
+  async #receive(): Promise<SocketResult> {
     const now = this.#socket.receive(this.#datagram);
-    if (!('bytes' in now) || now.bytes > 0 || !mayWait) return now;
+    if (!('bytes' in now) || now.bytes > 0) return now;
     return this.#socket.receiveAsync(this.#datagram);
   }
 
@@ -330,7 +330,7 @@ export class NetlinkElements {
     const elements: ListedElement[] = [];
     let interrupted = false;
     for (let parts = 1; ; parts++) {
-      const r = await this.#receive(true);
+      const r = await this.#receive();
       if (!('bytes' in r)) return { ok: false, error: socketError('netlink receive', r) };
       if (r.bytes === 0)
         return { ok: false, error: { code: 'Failed', message: 'netlink: the dump stopped' } };

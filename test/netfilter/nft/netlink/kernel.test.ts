@@ -8,7 +8,10 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { netnsCommandRunner } from '../../../../src/netfilter/command.js';
-import type { NetlinkElementError } from '../../../../src/netfilter/nft/netlink/elements.js';
+import type {
+  NetlinkApplyResult,
+  NetlinkElementError,
+} from '../../../../src/netfilter/nft/netlink/elements.js';
 import { kernelOptions, runPrefix } from '../../../helpers/kernel.js';
 import type { StepRecord } from './scenario.js';
 import { expectedFailures, nftApplier, runScenario } from './scenario.js';
@@ -30,6 +33,7 @@ interface ChildReport {
   readonly records: StepRecord[];
   readonly errors: NetlinkElementError[];
   readonly listings: { set: string; netlink: unknown; json: unknown }[];
+  readonly invalid?: NetlinkApplyResult;
 }
 
 /** Runs netlink-child.ts inside `ns` and returns what it printed. */
@@ -129,6 +133,11 @@ describe('the netlink element writer against nft -f', options, () => {
     assert.ok(texts.has('Exists 17 File exists'), [...texts].join('; '));
     for (const e of netlink.errors)
       assert.match(e.message, /^nf_tables refused (add|create|delete) element \{ /);
+    // Bad text never reaches the kernel: an error value naming the operation.
+    assert.ok(netlink.invalid && !netlink.invalid.ok);
+    assert.equal(netlink.invalid.error.code, 'Invalid');
+    assert.equal(netlink.invalid.error.index, 1);
+    assert.match(netlink.invalid.error.message, /"198\.18\.250\.256" is not an IPv4 address/);
   });
 
   test('listing through netlink equals the JSON listing of every set and map', () => {

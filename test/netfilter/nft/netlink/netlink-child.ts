@@ -63,5 +63,17 @@ for (const { ref, schemas } of families) {
     });
   }
 }
+// Text that is not what the schema says is refused before anything is sent.
+const first = families[0];
+const invalid =
+  first &&
+  (await writer.apply(
+    first.ref,
+    [
+      { verb: 'add', object: { kind: 'element', set: 'cluster-ips', key: ['198.18.250.1'] } },
+      { verb: 'add', object: { kind: 'element', set: 'cluster-ips', key: ['198.18.250.256'] } },
+    ],
+    first.schemas,
+  ));
 writer.close();
-process.stdout.write(JSON.stringify({ records, errors, listings }) + '\n');
+process.stdout.write(JSON.stringify({ records, errors, listings, invalid }) + '\n');
