@@ -337,7 +337,18 @@ export class NetlinkElements {
       for (const m of netlinkMessages(this.#datagram, r.bytes)) {
         if (m.seq !== seq) continue;
         if (m.flags & NLM_F_DUMP_INTR) interrupted = true;
-        if (m.type === NLMSG_DONE) return interrupted ? 'interrupted' : { ok: true, elements };
+        if (m.type === NLMSG_DONE) {
+          // The dump's end carries its status: negative when the kernel stopped it with an error.
+          const status =
+            m.length >= NLMSG_HDRLEN + 4 ? doneStatus(this.#datagram, m.offset + NLMSG_HDRLEN) : 0;
+          if (status < 0) {
+            return {
+              ok: false,
+              error: kernelError(`nf_tables listing ${ref.family} ${ref.table} ${set}`, -status),
+            };
+          }
+          return interrupted ? 'interrupted' : { ok: true, elements };
+        }
         if (m.type === NLMSG_ERROR) {
           const reply = parseErrorReply(this.#datagram, m);
           const errno = reply?.errno ?? 0;
@@ -365,6 +376,10 @@ export class NetlinkElements {
     this.#closed = true;
     void this.#queue.then(() => this.#socket.close());
   }
+}
+
+function doneStatus(buf: Buffer, at: number): number {
+  return HOST_LE ? buf.readInt32LE(at) : buf.readInt32BE(at);
 }
 
 /** NFT_MSG_GETSETELEM as a dump of one set (what `nft list set` sends). */
