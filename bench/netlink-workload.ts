@@ -1,0 +1,91 @@
+// The flat layout's cold-start transaction for the netlink element writer's measurement (netlink-elements.ts): the
+// operations NftablesBackend hands its executor on a fresh node for the bench's cluster (bench/workload.ts), caught
+// by an executor that keeps them instead of running nft, and split as a caller of the writer would split them:
+// what only nft can do (the table, chains, rules, set declarations, the interval set's elements) and the element
+// operations the writer takes.
+import { NftablesBackend } from '../src/backends/nftables/backend.js';
+import { NFTABLES_LAYOUT_BY_NAME } from '../src/backends/nftables/layouts.js';
+import type { CommandRunner } from '../src/netfilter/command.js';
+import { NftError } from '../src/netfilter/nft/errors.js';
+import type { NftExecutor, NftRunStats } from '../src/netfilter/nft/executor.js';
+import type { NftMap, NftOperation, NftSet } from '../src/netfilter/nft/objects.js';
+import { canApply } from '../src/netfilter/nft/netlink/elements.js';
+import type { ElementSchema } from '../src/netfilter/nft/netlink/schema.js';
+import { elementSchemas } from '../src/netfilter/nft/netlink/schema.js';
+import type { NftTableRef } from '../src/netfilter/nft/serialize.js';
+import type { NftTransaction } from '../src/netfilter/nft/transaction.js';
+import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
+import type { NodeNetworkConfig } from '../src/sync/backend.js';
+import { masqueradeMarkFor } from '../src/sync/backend.js';
+import { benchClock } from './measure.js';
+import { BenchCluster } from './workload.js';
+
+export const BENCH_NODE: NodeNetworkConfig = {
+  family: 'IPv4',
+  nodeName: 'bench-node',
+  nodeIPs: ['198.18.0.2'],
+  localDetector: { mode: 'ClusterCIDR', cidr: '198.19.0.0/16' },
+  masqueradeMark: masqueradeMarkFor(14),
+  masqueradeAll: false,
+  nodePortAddresses: nodePortAddressesFor('IPv4', ['198.18.0.2/32']).value,
+  hostInterfaces: new Map([['eth0', ['198.18.0.2/24']]]),
+  serviceCIDRs: ['198.18.128.0/17'],
+};
+
+export const BENCH_REF: NftTableRef = { family: 'ip', table: 'kube-proxy' };
+
+/** An executor for a node with no table: it keeps every transaction's operations and applies nothing. */
+class KeepingExecutor implements NftExecutor {
+  readonly ref = BENCH_REF;
+  readonly operations: NftOperation[] = [];
+
+  async run(tx: NftTransaction): Promise<NftRunStats> {
+    for (const op of tx.operations) this.operations.push(op);
+    return { serializeMs: 0, applyMs: 0 };
+  }
+
+  async list(): Promise<never> {
+    throw new NftError('no table', { code: 'NotFound' });
+  }
+
+  async listElements(): Promise<never> {
+    throw new NftError('no table', { code: 'NotFound' });
+  }
+}
+
+const noCommands: CommandRunner = {
+  run: async () => ({ code: 1, stdout: '', stderr: 'the bench workload runs no command' }),
+};
+
+export interface ColdStart {
+  /** Operations only nft applies, in their order (table, chains, set declarations, rules, interval elements). */
+  readonly setup: readonly NftOperation[];
+  /** The element operations the netlink writer takes, in their order. */
+  readonly elements: readonly NftOperation[];
+  readonly schemas: ReadonlyMap<string, ElementSchema>;
+}
+
+/** The cold start of `services` bench Services with `endpoints` endpoints each, split for the writer. */
+export async function flatColdStart(services: number, endpoints: number): Promise<ColdStart> {
+  const executor = new KeepingExecutor();
+  const backend = new NftablesBackend({
+    node: BENCH_NODE,
+    commands: noCommands,
+    clock: benchClock,
+    layout: NFTABLES_LAYOUT_BY_NAME.flat,
+    executor,
+  });
+  const cluster = new BenchCluster(BENCH_NODE.nodeName, endpoints);
+  cluster.load(services);
+  await backend.sync(cluster.snapshot, cluster.checkout());
+  const containers = executor.operations.flatMap((op) =>
+    (op.object.kind === 'set' || op.object.kind === 'map') && op.verb === 'add'
+      ? [op.object as NftSet | NftMap]
+      : [],
+  );
+  const schemas = elementSchemas(containers);
+  const setup: NftOperation[] = [];
+  const elements: NftOperation[] = [];
+  for (const op of executor.operations) (canApply([op], schemas) ? elements : setup).push(op);
+  return { setup, elements, schemas };
+}
