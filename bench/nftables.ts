@@ -13,12 +13,16 @@ import type { NftablesLayout } from '../src/backends/nftables/layout.js';
 import { NFTABLES_LAYOUT_BY_NAME } from '../src/backends/nftables/layouts.js';
 import type { NftablesLayoutName } from '../src/config/nftables-layout.js';
 import type { CommandRunner } from '../src/netfilter/command.js';
-import type { NftInvoker } from '../src/netfilter/nft/executor.js';
+import { NftElementsExecutor } from '../src/netfilter/nft/elements-executor.js';
+import type { NftExecutor, NftInvoker } from '../src/netfilter/nft/executor.js';
 import { commandInvoker, NftCommandExecutor } from '../src/netfilter/nft/executor.js';
 import { loadLibnftables } from '../src/netfilter/nft/libnftables.js';
 import { libraryInvoker } from '../src/netfilter/nft/library-executor.js';
+import { NetlinkElements } from '../src/netfilter/nft/netlink/elements.js';
+import type { NftOperation } from '../src/netfilter/nft/objects.js';
+import { serializeOperations } from '../src/netfilter/nft/serialize.js';
 import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
-import type { BackendSyncResult, NodeNetworkConfig } from '../src/sync/backend.js';
+import type { BackendSyncResult, NodeNetworkConfig, ProxySnapshot } from '../src/sync/backend.js';
 import { masqueradeMarkFor } from '../src/sync/backend.js';
 import { sampleChildPeakRss } from './child-rss.js';
 import type { SyncSample } from './measure.js';
@@ -69,6 +73,69 @@ function recording(base: NftInvoker): {
   };
 }
 
+/**
+ * What the bench measures for an executor: the command's rows run every transaction as `nft -f`; the library's as
+ * an agent's in-process executor does (choose-executor.ts): element-only transactions over nf_tables netlink,
+ * the rest through libnftables. Transactions the netlink path takes have no text; the wrapper below remembers
+ * the text of the small ones (a change's) for their floor, written after the clock stopped.
+ */
+function measuredExecutor(
+  executor: NftBenchExecutor,
+  rec: ReturnType<typeof recording>,
+): { executor: NftExecutor; netlinkTexts: () => string[] } {
+  const ref = { family: 'ip', table: 'kube-proxy' } as const;
+  const base = new NftCommandExecutor(ref, rec.invoker);
+  if (executor === 'cli') return { executor: base, netlinkTexts: () => [] };
+  const elements = NetlinkElements.open();
+  if ('error' in elements) throw new Error(`the library rows need a netlink socket: ${elements.error}`);
+  const inner = new NftElementsExecutor(base, elements);
+  const small: NftOperation[][] = [];
+  const wrapper: NftExecutor = {
+    ref,
+    run: async (tx) => {
+      const before = inner.counts.netlinkTransactions;
+      const stats = await inner.run(tx);
+      if (inner.counts.netlinkTransactions > before && tx.size <= SMALL_TRANSACTION)
+        small.push([...tx.operations]);
+      return stats;
+    },
+    list: () => inner.list(),
+    listElements: (kind, name) => inner.listElements(kind, name),
+    useDeclarations: (d) => inner.useDeclarations(d),
+  };
+  return {
+    executor: wrapper,
+    netlinkTexts: () => small.splice(0).map((ops) => serializeOperations(ref, ops)),
+  };
+}
+
+/** A change's transaction: a few operations (kept for the floor); a cold start's chunks are far larger. */
+const SMALL_TRANSACTION = 1000;
+
+/**
+ * The texts `nft -f` would be given for a cold start of `snapshot`: the same backend and layout over an invoker
+ * that only records (the table reads as absent, so the cold start is cut into the same chunks).
+ */
+async function coldStartTexts(layout: NftablesLayout, snapshot: ProxySnapshot): Promise<string[]> {
+  const texts: string[] = [];
+  const invoker: NftInvoker = {
+    applyText: (text) => {
+      texts.push(text);
+      return Promise.resolve({ code: 0, stdout: '', stderr: '' });
+    },
+    listJson: () => Promise.resolve({ code: 1, stdout: '', stderr: 'Error: No such file or directory\n' }),
+  };
+  const backend = new NftablesBackend({
+    node: NODE,
+    commands: { run: () => Promise.reject(new Error('no commands in the floor')) },
+    clock: benchClock,
+    layout,
+    executor: new NftCommandExecutor({ family: 'ip', table: 'kube-proxy' }, invoker),
+  });
+  await backend.sync(snapshot, { full: true, changedServices: new Set() });
+  return texts;
+}
+
 /** nft reached as `executor` says: the command through `commands`, or a libnftables context of its own. */
 function invokerFor(executor: NftBenchExecutor, commands: CommandRunner): NftInvoker {
   if (executor === 'cli') return commandInvoker(commands);
@@ -107,12 +174,13 @@ async function runSize(
   const rec = recording(invokerFor(executor, ctx.commands));
   // The floor's own way to nft (with the library: a context of its own, as warm as the backend's).
   const floorNft = invokerFor(executor, ctx.commands);
+  const measured = measuredExecutor(executor, rec);
   const backend = new NftablesBackend({
     node: NODE,
     commands: ctx.commands,
     clock: benchClock,
     layout,
-    executor: new NftCommandExecutor({ family: 'ip', table: 'kube-proxy' }, rec.invoker),
+    executor: measured.executor,
   });
   const cluster = new BenchCluster(NODE.nodeName, ctx.endpointsPerService);
   const sync = (kind: SyncKind, handIn: () => void): Promise<SyncSample> =>
@@ -129,7 +197,7 @@ async function runSize(
     cluster.load(services);
     rssBeforeSync = peakRssMiB();
   });
-  const fullTexts = [...rec.sinceForget()];
+  const commandTexts = [...rec.sinceForget()];
 
   // One endpoint of one Service changes (and changes back), repeatedly; the middle Service. Each change's floor
   // replays its transaction from the state the change started from (after the revert), then the revert's.
@@ -138,10 +206,13 @@ async function runSize(
   const floor: number[] = [];
   let nftSmallRss = 0;
   for (let r = 0; r < ctx.repeats; r++) {
+    rec.forget();
     changes.push(await sync('one-endpoint', () => cluster.setSlice(target, r + 1)));
-    const changeText = rec.last();
+    const changeText = [...rec.sinceForget(), ...measured.netlinkTexts()].join('');
+    rec.forget();
     await sync('one-endpoint', () => cluster.setSlice(target, 0));
-    const revertText = rec.last();
+    const revertText = [...rec.sinceForget(), ...measured.netlinkTexts()].join('');
+    if (changeText === '' || revertText === '') throw new Error(`${what}: a change wrote no transaction`);
     const sampler = sampleChildPeakRss(['nft']);
     floor.push(await time(floorNft, changeText));
     nftSmallRss = Math.max(nftSmallRss, sampler.stop());
@@ -158,6 +229,9 @@ async function runSize(
   };
 
   // The full sync's floor: the same text(s) applied by `nft -f` alone to an empty table, once, like the sync.
+  // The netlink path leaves no text: its floor replays what `nft -f` would have been given for the same sync,
+  // rendered now, after the peak RSS above was read (a second planner is the bench's memory, not the agent's).
+  const fullTexts = executor === 'cli' ? commandTexts : await coldStartTexts(layout, cluster.snapshot);
   await emptyTable();
   await sleep(SETTLE_MS);
   const sampler = sampleChildPeakRss(['nft']);

@@ -140,6 +140,7 @@ export class NftablesBackend implements ProxyBackend {
       },
     });
     this.#planner = this.#layout.createPlanner(node, () => nftNodePortIPs(node), options.featureGates);
+    this.#executor.useDeclarations?.(this.#layout.declarations(node));
   }
 
   requestFullSync(): void {

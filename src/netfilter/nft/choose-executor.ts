@@ -13,7 +13,9 @@ import type { NftExecutor } from './executor.js';
 import { NftCommandExecutor } from './executor.js';
 import type { Libnftables } from './libnftables.js';
 import { loadLibnftables } from './libnftables.js';
+import { NftElementsExecutor } from './elements-executor.js';
 import { NftLibraryExecutor } from './library-executor.js';
+import { NetlinkElements } from './netlink/elements.js';
 import type { NftTableRef } from './serialize.js';
 
 /** The decision, and how to make an executor for a table by it. */
@@ -43,6 +45,7 @@ export function chooseNftExecutors(
   choice: NftExecutorChoice,
   commands: CommandRunner,
   load: () => Libnftables | { error: string } = library,
+  openElements: () => NetlinkElements | { error: string } = () => NetlinkElements.open(),
 ): NftExecutors | { error: string } {
   if (choice === 'cli') return cli(commands, 'asked for (--nft-executor=cli)');
   if (commands !== hostCommandRunner) {
@@ -55,9 +58,24 @@ export function chooseNftExecutors(
       ? { error: `--nft-executor=library: ${lib.error}` }
       : cli(commands, `${lib.error}; using the nft command instead`);
   }
+  // Element-only transactions (most partial syncs, a cold start's chunks) and set listings go over nf_tables
+  // netlink from this process as well, when its socket opens (it is this process's namespace, as the library's).
+  const probe = openElements();
+  if ('error' in probe) {
+    return {
+      kind: 'library',
+      reason: `${lib.soname} in this process, one context per table (element writes through nft too: ${probe.error})`,
+      create: (ref) => new NftLibraryExecutor(ref, lib.newContext(), commands),
+    };
+  }
+  probe.close();
   return {
     kind: 'library',
-    reason: `${lib.soname} in this process, one context per table`,
-    create: (ref) => new NftLibraryExecutor(ref, lib.newContext(), commands),
+    reason: `${lib.soname} in this process, one context per table; element-only transactions and set listings over nf_tables netlink`,
+    create: (ref) => {
+      const library = new NftLibraryExecutor(ref, lib.newContext(), commands);
+      const elements = openElements();
+      return 'error' in elements ? library : new NftElementsExecutor(library, elements);
+    },
   };
 }

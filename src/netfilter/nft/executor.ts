@@ -44,6 +44,8 @@ export interface NftExecutor {
    * an executor without it is read with list() and listElements().
    */
   listWithElements?(): Promise<{ listing: NftListing; elements: Map<string, NftElement[]> }>;
+  /** The table's set and map declarations, for an executor that writes elements itself (elements-executor.ts). */
+  useDeclarations?(declarations: readonly (NftSet | NftMap)[]): void;
 }
 
 /** Time limit for one nft run; a hung nft must not hang the proxy forever. */

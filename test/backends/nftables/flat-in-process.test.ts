@@ -1,0 +1,92 @@
+// The flat layout through the executor an agent gets on its node (chooseNftExecutors 'auto' inside the node's
+// namespace: libnftables for the table's objects, nf_tables netlink for element-only transactions and for reading
+// sets back) against the `nft` command: the same steps (flat-steps.ts) in two namespaces the test makes must leave
+// the same `nft list table` after every step, IPv4 and IPv6, and the in-process side must have written the
+// elements and read the restart's sets over netlink.
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { netnsCommandRunner } from '../../../src/netfilter/command.js';
+import { NftCommandExecutor } from '../../../src/netfilter/nft/executor.js';
+import type { ElementsExecutorCounts } from '../../../src/netfilter/nft/elements-executor.js';
+import { kernelOptions, runPrefix } from '../../helpers/kernel.js';
+import type { StepRecord } from './flat-steps.js';
+import { runFlatSteps } from './flat-steps.js';
+
+const options = kernelOptions(['ip', 'nft']);
+const prefix = runPrefix();
+const inProcessNs = `${prefix}-inproc`;
+const commandNs = `${prefix}-cmd`;
+
+function sweep(): void {
+  const list = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
+  for (const line of list.split('\n')) {
+    const name = line.split(' ')[0];
+    if (name && name.startsWith(prefix)) execFileSync('ip', ['netns', 'del', name]);
+  }
+}
+
+interface ChildOutput {
+  readonly reason: string;
+  readonly records: StepRecord[];
+  readonly counts: ElementsExecutorCounts[];
+}
+
+function runChild(family: string): Promise<ChildOutput> {
+  return new Promise((resolve, reject) => {
+    const script = new URL('./flat-in-process-child.ts', import.meta.url).pathname;
+    const child = spawn(
+      'ip',
+      ['netns', 'exec', inProcessNs, process.execPath, '--import', 'tsx', script, family],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) reject(new Error(`child exited with ${code}: ${out}${err}`));
+      else resolve(JSON.parse(out.trim().split('\n').pop() ?? '') as ChildOutput);
+    });
+  });
+}
+
+describe('flat layout: in-process executor (libnftables + netlink) against the nft command', options, () => {
+  before(() => {
+    sweep();
+    execFileSync('ip', ['netns', 'add', inProcessNs]);
+    execFileSync('ip', ['netns', 'add', commandNs]);
+  });
+  after(() => sweep());
+
+  for (const family of ['IPv4', 'IPv6'] as const) {
+    test(`${family}: every step leaves the same table`, async () => {
+      const commands = netnsCommandRunner(commandNs);
+      const nftFamily = family === 'IPv6' ? 'ip6' : 'ip';
+      const expected = await runFlatSteps(
+        family,
+        () => new NftCommandExecutor({ family: nftFamily, table: 'kube-proxy' }, commands),
+        commands,
+      );
+      const got = await runChild(family);
+      assert.match(got.reason, /netlink/);
+      assert.equal(got.records.length, expected.length);
+      for (const [i, e] of expected.entries()) {
+        const g = got.records[i];
+        assert.ok(g !== undefined);
+        assert.equal(g.step, e.step);
+        assert.ok(e.table.includes('map endpoints-'), `${e.step}: the table has the flat maps`);
+        assert.equal(g.table, e.table, `${family} ${e.step}: the two tables differ`);
+        assert.deepEqual([g.full, g.operations], [e.full, e.operations], e.step);
+      }
+      // The first backend wrote its partial syncs' elements over netlink; the one after the restart read every
+      // declared set back over netlink (no `nft --json` listing of the elements) and wrote over netlink again.
+      const [first, restarted] = got.counts;
+      assert.ok(first !== undefined && restarted !== undefined);
+      assert.ok(first.netlinkTransactions >= 1, JSON.stringify(first));
+      assert.ok(restarted.netlinkListings >= 10, JSON.stringify(restarted));
+      assert.ok(restarted.netlinkTransactions >= 1, JSON.stringify(restarted));
+    });
+  }
+});
