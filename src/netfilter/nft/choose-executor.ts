@@ -1,5 +1,6 @@
-// Which way nftables mode reaches nft, decided once per process: libnftables in this process (one long-lived
-// context per executor, no process per run) or the `nft` binary through a CommandRunner.
+// Which way nftables mode reaches nft, decided once per process: in this process (libnftables, one long-lived
+// context per executor, no process per run, and nf_tables netlink for element-only transactions and set
+// listings: elements-executor.ts) or the `nft` binary through a CommandRunner.
 //
 // libnftables talks to the kernel of the namespace this process runs in. It is used only when the commands would
 // run there too, i.e. the runner is hostCommandRunner itself: an agent on its node, a lab proxy started inside its
