@@ -79,10 +79,11 @@ export const FLAGS = {
     kind: 'string',
     group: 'option',
     help:
-      "kube-proxy-ts only, nftables mode: how nft is run. 'auto' (default) calls libnftables inside this " +
-      'process (no process per change; it programs the network namespace kube-proxy-ts runs in) and falls back ' +
-      "to the nft command when the library does not load; 'cli' always runs the nft command; 'library' refuses " +
-      'to start without the library. Not part of the config file; applies with --config too.',
+      "kube-proxy-ts only, nftables mode: how nft is run. 'auto' (default) works inside this process (it " +
+      'programs the network namespace kube-proxy-ts runs in): set elements are written and read over nf_tables ' +
+      'netlink, everything else through libnftables, no process per change; it falls back to the nft command ' +
+      "when the library does not load. 'cli' always runs the nft command; 'library' refuses to start without " +
+      'the library. Not part of the config file; applies with --config too.',
   },
 
   v: { kind: 'int32', group: 'logging', help: 'number for the log level verbosity', shorthand: 'v' },
