@@ -80,9 +80,11 @@ describe('agent surfaces', () => {
         assert.deepEqual((kp.NFTables as Record<string, unknown>).SyncPeriod, '30s');
         assert.equal('syncPeriodMs' in kp, false);
         assert.equal(doc['kube-proxy-ts']?.nftablesLayout, 'upstream');
-        // The agent runs inside the node's namespace, so auto takes libnftables in its own process.
+        // The agent runs inside the node's namespace, so auto takes libnftables in its own process, and set
+        // elements over nf_tables netlink.
         assert.equal(doc['kube-proxy-ts']?.nftExecutor, 'auto');
         assert.equal(doc['kube-proxy-ts']?.nftExecutorInUse, 'library', configz.body);
+        assert.match(String(doc['kube-proxy-ts']?.nftExecutorReason), /nf_tables netlink/, configz.body);
       } finally {
         await lab.close();
       }
