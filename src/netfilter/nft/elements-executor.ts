@@ -6,7 +6,9 @@
 //
 // Why: at 10,000 flat Services a cold start is ≈ 126,000 element operations, and ≈ 70% of `nft -f`'s time for them
 // is nft's own parser, evaluator and cache; reading a 100,000-Service table back through `nft --json` takes nft
-// ≈ 3.4 GiB. Here the element part is encoded from the text our planner already holds and read back set by set.
+// ≈ 3.4 GiB, and even its terse listing (no elements printed) fetches every element: 81 s and 2.2 GiB at 1.2
+// million. Here the element part is encoded from the text our planner already holds, the table's objects are read
+// over netlink without their elements (netlink/table.ts), and the elements set by set.
 //
 // The schemas (key and value layout of each set) come from the layout's declarations (useDeclarations), given
 // once by the backend: the sets exist with exactly those types, since the same declarations are in every full
@@ -35,18 +37,28 @@ export interface ElementsExecutorCounts {
   readonly netlinkTransactions: number;
   readonly delegatedTransactions: number;
   readonly netlinkListings: number;
+  /** Table listings (list()) asked of netlink, and how many of them nft answered instead. */
+  readonly netlinkTableListings: number;
+  readonly tableListingFallbacks: number;
 }
 
 /**
- * An executor with no listWithElements: a full sync then lists the table (nft, terse: no elements) and reads each
- * set it diffs with listElements, which for a declared set is netlink's dump of that set alone.
+ * An executor with no listWithElements: a full sync then lists the table (netlink: its objects, no element) and
+ * reads each set it diffs with listElements, which for a declared set is netlink's dump of that set alone.
  */
 export class NftElementsExecutor implements NftExecutor {
   readonly ref: NftTableRef;
   readonly #inner: NftExecutor & { close?(): void };
   readonly #elements: NetlinkElements;
   #schemas: ReadonlyMap<string, ElementSchema> = new Map();
-  #counts = { netlinkTransactions: 0, delegatedTransactions: 0, netlinkListings: 0 };
+  #counts = {
+    netlinkTransactions: 0,
+    delegatedTransactions: 0,
+    netlinkListings: 0,
+    netlinkTableListings: 0,
+    tableListingFallbacks: 0,
+  };
+  #listingFallback: string | undefined;
 
   constructor(inner: NftExecutor & { close?(): void }, elements: NetlinkElements) {
     this.ref = inner.ref;
@@ -63,6 +75,11 @@ export class NftElementsExecutor implements NftExecutor {
     return { ...this.#counts };
   }
 
+  /** Why the last table listing that nft answered could not be read over netlink, if one was. */
+  get listingFallback(): string | undefined {
+    return this.#listingFallback;
+  }
+
   async run(tx: NftTransaction): Promise<NftRunStats> {
     if (tx.error) throw tx.error;
     if (tx.size === 0) return { serializeMs: 0, applyMs: 0 };
@@ -76,8 +93,28 @@ export class NftElementsExecutor implements NftExecutor {
     return { serializeMs: r.stats.encodeMs, applyMs: r.stats.kernelMs };
   }
 
-  list(): Promise<NftListing> {
-    return this.#inner.list();
+  /**
+   * The table's objects over netlink. A missing table is NotFound, as nft says it. Any other failure (something
+   * in the table the netlink reader does not know, a socket error, a ruleset that kept changing under the dumps)
+   * falls back to the executor we wrap: nft can list anything in the table, only slowly, and a full sync must not
+   * fail because our reader's vocabulary is narrow. Should nft fail too, its error says that netlink failed first.
+   */
+  async list(): Promise<NftListing> {
+    this.#counts.netlinkTableListings++;
+    const r = await this.#elements.listTable(this.ref);
+    if (r.ok) return r.listing;
+    if (r.error.code === 'NotFound') throw toNftError(r.error);
+    this.#counts.tableListingFallbacks++;
+    this.#listingFallback = r.error.message;
+    try {
+      return await this.#inner.list();
+    } catch (e) {
+      if (!(e instanceof NftError)) throw e;
+      throw new NftError(`${e.message} (asked of nft after the netlink listing failed: ${r.error.message})`, {
+        code: e.code,
+        ...(e.detail !== undefined ? { detail: e.detail } : {}),
+      });
+    }
   }
 
   async listElements(kind: 'set' | 'map', name: string): Promise<NftElement[]> {

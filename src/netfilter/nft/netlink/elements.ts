@@ -1,8 +1,9 @@
 // Set and map elements straight to the kernel over nf_tables netlink, from this process: what `nft -f` of the same
 // element operations does to the kernel's state, without nft's parser, evaluator and cache (≈ 70% of a cold
-// start's `nft -f` at 10,000 flat Services), and listing a set's elements without nft's JSON of the whole table.
-// One NetlinkElements owns one socket (socket.ts) and does one thing at a time on it. Only element operations on
-// sets whose schema is known go this way (canApply); everything else stays with nft.
+// start's `nft -f` at 10,000 flat Services), listing a set's elements without nft's JSON of the whole table, and
+// listing a table's own objects without a single element (listTable, table.ts). One NetlinkElements owns one
+// socket (socket.ts) and does one thing at a time on it. Only element operations on sets whose schema is known go
+// this way (canApply); everything else stays with nft.
 //
 // apply(): one batch, one kernel transaction (encode.ts); the kernel applies it inside the send, which for a large
 // batch runs on a koffi worker thread, and answers every message (we ask for ACKs), so an error names its
@@ -12,7 +13,8 @@ import { describeObject } from '../objects.js';
 import type { NftOperation } from '../objects.js';
 import type { NftErrorCode } from '../errors.js';
 import type { NftTableRef } from '../serialize.js';
-import type { ListedElement } from './decode.js';
+import type { NftListing } from '../executor.js';
+import type { ListedElement, NetlinkMessageView } from './decode.js';
 import { decodeSetElemMessage, netlinkMessages, parseErrorReply } from './decode.js';
 import type { EncodedBatch } from './encode.js';
 import { encodeElementBatch, operationForReply } from './encode.js';
@@ -29,6 +31,7 @@ import {
   NLMSG_HDRLEN,
   NLM_F_DUMP,
   NLM_F_DUMP_INTR,
+  NLM_F_MULTI,
   NLM_F_REQUEST,
   align4,
   nftMessageType,
@@ -36,6 +39,7 @@ import {
 import type { ElementSchema } from './schema.js';
 import type { SocketFailure, SocketResult } from './socket.js';
 import { NetfilterSocket, strerror } from './socket.js';
+import { LISTING_FAMILIES, LISTING_PARTS, TableListingReader, listingRequest } from './table.js';
 
 export type { ListedElement } from './decode.js';
 
@@ -72,6 +76,10 @@ export type NetlinkApplyResult =
 
 export type NetlinkListResult =
   | { readonly ok: true; readonly elements: ListedElement[] }
+  | { readonly ok: false; readonly error: NetlinkElementError };
+
+export type NetlinkTableResult =
+  | { readonly ok: true; readonly listing: NftListing }
   | { readonly ok: false; readonly error: NetlinkElementError };
 
 /** The first operation that cannot go through netlink and why, or undefined when all can. */
@@ -323,11 +331,92 @@ export class NetlinkElements {
       return { ok: false, error: { code: 'Invalid', message: `netlink: table family ${ref.family}` } };
     }
     const seq = this.#takeSeq(1);
-    const request = getSetElemRequest(NFPROTO[ref.family], ref.table, set, seq);
+    const elements: ListedElement[] = [];
+    const r = await this.#exchange(
+      getSetElemRequest(NFPROTO[ref.family], ref.table, set, seq),
+      seq,
+      `nf_tables listing ${ref.family} ${ref.table} ${set}`,
+      (buf, m) => {
+        if (m.type !== nftMessageType(NFT_MSG_NEWSETELEM)) return undefined;
+        const problem = decodeSetElemMessage(buf, m, schema, elements);
+        return problem === undefined ? undefined : `${set} holds ${problem}`;
+      },
+    );
+    if (r !== 'done') return r;
+    return { ok: true, elements };
+  }
+
+  /**
+   * The objects of table `ref` (table, chains, sets and maps, rules) without any element, as our JSON listing
+   * parser gives them from `nft --json --terse list table` (table.ts says where, and why, the two differ).
+   * NotFound when the table does not exist; Failed, naming it, for what the reader does not know (ask nft then).
+   */
+  listTable(ref: NftTableRef): Promise<NetlinkTableResult> {
+    return this.#serialized(async () => {
+      for (let attempt = 1; ; attempt++) {
+        const r = await this.#listTable(ref);
+        if (r !== 'interrupted') return r;
+        if (attempt >= DUMP_TRIES) {
+          return {
+            ok: false,
+            error: {
+              code: 'Failed',
+              message: `netlink: the ruleset kept changing while ${ref.family} ${ref.table} was listed`,
+            },
+          };
+        }
+      }
+    });
+  }
+
+  async #listTable(ref: NftTableRef): Promise<NetlinkTableResult | 'interrupted'> {
+    const family = LISTING_FAMILIES[ref.family];
+    if (family === undefined) {
+      return { ok: false, error: { code: 'Invalid', message: `netlink: table family ${ref.family}` } };
+    }
+    const reader = new TableListingReader(family, ref.table);
+    let interrupted = false;
+    // One request at a time, each read to its end: the table first (a missing table ends it there, as ENOENT),
+    // rules after chains (the reader learns the binding chains, whose rules nft lists inside another rule).
+    for (const part of LISTING_PARTS) {
+      const seq = this.#takeSeq(1);
+      const r = await this.#exchange(
+        listingRequest(part, family, ref.table, seq),
+        seq,
+        `nf_tables listing ${ref.family} ${ref.table} (${part})`,
+        (buf, m) => {
+          const problem = reader.read(buf, m);
+          return problem === undefined ? undefined : `${ref.family} ${ref.table} holds ${problem}`;
+        },
+      );
+      if (r === 'interrupted') interrupted = true;
+      else if (r !== 'done') return r;
+      if (part === 'table' && !reader.sawTable) {
+        return {
+          ok: false,
+          error: { code: 'Failed', message: `netlink: no answer about table ${ref.family} ${ref.table}` },
+        };
+      }
+    }
+    // The four answers are one listing only if no change came between them.
+    if (interrupted || reader.mixedGenerations) return 'interrupted';
+    return { ok: true, listing: reader.listing() };
+  }
+
+  /**
+   * Sends one request and reads its whole answer: a dump's parts up to NLMSG_DONE, or a single reply. `visit`
+   * sees each of the answer's other messages and returns why it cannot be read, or undefined. 'interrupted' when
+   * the kernel marked a part of the dump NLM_F_DUMP_INTR (the ruleset changed during it: read it again).
+   */
+  async #exchange(
+    request: Buffer,
+    seq: number,
+    what: string,
+    visit: (buf: Buffer, m: NetlinkMessageView) => string | undefined,
+  ): Promise<'done' | 'interrupted' | { readonly ok: false; readonly error: NetlinkElementError }> {
     this.#drain();
     const sent = this.#socket.send(request);
     if (!('bytes' in sent)) return { ok: false, error: socketError('netlink send', sent) };
-    const elements: ListedElement[] = [];
     let interrupted = false;
     for (let parts = 1; ; parts++) {
       const r = await this.#receive();
@@ -341,30 +430,29 @@ export class NetlinkElements {
           // The dump's end carries its status: negative when the kernel stopped it with an error.
           const status =
             m.length >= NLMSG_HDRLEN + 4 ? doneStatus(this.#datagram, m.offset + NLMSG_HDRLEN) : 0;
-          if (status < 0) {
-            return {
-              ok: false,
-              error: kernelError(`nf_tables listing ${ref.family} ${ref.table} ${set}`, -status),
-            };
-          }
-          return interrupted ? 'interrupted' : { ok: true, elements };
+          if (status < 0) return { ok: false, error: kernelError(what, -status) };
+          return interrupted ? 'interrupted' : 'done';
         }
         if (m.type === NLMSG_ERROR) {
           const reply = parseErrorReply(this.#datagram, m);
           const errno = reply?.errno ?? 0;
-          if (errno === 0) continue;
+          // An ACK ends a request that is not a dump; a dump's answer ends with NLMSG_DONE.
+          if (errno === 0) {
+            if (m.flags & NLM_F_MULTI) continue;
+            return interrupted ? 'interrupted' : 'done';
+          }
           return {
             ok: false,
-            error: kernelError(`nf_tables listing ${ref.family} ${ref.table} ${set}`, errno, {
+            error: kernelError(what, errno, {
               ...(reply?.text !== undefined ? { kernelText: reply.text } : {}),
             }),
           };
         }
-        if (m.type !== nftMessageType(NFT_MSG_NEWSETELEM)) continue;
-        const problem = decodeSetElemMessage(this.#datagram, m, schema, elements);
-        if (problem !== undefined) {
-          return { ok: false, error: { code: 'Failed', message: `netlink: ${set} holds ${problem}` } };
-        }
+        const problem = visit(this.#datagram, m);
+        if (problem !== undefined)
+          return { ok: false, error: { code: 'Failed', message: `netlink: ${problem}` } };
+        // The answer to a request that is not a dump is this one message.
+        if (!(m.flags & NLM_F_MULTI)) return interrupted ? 'interrupted' : 'done';
       }
       if (parts % DUMP_PARTS_PER_TURN === 0) await setImmediate();
     }
