@@ -123,11 +123,13 @@ export class NftablesBackend implements ProxyBackend {
   constructor(options: NftablesBackendOptions) {
     this.family = options.node.family;
     const ref = { family: nftFamilyOf(options.node.family), table: TABLE_NAME };
+    this.#logger = (options.logger ?? SILENT_LOGGER).child({ ipFamily: options.node.family });
     this.#executor =
-      options.executor ?? options.nftExecutors?.create(ref) ?? new NftCommandExecutor(ref, options.commands);
+      options.executor ??
+      options.nftExecutors?.create(ref, this.#logger) ??
+      new NftCommandExecutor(ref, options.commands);
     this.#clock = options.clock;
     this.#metrics = options.metrics ?? NO_PROXY_METRICS;
-    this.#logger = (options.logger ?? SILENT_LOGGER).child({ ipFamily: options.node.family });
     this.#layout = options.layout ?? UPSTREAM_LAYOUT;
     this.#serviceCIDRs = options.node.serviceCIDRs;
     // The planners render the fixed setup from the node config on every full sync; the service ranges in it follow

@@ -8,6 +8,7 @@
 // any other wrapper, keeps the binary, so that nothing is ever written to the namespace this process happens to
 // be in by mistake.
 import type { NftExecutorChoice } from '../../config/nft-executor.js';
+import type { Logger } from '../../util/logger.js';
 import type { CommandRunner } from '../command.js';
 import { hostCommandRunner } from '../command.js';
 import type { NftExecutor } from './executor.js';
@@ -24,7 +25,8 @@ export interface NftExecutors {
   readonly kind: 'cli' | 'library';
   /** Why this kind, for the one log line that says it (and for /configz). */
   readonly reason: string;
-  create(ref: NftTableRef): NftExecutor;
+  /** `logger` hears what the executor decides on its own (a listing nft had to answer). */
+  create(ref: NftTableRef, logger?: Logger): NftExecutor;
 }
 
 let loaded: Libnftables | { error: string } | undefined;
@@ -73,10 +75,10 @@ export function chooseNftExecutors(
   return {
     kind: 'library',
     reason: `${lib.soname} in this process, one context per table; element-only transactions and set listings over nf_tables netlink`,
-    create: (ref) => {
+    create: (ref, logger) => {
       const library = new NftLibraryExecutor(ref, lib.newContext(), commands);
       const elements = openElements();
-      return 'error' in elements ? library : new NftElementsExecutor(library, elements);
+      return 'error' in elements ? library : new NftElementsExecutor(library, elements, logger);
     },
   };
 }

@@ -13,6 +13,8 @@
 // The schemas (key and value layout of each set) come from the layout's declarations (useDeclarations), given
 // once by the backend: the sets exist with exactly those types, since the same declarations are in every full
 // sync's setup.
+import type { Logger } from '../../util/logger.js';
+import { SILENT_LOGGER } from '../../util/logger.js';
 import { NftError } from './errors.js';
 import type { NftExecutor, NftListing, NftRunStats } from './executor.js';
 import type { NftElement, NftMap, NftSet } from './objects.js';
@@ -60,10 +62,18 @@ export class NftElementsExecutor implements NftExecutor {
   };
   #listingFallback: string | undefined;
 
-  constructor(inner: NftExecutor & { close?(): void }, elements: NetlinkElements) {
+  readonly #logger: Logger;
+
+  /** `logger` hears of a table listing nft had to answer (at 100,000 Services, minutes of nft instead of ms). */
+  constructor(
+    inner: NftExecutor & { close?(): void },
+    elements: NetlinkElements,
+    logger: Logger = SILENT_LOGGER,
+  ) {
     this.ref = inner.ref;
     this.#inner = inner;
     this.#elements = elements;
+    this.#logger = logger;
   }
 
   /** The table's set and map declarations (the layout's): which of them netlink may write, and how. */
@@ -106,6 +116,10 @@ export class NftElementsExecutor implements NftExecutor {
     if (r.error.code === 'NotFound') throw toNftError(r.error);
     this.#counts.tableListingFallbacks++;
     this.#listingFallback = r.error.message;
+    this.#logger.warn('could not read the nftables table over netlink; nft lists it instead, which is slow', {
+      table: `${this.ref.family} ${this.ref.table}`,
+      error: r.error.message,
+    });
     try {
       return await this.#inner.list();
     } catch (e) {

@@ -86,6 +86,9 @@ describe('flat layout: in-process executor (libnftables + netlink) against the n
       assert.ok(first !== undefined && restarted !== undefined);
       assert.ok(first.netlinkTransactions >= 1, JSON.stringify(first));
       assert.ok(restarted.netlinkListings >= 10, JSON.stringify(restarted));
+      // …and the table's own objects over netlink too, without nft (which would fetch every element).
+      assert.ok(restarted.netlinkTableListings >= 1, JSON.stringify(restarted));
+      assert.equal(restarted.tableListingFallbacks, 0, JSON.stringify(restarted));
       assert.ok(restarted.netlinkTransactions >= 1, JSON.stringify(restarted));
     });
   }
