@@ -28,6 +28,9 @@
 // - Runs: the "full" row is the process's first sync (every Service handed in at once, empty tables, new
 //   backend), cold, one run: what a proxy's start costs. The "one-endpoint" row is REPEATS (9) changes of one
 //   endpoint of the middle Service, in every mode (each changed back by a sync that is checked, not reported).
+//   nftables also has a "restart" row: a new backend's first sync on the table the first sync wrote (it reads
+//   it all back and writes only what differs), floor = nft alone listing that table with its elements; its
+//   peak RSS columns are the process's (the first backend is still in it), not the restart's own.
 //   Each column is the median of its per-run values (total is the median of per-run totals, not a sum of
 //   medians), so own + kernel need not add up to total exactly.
 // - floor = the kernel tool alone applying the very text (iptables: the very restore call) from the same
@@ -127,7 +130,8 @@ function printTable(rows: readonly BenchRow[]): void {
   console.log(
     `total = objects handed to the trackers -> sync resolved; kernel = the kernel tools' own run; own = total - ` +
       `kernel; model = trackers + checkout (part of own). full: the first sync, cold, 1 run; one-endpoint: ` +
-      `${REPEATS} runs; each column the median of its per-run values. floor: the tool alone, same text.`,
+      `${REPEATS} runs; restart: a new backend's first sync on that table, 1 run (floor: nft listing it); each ` +
+      `column the median of its per-run values. floor: the tool alone, same text.`,
   );
   for (const l of lines) console.log(l.map((c, i) => c.padStart(widths[i] ?? 0)).join('  '));
 }

@@ -81,7 +81,7 @@ export async function timedSync(
   const t1 = performance.now();
   const result = await backend.sync(cluster.snapshot, request);
   const t2 = performance.now();
-  if (result.full !== (kind === 'full')) {
+  if (result.full !== (kind !== 'one-endpoint')) {
     throw new BenchKindError(
       `${what}: a ${kind} run's sync was ${result.full ? 'a full one' : 'a partial one'}; its numbers would ` +
         `measure the wrong thing`,

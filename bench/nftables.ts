@@ -240,11 +240,31 @@ async function runSize(
   const nftFullRss = sampler.stop();
   rec.forget();
 
+  // A restart: the floor left the table exactly as the first sync wrote it; a new backend (an agent started again)
+  // makes its first sync on it, reading every set back and writing only what differs. Its floor is nft alone
+  // listing the table with its elements, what any reading of it through nft costs. The first backend is still in
+  // this process, so the restart's RSS is not its own (the rows' peak RSS is read above, before it).
+  await sleep(SETTLE_MS);
+  const restartBackend = new NftablesBackend({
+    node: NODE,
+    commands: ctx.commands,
+    clock: benchClock,
+    layout,
+    executor: measuredExecutor(executor, rec).executor,
+  });
+  const restart = await timedSync(what, cluster, restartBackend, 'restart', () => {}, nftKernelMs);
+  const t0 = performance.now();
+  const listed = await floorNft.listJson(['list', 'table', 'ip', 'kube-proxy'], false);
+  const restartFloor = performance.now() - t0;
+  if (listed.code !== 0) throw new Error(`restart floor: ${listed.stderr.slice(0, 300)}`);
+  rec.forget();
+
   // With the library, nft's memory is this process's (in peak RSS); there is no nft process to sample.
   const toolRss = (mib: number): number | undefined => (executor === 'cli' ? mib : undefined);
   return [
     rowFrom(base, 'full', [first], [fullFloor], toolRss(nftFullRss)),
     rowFrom(base, 'one-endpoint', changes, floor, toolRss(nftSmallRss)),
+    rowFrom(base, 'restart', [restart], [restartFloor]),
   ];
 }
 

@@ -11,8 +11,12 @@ export interface BenchContext {
   readonly repeats: number;
 }
 
-/** 'full': the process's first sync (every Service loaded, empty tables), cold, one run. 'one-endpoint': a change. */
-export type SyncKind = 'full' | 'one-endpoint';
+/**
+ * 'full': the process's first sync (every Service loaded, empty tables), cold, one run. 'one-endpoint': a change.
+ * 'restart' (nftables): a new backend's first sync on the table 'full' wrote, one run: it reads the table back and
+ * writes only what differs.
+ */
+export type SyncKind = 'full' | 'one-endpoint' | 'restart';
 
 export interface BenchRow {
   readonly mode: string;
