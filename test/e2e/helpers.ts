@@ -115,3 +115,21 @@ export async function waitFor<T>(
 export function sorted(xs: Iterable<string>): string[] {
   return [...xs].sort();
 }
+
+/** JSON read back from kubectl or the lab's API: is it an object (not null, not an array)? */
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The value at `path` inside `v`, or undefined where any step is not an object. */
+export function field(v: unknown, ...path: string[]): unknown {
+  let cur = v;
+  for (const p of path) cur = isRecord(cur) ? cur[p] : undefined;
+  return cur;
+}
+
+/** A List's `items`, or none. */
+export function items(list: unknown): unknown[] {
+  const xs = field(list, 'items');
+  return Array.isArray(xs) ? xs : [];
+}

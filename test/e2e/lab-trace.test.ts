@@ -15,23 +15,10 @@ import { labDown } from '../../src/lab/cluster/down.js';
 import { TRACE_TABLE } from '../../src/inspect/trace/table.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import { hostCommandRunner, hostStreamRunner } from '../../src/netfilter/command.js';
-import { kubectlFor, mustRun, waitFor } from './helpers.js';
+import { field, items, kubectlFor, mustRun, waitFor } from './helpers.js';
 import { labTurn } from './helpers/lab-turn.js';
 
 const gate = kernelOptions(['ip', 'nft', 'curl', 'kubectl']);
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-function field(v: unknown, ...path: string[]): unknown {
-  let cur = v;
-  for (const p of path) cur = isRecord(cur) ? cur[p] : undefined;
-  return cur;
-}
-function items(list: unknown): unknown[] {
-  const xs = field(list, 'items');
-  return Array.isArray(xs) ? xs : [];
-}
 
 describe('lab trace: one request through the lab’s rules', { skip: gate.skip, timeout: 1_200_000 }, () => {
   const prefix = runPrefix();

@@ -20,7 +20,7 @@ import { startLab, type Lab } from '../../src/lab/cluster/index.js';
 import { labDown } from '../../src/lab/cluster/down.js';
 import { labWebCommand } from '../../src/cli/lab-web.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
-import { kubectlFor, waitFor } from './helpers.js';
+import { field, items, kubectlFor, waitFor } from './helpers.js';
 import { labTurn } from './helpers/lab-turn.js';
 import { launchBrowser, type Browser } from './helpers/browser.js';
 
@@ -29,19 +29,6 @@ const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/lab-web/', import.
 const measure = process.env.KPTS_LAB_WEB_MEASURE === '1';
 // In-page expressions are strings: this project's TypeScript has no DOM types (the page's own code is JavaScript).
 const ALL_SERVICES = `Number(document.querySelector('#svc-count')?.getAttribute('data-count')) >= 1001`;
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-function field(v: unknown, ...path: string[]): unknown {
-  let cur = v;
-  for (const p of path) cur = isRecord(cur) ? cur[p] : undefined;
-  return cur;
-}
-function items(list: unknown): unknown[] {
-  const xs = field(list, 'items');
-  return Array.isArray(xs) ? xs : [];
-}
 
 interface PodView {
   readonly name: string;

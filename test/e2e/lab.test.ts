@@ -16,7 +16,18 @@ import { podNamespaceName, prefixLockFile } from '../../src/lab/cluster/layout.j
 import { fetchProxyMetrics, metricValue } from '../../src/lab/cluster/metrics.js';
 import { FULL_SYNC_PERIOD_MS } from '../../src/sync/proxier.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
-import { delay, httpTally, inNetns, kubectlFor, mustRun, run, sorted, waitFor } from './helpers.js';
+import {
+  delay,
+  field,
+  httpTally,
+  inNetns,
+  items,
+  kubectlFor,
+  mustRun,
+  run,
+  sorted,
+  waitFor,
+} from './helpers.js';
 import { labTurn } from './helpers/lab-turn.js';
 
 const gate = kernelOptions(['ip', 'nft', 'iptables', 'iptables-save', 'curl', 'kubectl']);
@@ -29,18 +40,6 @@ interface PodView {
   readonly terminating: boolean;
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-function field(v: unknown, ...path: string[]): unknown {
-  let cur = v;
-  for (const p of path) cur = isRecord(cur) ? cur[p] : undefined;
-  return cur;
-}
-function items(list: unknown): unknown[] {
-  const xs = field(list, 'items');
-  return Array.isArray(xs) ? xs : [];
-}
 function podViews(list: unknown): PodView[] {
   return items(list).map((p) => {
     const conditions = field(p, 'status', 'conditions');
