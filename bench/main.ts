@@ -193,8 +193,13 @@ async function main(): Promise<void> {
   process.once('SIGTERM', onSignal);
   try {
     const rows: BenchRow[] = [];
-    for (const m of selectedModules()) {
-      for (const n of parseSizes(m)) {
+    // Size by size, every mode at one size before any at the next: a mode run right after a larger table's
+    // deletion pays for the kernel still freeing it, so each size's modes start from the same leftovers.
+    const modules = selectedModules();
+    const sizes = [...new Set(modules.flatMap((m) => parseSizes(m)))].sort((a, b) => a - b);
+    for (const n of sizes) {
+      for (const m of modules) {
+        if (!parseSizes(m).includes(n)) continue;
         if (n > (m.maxServices ?? Infinity)) {
           process.stderr.write(`${labelOf(m)} ${n}: skipped above ${m.maxServices} Services\n`);
           continue;
@@ -202,6 +207,9 @@ async function main(): Promise<void> {
         rows.push(...(await runChild(labelOf(m), n, ns)));
       }
     }
+    // Printed mode by mode, as before (rows of one (mode, size) stay in their order).
+    const order = (r: BenchRow): number => modules.findIndex((m) => labelOf(m) === r.mode);
+    rows.sort((a, b) => order(a) - order(b) || a.services - b.services);
     if (rows.length > 0) printTable(rows);
     const plot = writeLayoutPlot(rows, process.env.KPTS_BENCH_PLOT ?? 'bench-results/nftables-layouts.svg');
     if (plot !== undefined) console.log(`\nplot of both nftables layouts: ${plot}`);
