@@ -1,15 +1,16 @@
 // The benchmark's plot of the two nftables layouts: full-sync time and one-endpoint time against the number of
-// Services, both axes logarithmic, one line per layout and way of running nft (dashed: libnftables in-process). A
-// small SVG written by hand (no plotting dependency); the numbers are the table's totals (what a user waits for).
+// Services, both axes logarithmic, one line per layout and way of running nft (dashed: in-process, libnftables
+// and nf_tables netlink). A small SVG written by hand (no plotting dependency); the numbers are the table's
+// totals (what a user waits for).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { BenchRow, SyncKind } from './types.js';
 
 const SERIES = [
   { mode: 'nftables', label: 'upstream layout', color: '#c0392b', dash: '' },
-  { mode: 'nftables-library', label: 'upstream, libnftables', color: '#c0392b', dash: '6 4' },
+  { mode: 'nftables-library', label: 'upstream, in-process', color: '#c0392b', dash: '6 4' },
   { mode: 'nftables-flat', label: 'flat layout', color: '#2471a3', dash: '' },
-  { mode: 'nftables-flat-library', label: 'flat, libnftables', color: '#2471a3', dash: '6 4' },
+  { mode: 'nftables-flat-library', label: 'flat, in-process', color: '#2471a3', dash: '6 4' },
 ] as const;
 
 const PANEL = { width: 420, height: 300, left: 64, right: 56, top: 36, bottom: 46 } as const;
