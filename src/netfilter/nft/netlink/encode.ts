@@ -498,3 +498,55 @@ export function operationForReply(batch: EncodedBatch, seq: number, offset?: num
   }
   return lo;
 }
+
+/** A field's text for warmUpEncoder's made-up elements, varied by `i` so no two keys are equal. */
+function sampleField(type: ElementFieldType, i: number): string {
+  switch (type) {
+    case 'ipv4_addr':
+      return `198.18.${(i >> 8) & 255}.${i & 255}`;
+    case 'ipv6_addr':
+      return `2001:db8::${(i & 0xffff).toString(16)}`;
+    case 'inet_proto':
+      return 'tcp';
+    case 'inet_service':
+      return String(1 + (i % 65000));
+    case 'numgen':
+      return String(i % 16);
+  }
+}
+
+/**
+ * Encodes (never sends) `perSchema` made-up elements of every schema, so that V8 has compiled the encoder before
+ * the first real batch: a cold start's first chunk otherwise runs its first tens of thousands of elements in the
+ * interpreter (≈ 110–170 ms instead of ≈ 50 ms for 126,000). Meant for an executor's start, not a sync.
+ */
+export function warmUpEncoder(
+  schemas: ReadonlyMap<string, ElementSchema>,
+  perSchema = 2000,
+): { readonly encoded: number; readonly refused: readonly string[] } {
+  let encoded = 0;
+  const refused: string[] = [];
+  const ref = { family: 'ip', table: 'warm-up' } as const;
+  for (const [set, schema] of schemas) {
+    const ops: NftOperation[] = [];
+    for (let i = 0; i < perSchema; i++) {
+      const key = schema.key.map((t) => sampleField(t, i)).join(' . ');
+      const value =
+        schema.value === undefined
+          ? undefined
+          : schema.value === 'verdict'
+            ? i % 2 === 0
+              ? 'goto warm-up'
+              : 'drop'
+            : schema.value.map((t) => sampleField(t, i)).join(' . ');
+      ops.push({
+        verb: 'add',
+        object: { kind: 'element', set, key: [key], ...(value !== undefined ? { value: [value] } : {}) },
+      });
+    }
+    const r = encodeElementBatch(ref, ops, schemas, 1);
+    if ('reason' in r) refused.push(`${set}: ${r.reason}`);
+    else encoded += ops.length;
+  }
+  return { encoded, refused };
+}
