@@ -24,7 +24,6 @@ import type { NetlinkElementError, NetlinkElements } from './netlink/elements.js
 import { canApply } from './netlink/elements.js';
 import type { ElementSchema } from './netlink/schema.js';
 import { elementSchemas } from './netlink/schema.js';
-import { warmUpEncoder } from './netlink/encode.js';
 
 function toNftError(e: NetlinkElementError): NftError {
   return new NftError(e.message, {
@@ -80,8 +79,6 @@ export class NftElementsExecutor implements NftExecutor {
   /** The table's set and map declarations (the layout's): which of them netlink may write, and how. */
   useDeclarations(declarations: readonly (NftSet | NftMap)[]): void {
     this.#schemas = elementSchemas(declarations);
-    // Given once, at the backend's start: compile the encoder now rather than in the first cold start.
-    warmUpEncoder(this.#schemas);
   }
 
   get counts(): ElementsExecutorCounts {

@@ -7,16 +7,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { FLAT_LAYOUT } from '../../../../src/backends/nftables/flat/layout.js';
-import { UPSTREAM_LAYOUT } from '../../../../src/backends/nftables/upstream-layout.js';
 import { flatSetupParts } from '../../../../src/backends/nftables/flat/setup.js';
 import { sharedSets, familyWords } from '../../../../src/backends/nftables/setup.js';
 import type { NftOperation } from '../../../../src/netfilter/nft/objects.js';
 import type { EncodedBatch } from '../../../../src/netfilter/nft/netlink/encode.js';
-import {
-  encodeElementBatch,
-  operationForReply,
-  warmUpEncoder,
-} from '../../../../src/netfilter/nft/netlink/encode.js';
+import { encodeElementBatch, operationForReply } from '../../../../src/netfilter/nft/netlink/encode.js';
 import type { ElementSchema } from '../../../../src/netfilter/nft/netlink/schema.js';
 import { elementSchema, elementSchemas } from '../../../../src/netfilter/nft/netlink/schema.js';
 import { nodeFor } from '../../../backends/nftables/flat-objects.js';
@@ -310,20 +305,6 @@ describe('element schemas', () => {
       const s = elementSchema(c);
       assert.ok('unsupported' in s, JSON.stringify(c));
       assert.match(s.unsupported, reason);
-    }
-  });
-});
-
-describe('warmUpEncoder', () => {
-  test('encodes made-up elements of every schema both layouts declare, both families, none refused', () => {
-    for (const layout of [UPSTREAM_LAYOUT, FLAT_LAYOUT]) {
-      for (const family of ['IPv4', 'IPv6'] as const) {
-        const schemas = elementSchemas(layout.declarations(nodeFor(family)));
-        assert.ok(schemas.size >= 8, `${layout.name} ${family}: ${schemas.size} schemas`);
-        const r = warmUpEncoder(schemas, 50);
-        assert.deepEqual(r.refused, [], `${layout.name} ${family}`);
-        assert.equal(r.encoded, 50 * schemas.size);
-      }
     }
   });
 });
