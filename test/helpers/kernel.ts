@@ -1,7 +1,7 @@
 // Gate for tests that need the real kernel (root, network namespaces, nft/iptables/ip/conntrack). Without the
 // prerequisites such tests skip with a printed reason; with KPTS_REQUIRE_KERNEL=1 (CI) a missing prerequisite is
 // a failure, never a skip.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { TestContext } from 'node:test';
 
@@ -48,3 +48,37 @@ export function runPrefix(): string {
 }
 
 export type { TestContext };
+
+/** Deletes every network namespace whose name starts with `prefix` (a test's own, from runPrefix()). */
+export function sweepNamespaces(prefix: string): void {
+  const list = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
+  for (const line of list.split('\n')) {
+    const name = line.split(' ')[0];
+    if (name && name.startsWith(prefix)) execFileSync('ip', ['netns', 'del', name]);
+  }
+}
+
+/**
+ * Runs the TypeScript file `script` (node --import tsx) inside namespace `ns` (`ip netns exec`), as an agent runs
+ * inside its node's, and resolves with the JSON of the last line it printed; a non-zero exit rejects with all it
+ * printed.
+ */
+export function runInNamespace<T>(ns: string, script: URL, args: readonly string[] = []): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      'ip',
+      ['netns', 'exec', ns, process.execPath, '--import', 'tsx', script.pathname, ...args],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const name = script.pathname.split('/').pop() ?? script.pathname;
+      if (code !== 0) reject(new Error(`${name} in ${ns} exited with ${code}: ${out}${err}`));
+      else resolve(JSON.parse(out.trim().split('\n').pop() ?? '') as T);
+    });
+  });
+}

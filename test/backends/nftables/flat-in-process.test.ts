@@ -4,12 +4,12 @@
 // the same `nft list table` after every step, IPv4 and IPv6, and the in-process side must have written the
 // elements and read the restart's sets over netlink.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { netnsCommandRunner } from '../../../src/netfilter/command.js';
 import { NftCommandExecutor } from '../../../src/netfilter/nft/executor.js';
 import type { ElementsExecutorCounts } from '../../../src/netfilter/nft/elements-executor.js';
-import { kernelOptions, runPrefix } from '../../helpers/kernel.js';
+import { kernelOptions, runPrefix, sweepNamespaces, runInNamespace } from '../../helpers/kernel.js';
 import type { StepRecord } from './flat-steps.js';
 import { runFlatSteps } from './flat-steps.js';
 
@@ -18,13 +18,7 @@ const prefix = runPrefix();
 const inProcessNs = `${prefix}-inproc`;
 const commandNs = `${prefix}-cmd`;
 
-function sweep(): void {
-  const list = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
-  for (const line of list.split('\n')) {
-    const name = line.split(' ')[0];
-    if (name && name.startsWith(prefix)) execFileSync('ip', ['netns', 'del', name]);
-  }
-}
+const sweep = (): void => sweepNamespaces(prefix);
 
 interface ChildOutput {
   readonly reason: string;
@@ -33,23 +27,7 @@ interface ChildOutput {
 }
 
 function runChild(family: string): Promise<ChildOutput> {
-  return new Promise((resolve, reject) => {
-    const script = new URL('./flat-in-process-child.ts', import.meta.url).pathname;
-    const child = spawn(
-      'ip',
-      ['netns', 'exec', inProcessNs, process.execPath, '--import', 'tsx', script, family],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
-    child.stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) reject(new Error(`child exited with ${code}: ${out}${err}`));
-      else resolve(JSON.parse(out.trim().split('\n').pop() ?? '') as ChildOutput);
-    });
-  });
+  return runInNamespace(inProcessNs, new URL('./flat-in-process-child.ts', import.meta.url), [family]);
 }
 
 describe('flat layout: in-process executor (libnftables + netlink) against the nft command', options, () => {

@@ -14,7 +14,7 @@ import type { CommandRunner } from '../../../src/netfilter/command.js';
 import { NftCommandExecutor } from '../../../src/netfilter/nft/executor.js';
 import { FakeNft } from '../../../src/netfilter/nft/fake.js';
 import { FakeClock } from '../../../src/util/clock.js';
-import { kernelOptions, runPrefix } from '../../helpers/kernel.js';
+import { kernelOptions, runPrefix, sweepNamespaces } from '../../helpers/kernel.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
 import { nodeFor, objects } from './flat-objects.js';
 
@@ -22,13 +22,7 @@ const options = kernelOptions(['ip', 'nft']);
 const prefix = runPrefix();
 const ns = `${prefix}-flat`;
 
-function sweep(): void {
-  const list = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
-  for (const line of list.split('\n')) {
-    const name = line.split(' ')[0];
-    if (name && name.startsWith(prefix)) execFileSync('ip', ['netns', 'del', name]);
-  }
-}
+const sweep = (): void => sweepNamespaces(prefix);
 
 describe('flat layout in a network namespace', options, () => {
   const inNamespace = netnsCommandRunner(ns);

@@ -11,7 +11,7 @@ import { parseOperations } from '../../../src/netfilter/nft/parse.js';
 import type { NftOperation } from '../../../src/netfilter/nft/objects.js';
 import { NftTransaction } from '../../../src/netfilter/nft/transaction.js';
 import { FakeClock } from '../../../src/util/clock.js';
-import { kernelOptions, runPrefix } from '../../helpers/kernel.js';
+import { kernelOptions, runPrefix, sweepNamespaces } from '../../helpers/kernel.js';
 import { loadVector, nodeConfigFromVector } from '../../backends/nftables/helpers.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
 
@@ -20,13 +20,7 @@ const prefix = runPrefix();
 const ns = `${prefix}-nft`;
 const ref = { family: 'ip', table: 'kube-proxy' } as const;
 
-function sweep(): void {
-  const list = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
-  for (const line of list.split('\n')) {
-    const name = line.split(' ')[0];
-    if (name && name.startsWith(prefix)) execFileSync('ip', ['netns', 'del', name]);
-  }
-}
+const sweep = (): void => sweepNamespaces(prefix);
 
 /** Empties the namespace's kube-proxy table (add-then-delete: nft 1.0.6 has no `destroy`), optionally re-adding it. */
 async function resetTable(exec: NftCommandExecutor, recreate: boolean): Promise<void> {

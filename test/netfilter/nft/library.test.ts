@@ -3,7 +3,7 @@
 // leave the same table after every step, read the same back and report the same errors (nft's text, the failing
 // line). Also: how the executor is chosen, and the fallback when the library does not load.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { hostCommandRunner, netnsCommandRunner } from '../../../src/netfilter/command.js';
 import { chooseNftExecutors } from '../../../src/netfilter/nft/choose-executor.js';
@@ -13,7 +13,7 @@ import type { LibnftablesContext } from '../../../src/netfilter/nft/libnftables.
 import { loadLibnftables } from '../../../src/netfilter/nft/libnftables.js';
 import { LIBRARY_MAX_TEXT_BYTES, NftLibraryExecutor } from '../../../src/netfilter/nft/library-executor.js';
 import { NftTransaction } from '../../../src/netfilter/nft/transaction.js';
-import { kernelOptions, runPrefix } from '../../helpers/kernel.js';
+import { kernelOptions, runPrefix, sweepNamespaces, runInNamespace } from '../../helpers/kernel.js';
 import type { ScenarioRecord } from './library-scenario.js';
 import { runScenario } from './library-scenario.js';
 
@@ -22,31 +22,11 @@ const prefix = runPrefix();
 const libraryNs = `${prefix}-lib`;
 const cliNs = `${prefix}-cli`;
 
-function sweep(): void {
-  const list = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
-  for (const line of list.split('\n')) {
-    const name = line.split(' ')[0];
-    if (name && name.startsWith(prefix)) execFileSync('ip', ['netns', 'del', name]);
-  }
-}
+const sweep = (): void => sweepNamespaces(prefix);
 
 /** Runs library-child.ts inside `ns` and returns what it printed. */
 function runChild(ns: string): Promise<{ chosen: unknown; records: ScenarioRecord[] }> {
-  return new Promise((resolve, reject) => {
-    const script = new URL('./library-child.ts', import.meta.url).pathname;
-    const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '--import', 'tsx', script], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
-    child.stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) reject(new Error(`library child exited with ${code}: ${out}${err}`));
-      else resolve(JSON.parse(out.trim().split('\n').pop() ?? '') as { chosen: unknown; records: [] });
-    });
-  });
+  return runInNamespace(ns, new URL('./library-child.ts', import.meta.url));
 }
 
 describe('the libnftables executor against nft -f', options, () => {

@@ -5,14 +5,14 @@
 // same error class and operation). A failed batch changes nothing. Listing a set through netlink gives what our
 // JSON reader makes of `nft --json list set`.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { netnsCommandRunner } from '../../../../src/netfilter/command.js';
 import type {
   NetlinkApplyResult,
   NetlinkElementError,
 } from '../../../../src/netfilter/nft/netlink/elements.js';
-import { kernelOptions, runPrefix } from '../../../helpers/kernel.js';
+import { kernelOptions, runPrefix, sweepNamespaces, runInNamespace } from '../../../helpers/kernel.js';
 import type { StepRecord } from './scenario.js';
 import { expectedFailures, nftApplier, runScenario } from './scenario.js';
 
@@ -21,13 +21,7 @@ const prefix = runPrefix();
 const netlinkNs = `${prefix}-netlink`;
 const nftNs = `${prefix}-nft`;
 
-function sweep(): void {
-  const list = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
-  for (const line of list.split('\n')) {
-    const name = line.split(' ')[0];
-    if (name && name.startsWith(prefix)) execFileSync('ip', ['netns', 'del', name]);
-  }
-}
+const sweep = (): void => sweepNamespaces(prefix);
 
 interface ChildReport {
   readonly records: StepRecord[];
@@ -38,21 +32,7 @@ interface ChildReport {
 
 /** Runs netlink-child.ts inside `ns` and returns what it printed. */
 function runChild(ns: string): Promise<ChildReport> {
-  return new Promise((resolve, reject) => {
-    const script = new URL('./netlink-child.ts', import.meta.url).pathname;
-    const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '--import', 'tsx', script], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
-    child.stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) reject(new Error(`netlink child exited with ${code}: ${out}${err}`));
-      else resolve(JSON.parse(out.trim().split('\n').pop() ?? '') as ChildReport);
-    });
-  });
+  return runInNamespace(ns, new URL('./netlink-child.ts', import.meta.url));
 }
 
 describe('the netlink element writer against nft -f', options, () => {

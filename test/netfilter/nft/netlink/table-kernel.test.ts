@@ -7,7 +7,7 @@
 // table the reader refuses. Then, reported and not asserted: the time of both listings of a table holding 100,000
 // elements in one map.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +19,7 @@ import { UPSTREAM_LAYOUT } from '../../../../src/backends/nftables/upstream-layo
 import type { IPFamily } from '../../../../src/model/ip.js';
 import type { NftListing } from '../../../../src/netfilter/nft/executor.js';
 import { nodeFor, objects } from '../../../backends/nftables/flat-objects.js';
-import { kernelOptions, runPrefix } from '../../../helpers/kernel.js';
+import { kernelOptions, runPrefix, sweepNamespaces, runInNamespace } from '../../../helpers/kernel.js';
 import { ModelCluster } from '../../../helpers/model-cluster.js';
 import type { ListedOrRefused, TableReport } from './table-child.js';
 import { ODD_TABLE, ZOO_TABLES, asNft106JsonGives } from './table-zoo.js';
@@ -31,13 +31,7 @@ const upstreamNs = `${prefix}-upstream`;
 const bigNs = `${prefix}-big`;
 const BIG_ELEMENTS = 100_000;
 
-function sweep(): void {
-  const list = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
-  for (const line of list.split('\n')) {
-    const name = line.split(' ')[0];
-    if (name && name.startsWith(prefix)) execFileSync('ip', ['netns', 'del', name]);
-  }
-}
+const sweep = (): void => sweepNamespaces(prefix);
 
 /** `nft -f` of `text` inside `ns`, from a file (the 100,000-element table is too long for an argument). */
 function load(ns: string, text: string): void {
@@ -84,22 +78,13 @@ function bigTable(count: number): string {
   return lines.join('\n') + '\n';
 }
 
-function runChild(ns: string, args: string[]): Promise<TableReport[]> {
-  return new Promise((resolve, reject) => {
-    const script = new URL('./table-child.ts', import.meta.url).pathname;
-    const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '--import', 'tsx', script, ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
-    child.stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) reject(new Error(`table child exited with ${code}: ${out}${err}`));
-      else resolve((JSON.parse(out.trim().split('\n').pop() ?? '') as { reports: TableReport[] }).reports);
-    });
-  });
+async function runChild(ns: string, args: string[]): Promise<TableReport[]> {
+  const out = await runInNamespace<{ reports: TableReport[] }>(
+    ns,
+    new URL('./table-child.ts', import.meta.url),
+    args,
+  );
+  return out.reports;
 }
 
 function listingOf(x: ListedOrRefused, what: string): NftListing {
