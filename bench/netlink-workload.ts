@@ -14,23 +14,10 @@ import type { ElementSchema } from '../src/netfilter/nft/netlink/schema.js';
 import { elementSchemas } from '../src/netfilter/nft/netlink/schema.js';
 import type { NftTableRef } from '../src/netfilter/nft/serialize.js';
 import type { NftTransaction } from '../src/netfilter/nft/transaction.js';
-import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
-import type { NodeNetworkConfig } from '../src/sync/backend.js';
-import { masqueradeMarkFor } from '../src/sync/backend.js';
 import { benchClock } from './measure.js';
-import { BenchCluster } from './workload.js';
+import { BenchCluster, NFTABLES_BENCH_NODE } from './workload.js';
 
-export const BENCH_NODE: NodeNetworkConfig = {
-  family: 'IPv4',
-  nodeName: 'bench-node',
-  nodeIPs: ['198.18.0.2'],
-  localDetector: { mode: 'ClusterCIDR', cidr: '198.19.0.0/16' },
-  masqueradeMark: masqueradeMarkFor(14),
-  masqueradeAll: false,
-  nodePortAddresses: nodePortAddressesFor('IPv4', ['198.18.0.2/32']).value,
-  hostInterfaces: new Map([['eth0', ['198.18.0.2/24']]]),
-  serviceCIDRs: ['198.18.128.0/17'],
-};
+export const BENCH_NODE = NFTABLES_BENCH_NODE;
 
 export const BENCH_REF: NftTableRef = { family: 'ip', table: 'kube-proxy' };
 

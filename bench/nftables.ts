@@ -21,29 +21,17 @@ import { libraryInvoker } from '../src/netfilter/nft/library-executor.js';
 import { NetlinkElements } from '../src/netfilter/nft/netlink/elements.js';
 import type { NftOperation } from '../src/netfilter/nft/objects.js';
 import { serializeOperations } from '../src/netfilter/nft/serialize.js';
-import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
-import type { BackendSyncResult, NodeNetworkConfig, ProxySnapshot } from '../src/sync/backend.js';
-import { masqueradeMarkFor } from '../src/sync/backend.js';
+import type { BackendSyncResult, ProxySnapshot } from '../src/sync/backend.js';
 import { sampleChildPeakRss } from './child-rss.js';
 import type { SyncSample } from './measure.js';
 import { benchClock, peakRssMiB, rowFrom, SETTLE_MS, timedSync } from './measure.js';
 import type { BenchContext, BenchModule, BenchRow, SyncKind } from './types.js';
-import { BenchCluster } from './workload.js';
+import { BenchCluster, NFTABLES_BENCH_NODE } from './workload.js';
 
 /** Leaves no kube-proxy table (nft 1.0.6 has no `destroy`: add, then delete). */
 const EMPTY_TABLE = 'add table ip kube-proxy\ndelete table ip kube-proxy\n';
 
-const NODE: NodeNetworkConfig = {
-  family: 'IPv4',
-  nodeName: 'bench-node',
-  nodeIPs: ['198.18.0.2'],
-  localDetector: { mode: 'ClusterCIDR', cidr: '198.19.0.0/16' },
-  masqueradeMark: masqueradeMarkFor(14),
-  masqueradeAll: false,
-  nodePortAddresses: nodePortAddressesFor('IPv4', ['198.18.0.2/32']).value,
-  hostInterfaces: new Map([['eth0', ['198.18.0.2/24']]]),
-  serviceCIDRs: ['198.18.128.0/17'],
-};
+const NODE = NFTABLES_BENCH_NODE;
 
 /** How the measured backend reaches nft: the command (`nft -f`) or libnftables in this process. */
 export type NftBenchExecutor = 'cli' | 'library';

@@ -7,7 +7,22 @@ import type { EndpointsMap } from '../src/model/endpoint-slice-cache.js';
 import { EndpointsChangeTracker } from '../src/model/endpoints-change-tracker.js';
 import type { ServicePortMap } from '../src/model/service-change-tracker.js';
 import { ServiceChangeTracker } from '../src/model/service-change-tracker.js';
-import type { ProxySnapshot, SyncRequest } from '../src/sync/backend.js';
+import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
+import type { NodeNetworkConfig, ProxySnapshot, SyncRequest } from '../src/sync/backend.js';
+import { masqueradeMarkFor } from '../src/sync/backend.js';
+
+/** The node the nftables benchmarks program (bench/nftables.ts, bench/netlink-workload.ts): NodePorts on its IP. */
+export const NFTABLES_BENCH_NODE: NodeNetworkConfig = {
+  family: 'IPv4',
+  nodeName: 'bench-node',
+  nodeIPs: ['198.18.0.2'],
+  localDetector: { mode: 'ClusterCIDR', cidr: '198.19.0.0/16' },
+  masqueradeMark: masqueradeMarkFor(14),
+  masqueradeAll: false,
+  nodePortAddresses: nodePortAddressesFor('IPv4', ['198.18.0.2/32']).value,
+  hostInterfaces: new Map([['eth0', ['198.18.0.2/24']]]),
+  serviceCIDRs: ['198.18.128.0/17'],
+};
 
 function ip(base: string, n: number): string {
   return `${base}.${(n >> 8) & 255}.${n & 255}`;
