@@ -79,7 +79,7 @@ export function netlinkMessages(buf: Buffer, length: number): NetlinkMessageView
  * Calls `visit(type, start, end)` for each attribute in buf[start, end) (type without the nested and byte-order
  * bits; start and end of its payload).
  */
-function eachAttribute(
+export function eachAttribute(
   buf: Buffer,
   start: number,
   end: number,
@@ -166,17 +166,20 @@ function verdictText(buf: Buffer, from: number, to: number): string | undefined 
   return name;
 }
 
-/** The comment in libnftnl's userdata TLVs, when there is one. */
-function commentOf(buf: Buffer, from: number, to: number): string | undefined {
+/** A string attribute without its terminating NUL. */
+export function text(buf: Buffer, from: number, to: number): string {
+  let end = to;
+  while (end > from && buf[end - 1] === 0) end--;
+  return buf.toString('utf8', from, end);
+}
+
+/** The string of userdata TLV `type` (libnftnl's: one byte type, one byte length), when there is one. */
+export function udataString(buf: Buffer, from: number, to: number, type: number): string | undefined {
   for (let at = from; at + 2 <= to;) {
-    const type = buf[at] as number;
+    const t = buf[at] as number;
     const len = buf[at + 1] as number;
     if (at + 2 + len > to) return undefined;
-    if (type === UDATA_SET_ELEM_COMMENT) {
-      let end = at + 2 + len;
-      while (end > at + 2 && buf[end - 1] === 0) end--;
-      return buf.toString('utf8', at + 2, end);
-    }
+    if (t === type) return text(buf, at + 2, at + 2 + len);
     at += 2 + len;
   }
   return undefined;
@@ -220,7 +223,7 @@ export function decodeSetElemMessage(
         } else if (t === NFTA_SET_ELEM_FLAGS && b - a >= 4) {
           flags = buf.readUInt32BE(a);
         } else if (t === NFTA_SET_ELEM_USERDATA) {
-          comment = commentOf(buf, a, b);
+          comment = udataString(buf, a, b, UDATA_SET_ELEM_COMMENT);
         }
       });
       if (flags & NFT_SET_ELEM_INTERVAL_END) bad = 'an interval end';

@@ -19,11 +19,11 @@
 import type { NftListedRule, NftListing } from '../executor.js';
 import type { NftChain, NftChainType, NftFamily, NftHook, NftMap, NftSet } from '../objects.js';
 import type { NetlinkMessageView } from './decode.js';
+import { eachAttribute, text, udataString } from './decode.js';
 import {
   HOST_LE,
   NFGENMSG_LEN,
   NLA_HDRLEN,
-  NLA_TYPE_MASK,
   NLMSG_HDRLEN,
   NLM_F_DUMP,
   NLM_F_REQUEST,
@@ -160,47 +160,9 @@ export function listingRequest(part: ListingPart, family: number, table: string,
   return b;
 }
 
-function u16(buf: Buffer, at: number): number {
-  return HOST_LE ? buf.readUInt16LE(at) : buf.readUInt16BE(at);
-}
-
-/** Calls `visit(type, from, to)` for each attribute in buf[start, end) (type without the nested/order bits). */
-function eachAttribute(
-  buf: Buffer,
-  start: number,
-  end: number,
-  visit: (type: number, from: number, to: number) => void,
-): void {
-  for (let at = start; at + NLA_HDRLEN <= end;) {
-    const len = u16(buf, at);
-    if (len < NLA_HDRLEN || at + len > end) return;
-    visit(u16(buf, at + 2) & NLA_TYPE_MASK, at + NLA_HDRLEN, at + len);
-    at += align4(len);
-  }
-}
-
-/** A string attribute without its terminating NUL. */
-function text(buf: Buffer, from: number, to: number): string {
-  let end = to;
-  while (end > from && buf[end - 1] === 0) end--;
-  return buf.toString('utf8', from, end);
-}
-
 /** A 32-bit attribute in network order; undefined when it is not 4 bytes. */
 function be32(buf: Buffer, from: number, to: number): number | undefined {
   return to - from === 4 ? buf.readUInt32BE(from) : undefined;
-}
-
-/** The string of userdata TLV `type` (libnftnl's: one byte type, one byte length), when there is one. */
-function udataString(buf: Buffer, from: number, to: number, type: number): string | undefined {
-  for (let at = from; at + 2 <= to;) {
-    const t = buf[at] as number;
-    const len = buf[at + 1] as number;
-    if (at + 2 + len > to) return undefined;
-    if (t === type) return text(buf, at + 2, at + 2 + len);
-    at += 2 + len;
-  }
-  return undefined;
 }
 
 /** A key or value type as nft prints it (`ipv4_addr . inet_proto . inet_service`), or why it cannot be. */
