@@ -24,7 +24,17 @@ export class LabApiError extends Error {
   }
 }
 
-export function labApi(server: { url: string; token: string; caPem: string }): LabApi {
+export interface LabApiOptions {
+  /** What a watch waits for before it re-watches after the server ended it; default 200 ms. */
+  beforeRewatch?: () => Promise<void>;
+}
+
+export function labApi(
+  server: { url: string; token: string; caPem: string },
+  options: LabApiOptions = {},
+): LabApi {
+  const beforeRewatch =
+    options.beforeRewatch ?? (() => new Promise<void>((resolve) => setTimeout(resolve, 200)));
   const agent = new https.Agent({ keepAlive: true, ca: server.caPem, maxSockets: 16 });
   const base = server.url.replace(/\/$/, '');
   const headers = { authorization: `Bearer ${server.token}`, accept: 'application/json' };
@@ -123,7 +133,7 @@ export function labApi(server: { url: string; token: string; caPem: string }): L
         if (expired) {
           onEvent('RESET', undefined);
           version = await list().catch(() => version);
-        } else await new Promise((resolve) => setTimeout(resolve, 200));
+        } else await beforeRewatch();
       }
     },
   };

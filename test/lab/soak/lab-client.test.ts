@@ -38,7 +38,13 @@ describe('soak lab client', () => {
   test('a watch whose version expired lists again: RESET, then every object', async () => {
     const s = server;
     assert.ok(s);
-    const api = labApi({ url: s.url, token: s.token, caPem: s.caPem ?? '' });
+    // The re-watch waits until the writes are done, so its version has surely left the history (5 events).
+    let writesDone: () => void = () => undefined;
+    const written = new Promise<void>((resolve) => (writesDone = resolve));
+    const api = labApi(
+      { url: s.url, token: s.token, caPem: s.caPem ?? '' },
+      { beforeRewatch: () => written },
+    );
     const seen: string[] = [];
     const names = new Set<string>();
     const abort = new AbortController();
@@ -58,6 +64,7 @@ describe('soak lab client', () => {
     s.dropWatches();
     for (let i = 0; i < 8; i++)
       await api.request('POST', '/api/v1/namespaces/default/configmaps', configMap(`b${i}`));
+    writesDone();
     await until('every object after the relist', () => names.size === 9);
     abort.abort();
     await done;
