@@ -90,6 +90,7 @@ function measuredExecutor(
     list: () => inner.list(),
     listElements: (kind, name) => inner.listElements(kind, name),
     useDeclarations: (d) => inner.useDeclarations(d),
+    coldStartChunk: inner.coldStartChunk,
   };
   return {
     executor: wrapper,

@@ -214,7 +214,11 @@ export class NftablesBackend implements ProxyBackend {
       });
     }
     const replaceTable = kernelState === 'foreign';
-    const chunk = this.#layout.coldStartChunk;
+    const layoutChunk = this.#layout.coldStartChunk;
+    const chunk =
+      layoutChunk === undefined
+        ? undefined
+        : Math.min(layoutChunk, this.#executor.coldStartChunk ?? layoutChunk);
     const size = planSize(plan);
     // Only a table that did not exist is filled in pieces: nothing depends on it yet. Replacing the other
     // layout's table stays one transaction, so no new connection meets a half-written table.

@@ -46,6 +46,11 @@ export interface NftExecutor {
   listWithElements?(): Promise<{ listing: NftListing; elements: Map<string, NftElement[]> }>;
   /** The table's set and map declarations, for an executor that writes elements itself (elements-executor.ts). */
   useDeclarations?(declarations: readonly (NftSet | NftMap)[]): void;
+  /**
+   * At most this many operations per transaction when a layout fills a table in pieces (the layout's own limit,
+   * for nft's memory, still applies): an executor whose transactions cost little each may ask for smaller ones.
+   */
+  readonly coldStartChunk?: number;
 }
 
 /** Time limit for one nft run; a hung nft must not hang the proxy forever. */

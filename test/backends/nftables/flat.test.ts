@@ -273,6 +273,47 @@ describe('flat layout: cold start in chunks', () => {
     );
   });
 
+  test("an executor's own chunk size cuts smaller pieces; a larger one leaves the layout's", async () => {
+    for (const [asked, largest] of [
+      [200, 200],
+      [5000, 500],
+    ] as const) {
+      const fake = new FakeNft();
+      const chunked: NftablesLayout = { ...FLAT_LAYOUT, coldStartChunk: 500 };
+      const cluster = new ModelCluster('IPv4', 'test-node');
+      for (let i = 0; i < 300; i++) {
+        cluster.upsertService(service(i));
+        cluster.upsertSlice(slice(i, [podIP(1, i), podIP(2, i)]));
+      }
+      const executor: NftExecutor = {
+        ref: fake.ref,
+        list: () => fake.list(),
+        listElements: (kind, name) => fake.listElements(kind, name),
+        run: (tx) => fake.run(tx),
+        coldStartChunk: asked,
+      };
+      const backend = new NftablesBackend({
+        node,
+        commands: NO_COMMANDS,
+        clock: new FakeClock(0),
+        executor,
+        layout: chunked,
+      });
+      await cluster.sync(backend, true);
+      const pieces = fake.transactions.slice(1).map((tx) => tx.size);
+      // 1,200 element operations (see above) in pieces of the smaller of the two sizes, all full but the last.
+      assert.equal(pieces.length, Math.ceil(1200 / largest), `asked ${asked}: ${pieces.join(',')}`);
+      assert.ok(
+        pieces.slice(0, -1).every((n) => n === largest),
+        `asked ${asked}: ${pieces.join(',')}`,
+      );
+      assert.equal(
+        pieces.reduce((a, b) => a + b, 0),
+        1200,
+      );
+    }
+  });
+
   test('each chunk is applied only after the one before it succeeded, and a failed one stops the rest', async () => {
     const fake = new FakeNft();
     const chunked: NftablesLayout = { ...FLAT_LAYOUT, coldStartChunk: 500 };

@@ -146,8 +146,7 @@ export class FlatPlanner implements LayoutPlanner {
 
   /** Claims a freshly rendered port's elements and chains; returns what the planner keeps of it. */
   #claim(r: FlatRenderedPort, touched: Map<string, Set<string>> | undefined): OwnedFlatPort {
-    const claims: string[] = [];
-    this.#ledger.claim(r.elements, touched, claims);
+    const claims = this.#ledger.claim(r.elements, touched);
     for (const c of r.dispatchChains) this.#dispatchUsers.set(c, (this.#dispatchUsers.get(c) ?? 0) + 1);
     if (r.noLocalInternal) this.#noLocalInternal++;
     if (r.noLocalExternal) this.#noLocalExternal++;
