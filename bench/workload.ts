@@ -4,6 +4,7 @@
 // `variant` > 0 swaps the last endpoint for another address: the one-endpoint change.
 import type { EndpointSlice, Service } from '../src/api/objects.js';
 import type { EndpointsMap } from '../src/model/endpoint-slice-cache.js';
+import { sliceRemnant } from '../src/model/endpoint-slice-cache.js';
 import { EndpointsChangeTracker } from '../src/model/endpoints-change-tracker.js';
 import type { ServicePortMap } from '../src/model/service-change-tracker.js';
 import { ServiceChangeTracker } from '../src/model/service-change-tracker.js';
@@ -96,8 +97,9 @@ export class BenchCluster {
 
   /**
    * Makes the API objects of `count` Services before the clock starts: an agent's reflector has decoded them
-   * and holds them in its store (so they are part of its memory, and of this process's peak RSS), but building
-   * them is the bench's own work, not the proxy's.
+   * (so they are part of its memory, and of this process's peak RSS), but building them is the bench's own work,
+   * not the proxy's. load() then keeps of each what the agent's store keeps: the whole Service, and of a slice
+   * its remnant (src/cli/run.ts gives the slice reflector sliceRemnant).
    */
   prepare(count: number): void {
     const services: Service[] = [];
@@ -114,10 +116,9 @@ export class BenchCluster {
     const prepared = this.#prepared?.services.length === count ? this.#prepared : undefined;
     for (let i = 0; i < count; i++) {
       this.services.update(undefined, prepared?.services[i] ?? benchService(i));
-      this.endpoints.endpointSliceUpdate(
-        prepared?.slices[i] ?? benchSlice(i, this.endpointsPerService, 0),
-        false,
-      );
+      const slice = prepared?.slices[i] ?? benchSlice(i, this.endpointsPerService, 0);
+      this.endpoints.endpointSliceUpdate(slice, false);
+      if (prepared) prepared.slices[i] = sliceRemnant(slice);
     }
   }
 

@@ -27,7 +27,8 @@ import type { ProxyConfig, ProxyOptions } from '../config/index.js';
 import { createApiClient } from '../kube/api-client.js';
 import type { ApiClient } from '../kube/api-client.js';
 import { loadClientConfig } from '../kube/client-config.js';
-import type { EndpointSlice, Node, Service, ServiceCIDR } from '../api/objects.js';
+import type { Node, ServiceCIDR } from '../api/objects.js';
+import type { KubeObject } from '../kube/object-identity.js';
 import type { Reflector, ReflectorTiming } from '../kube/reflector.js';
 import { nodeIPs as nodeIPsOf, waitForNode } from '../kube/wait-for-node.js';
 import {
@@ -37,6 +38,7 @@ import {
   serviceCIDRReflector,
   serviceReflector,
 } from '../kube/watches.js';
+import { sliceRemnant } from '../model/endpoint-slice-cache.js';
 import { parseIPSloppy } from '../model/ip.js';
 import type { IPFamily } from '../model/ip.js';
 import { hostCommandRunner } from '../netfilter/command.js';
@@ -169,7 +171,7 @@ function hostInterfaces(): Map<string, string[]> {
 class Agent {
   private readonly clock = systemClock;
   private readonly proxiers: Proxier[] = [];
-  private readonly reflectors: Reflector<Service | EndpointSlice | Node>[] = [];
+  private readonly reflectors: Pick<Reflector<KubeObject>, 'stop'>[] = [];
   private readonly closers: (() => Promise<void> | void)[] = [];
   private exitCode: number | undefined;
   private wake: (() => void) | undefined;
@@ -327,7 +329,7 @@ class Agent {
         onDelete: () => this.stop(1, `node ${config.nodeName} was deleted; exiting`),
       },
     });
-    this.reflectors.push(nodes as Reflector<Node>);
+    this.reflectors.push(nodes);
     nodes.start();
     logger.info('waiting for the Node object', { nodeName: config.nodeName });
     const waited = await waitForNode(config.nodeName, {
@@ -487,6 +489,8 @@ class Agent {
       client,
       clock,
       timing,
+      // The trackers keep what they built of each slice; the store keeps only what a removal needs.
+      keep: sliceRemnant,
       logger: logger.child({ resource: 'endpointslices' }),
       handlers: {
         onAdd: (s) => proxiers.forEach((p) => p.onEndpointSliceAdd(s)),
@@ -498,7 +502,7 @@ class Agent {
         },
       },
     });
-    this.reflectors.push(services as Reflector<Service>, slices as Reflector<EndpointSlice>);
+    this.reflectors.push(services, slices);
     // Upstream's informers say these at the default verbosity; operators grep the logs for them.
     for (const controller of ['service config', 'endpoint slice config'])
       logger.info('Waiting for caches to sync', { controller });
@@ -572,7 +576,7 @@ class Agent {
         onSynced: () => ((synced = true), changed()),
       },
     });
-    this.reflectors.push(reflector as Reflector<ServiceCIDR>);
+    this.reflectors.push(reflector);
     reflector.start();
   }
 

@@ -83,6 +83,14 @@ export interface ReflectorOptions<T> {
   readonly timing?: Partial<ReflectorTiming>;
   readonly limits?: Partial<ReflectorLimits>;
   readonly random?: () => number;
+  /**
+   * What the store holds of each object, when its consumer keeps its own state and needs less than the whole
+   * object afterwards: handlers always get the object as the server sent it; only an update's `old` and a
+   * delete found by a relist get what was kept. The store is what a resync redelivers, so a resource with `keep`
+   * is not resynced (a consumer that compares each event with its own state, as the change trackers do, gains
+   * nothing from it).
+   */
+  readonly keep?: (obj: T) => T;
 }
 
 type Counters = { -readonly [K in keyof ReflectorHealth['counters']]: number };
@@ -349,6 +357,16 @@ export class Reflector<T extends KubeObject> {
 
   private replace(items: Map<string, StoredObject<T>>, rv: string): void {
     const changes = diffStores(this.store, items);
+    const keep = this.options.keep;
+    // The handlers below get the listed objects; the store keeps what `keep` says (an unchanged one, as it was).
+    if (keep)
+      for (const [key, listed] of items) {
+        const held = this.store.get(key);
+        items.set(key, {
+          object: held?.resourceVersion === listed.resourceVersion ? held.object : keep(listed.object),
+          resourceVersion: listed.resourceVersion,
+        });
+      }
     this.store = items;
     this.rv = rv;
     this.log.v(2, () => ({
@@ -473,7 +491,7 @@ export class Reflector<T extends KubeObject> {
       this.deliver('delete', () => h.onDelete?.(event.object));
       return;
     }
-    this.store.set(key, { object: event.object, resourceVersion });
+    this.store.set(key, { object: this.options.keep?.(event.object) ?? event.object, resourceVersion });
     if (before) this.deliver('update', () => h.onUpdate?.(before.object, event.object));
     else this.deliver('add', () => h.onAdd?.(event.object));
   }
@@ -508,7 +526,7 @@ export class Reflector<T extends KubeObject> {
 
   private armResync(): void {
     const period = this.timing.resyncPeriodMs;
-    if (!(period > 0)) return;
+    if (!(period > 0) || this.options.keep) return;
     this.resyncTimer = this.options.clock.setTimeout(() => {
       if (this.stopped) return;
       if (this.synced) {

@@ -397,6 +397,72 @@ describe('Reflector: list and watch', () => {
     ]);
   });
 
+  test('with keep: handlers get whole objects, the store and what it redelivers hold what keep made; no resync', async (t) => {
+    // Keep a Service's name and version only, marking it so the test can tell a kept object from a whole one.
+    const keep = (s: Service): Service => ({
+      metadata: {
+        name: s.metadata.name ?? '',
+        namespace: s.metadata.namespace ?? '',
+        resourceVersion: s.metadata.resourceVersion ?? '',
+        labels: { kept: 'yes' },
+      },
+    });
+    const seen: string[] = [];
+    const describe = (s: Service): string =>
+      `${s.metadata.name} ${s.metadata.labels?.kept === 'yes' ? 'kept' : `whole ${s.spec?.clusterIP}`}`;
+    const h = await harness<Service>(t, SERVICES, {
+      keep,
+      timing: { resyncPeriodMs: 20 },
+      seed: (s) => {
+        s.add(PATH, svc('a'));
+        s.add(PATH, svc('b'));
+      },
+    });
+    const { onAdd, onUpdate, onDelete } = h.rec.handlers;
+    Object.assign(h.rec.handlers, {
+      onAdd: (o: Service) => (seen.push(`add ${describe(o)}`), onAdd?.(o)),
+      onUpdate: (old: Service, o: Service) => (
+        seen.push(`update ${describe(o)} from ${describe(old)}`),
+        onUpdate?.(old, o)
+      ),
+      onDelete: (o: Service) => (seen.push(`delete ${describe(o)}`), onDelete?.(o)),
+    });
+    h.reflector.start();
+    await h.rec.waitFor((e) => e.includes('synced'), 'synced');
+    await h.server.waitForWatchers(PATH, 1);
+    assert.equal(
+      h.reflector.get('default/a')?.metadata.labels?.kept,
+      'yes',
+      'the store holds what keep made',
+    );
+    assert.equal(h.reflector.get('default/a')?.spec, undefined);
+
+    h.server.update(PATH, svc('a', { spec: { clusterIP: '198.18.0.21' } }));
+    await h.rec.waitFor((e) => e.some((x) => x.startsWith('update default/a')), 'a updated');
+    // Cut off, b goes and c comes; the relist finds both.
+    h.server.failNext = { count: 1_000, code: 503 };
+    h.server.cutWatches();
+    h.server.remove(PATH, 'default/b');
+    h.server.add(PATH, svc('c', { spec: { clusterIP: '198.18.0.22' } }));
+    h.server.compact();
+    h.server.failNext = { count: 0, code: 503 };
+    await h.rec.waitFor((e) => e.some((x) => x.startsWith('delete default/b')), 'b deleted by the relist');
+    await h.server.waitForWatchers(PATH, 1);
+    // Several resync periods have passed: nothing was redelivered.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.deepEqual(seen, [
+      'add a whole 198.18.0.10',
+      'add b whole 198.18.0.10',
+      'update a whole 198.18.0.21 from a kept',
+      'add c whole 198.18.0.22',
+      'delete b kept',
+    ]);
+    assert.deepEqual(
+      h.reflector.list().map((o) => describe(o)),
+      ['a kept', 'c kept'],
+    );
+  });
+
   test('stop() ends the loop, closes the watch and makes no more requests', async (t) => {
     const h = await harness<Service>(t, SERVICES, { seed: (s) => void s.add(PATH, svc('a')) });
     h.reflector.start();

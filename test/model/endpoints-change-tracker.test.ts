@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { recordingChangeMetrics } from '../../src/model/change-metrics.js';
 import { EndpointsChangeTracker, localReadyEndpoints } from '../../src/model/endpoints-change-tracker.js';
 import type { EndpointsMap } from '../../src/model/endpoint-slice-cache.js';
+import { sliceRemnant } from '../../src/model/endpoint-slice-cache.js';
+import type { EndpointSlice } from '../../src/api/objects.js';
 import type { Endpoint } from '../../src/model/endpoint.js';
 import type { SkippedObject } from '../../src/model/service-change-tracker.js';
 import { FakeClock } from '../../src/util/clock.js';
@@ -286,5 +288,52 @@ describe('§2.2 LocalReadyEndpoints', () => {
     );
     tracker.checkout(live);
     assert.deepEqual([...localReadyEndpoints(live)], [['ns/svc', 2]]);
+  });
+});
+
+describe('sliceRemnant: what the store keeps of a slice', () => {
+  test('keeps identity, address type and version, no endpoints; removing by it removes the whole slice', () => {
+    const { tracker } = newTracker();
+    const whole = slice('s1', {
+      endpoints: [ep('198.18.1.1', { nodeName: 'node-a' }), ep('198.18.1.2')],
+      annotations: { [TRIGGER]: '2025-01-01T12:00:01Z' },
+      rv: '7',
+    });
+    const remnant = sliceRemnant(whole);
+    assert.deepEqual(remnant, {
+      metadata: {
+        namespace: 'ns',
+        name: 's1',
+        resourceVersion: '7',
+        labels: { 'kubernetes.io/service-name': 'svc' },
+      },
+      addressType: 'IPv4',
+    });
+    const live: EndpointsMap = new Map();
+    tracker.endpointSliceUpdate(whole, false);
+    tracker.checkout(live);
+    assert.equal(live.get(key('ns', 'svc', 'http'))?.length, 2);
+    // A delete found by a relist carries only the remnant.
+    assert.equal(tracker.endpointSliceUpdate(remnant, true), true);
+    const r = tracker.checkout(live);
+    assert.equal(live.size, 0);
+    assert.deepEqual([...r.updatedServices], ['ns/svc']);
+  });
+
+  test('a slice of the other family keeps its address type, so its removal is still ignored', () => {
+    const { tracker } = newTracker();
+    const v6 = sliceRemnant(slice('s6', { addressType: 'IPv6', endpoints: [ep('2001:db8::1')] }));
+    assert.equal(v6.addressType, 'IPv6');
+    assert.equal(tracker.endpointSliceUpdate(v6, true), false);
+  });
+
+  test('objects without labels, metadata or with odd fields give a remnant, never a throw', () => {
+    assert.deepEqual(sliceRemnant(slice('bare', { labels: null })).metadata, {
+      namespace: 'ns',
+      name: 'bare',
+      resourceVersion: '1',
+    });
+    const odd = { metadata: { name: 7, labels: 'x' }, addressType: 4 } as unknown as EndpointSlice;
+    assert.deepEqual(sliceRemnant(odd), { metadata: {} });
   });
 });

@@ -83,6 +83,7 @@ export async function harness<T extends KubeObject>(
     timing?: Partial<ReflectorTiming>;
     limits?: Partial<ReflectorLimits>;
     seed?: (server: FakeApiServer) => void | Promise<void>;
+    keep?: (obj: T) => T;
   } = {},
 ): Promise<Harness<T>> {
   const server = await FakeApiServer.start(opts.server);
@@ -97,6 +98,7 @@ export async function harness<T extends KubeObject>(
     logger: log.logger,
     timing: { ...FAST_TIMING, ...opts.timing },
     ...(opts.limits ? { limits: opts.limits } : {}),
+    ...(opts.keep ? { keep: opts.keep } : {}),
   });
   t.after(async () => {
     await reflector.stop();
