@@ -334,6 +334,11 @@ describe('sliceRemnant: what the store keeps of a slice', () => {
       resourceVersion: '1',
     });
     const odd = { metadata: { name: 7, labels: 'x' }, addressType: 4 } as unknown as EndpointSlice;
-    assert.deepEqual(sliceRemnant(odd), { metadata: {} });
+    const r = sliceRemnant(odd);
+    assert.deepEqual(r, { metadata: { namespace: '', name: '', resourceVersion: '' } });
+    // Such a remnant names no slice: the tracker skips it, as it skipped the object.
+    const { tracker, skipped } = newTracker();
+    assert.equal(tracker.endpointSliceUpdate({ ...r, addressType: 'IPv4' }, true), false);
+    assert.match(skipped[0]?.reason ?? '', /metadata.namespace or metadata.name is missing/);
   });
 });
