@@ -1,5 +1,5 @@
-#!/usr/bin/env -S node --max-semi-space-size=8
-// (The flag is AGENT_NODE_FLAGS in src/util/node-flags.ts; a shebang cannot import it.)
+#!/usr/bin/env -S node --max-semi-space-size=8 --no-allocation-site-pretenuring --heap-growing-percent=50
+// (The flags are AGENT_NODE_FLAGS in src/util/node-flags.ts; a shebang cannot import them.)
 // kube-proxy-ts: the node agent (default), and its tools. Subcommands keep kube-proxy's flags untouched:
 // `kube-proxy-ts --config FILE` runs exactly as `kube-proxy --config FILE` does.
 import { renderCommand } from './render.js';
