@@ -241,15 +241,19 @@ describe('flat layout: switching layouts', () => {
   }
 });
 
+/** 300 Services of two endpoints each, not yet synced, and the flat layout cut into chunks of 500 operations. */
+function chunkedColdStart(): { fake: FakeNft; chunked: NftablesLayout; cluster: ModelCluster } {
+  const cluster = new ModelCluster('IPv4', 'test-node');
+  for (let i = 0; i < 300; i++) {
+    cluster.upsertService(service(i));
+    cluster.upsertSlice(slice(i, [podIP(1, i), podIP(2, i)]));
+  }
+  return { fake: new FakeNft(), chunked: { ...FLAT_LAYOUT, coldStartChunk: 500 }, cluster };
+}
+
 describe('flat layout: cold start in chunks', () => {
   test('a table that did not exist is filled in transactions of at most the chunk, to the same state', async () => {
-    const fake = new FakeNft();
-    const chunked: NftablesLayout = { ...FLAT_LAYOUT, coldStartChunk: 500 };
-    const cluster = new ModelCluster('IPv4', 'test-node');
-    for (let i = 0; i < 300; i++) {
-      cluster.upsertService(service(i));
-      cluster.upsertSlice(slice(i, [podIP(1, i), podIP(2, i)]));
-    }
+    const { fake, chunked, cluster } = chunkedColdStart();
     const r = await cluster.sync(backendOn(fake, chunked), true);
     // 300 Services × (cluster-ips, service-ips, two endpoint slots) = 1,200 operations after the setup and the
     // one dispatch chain's three: three chunks, after the setup's own transaction.
@@ -278,13 +282,7 @@ describe('flat layout: cold start in chunks', () => {
       [200, 200],
       [5000, 500],
     ] as const) {
-      const fake = new FakeNft();
-      const chunked: NftablesLayout = { ...FLAT_LAYOUT, coldStartChunk: 500 };
-      const cluster = new ModelCluster('IPv4', 'test-node');
-      for (let i = 0; i < 300; i++) {
-        cluster.upsertService(service(i));
-        cluster.upsertSlice(slice(i, [podIP(1, i), podIP(2, i)]));
-      }
+      const { fake, chunked, cluster } = chunkedColdStart();
       const executor: NftExecutor = {
         ref: fake.ref,
         list: () => fake.list(),
@@ -315,13 +313,7 @@ describe('flat layout: cold start in chunks', () => {
   });
 
   test('each chunk is applied only after the one before it succeeded, and a failed one stops the rest', async () => {
-    const fake = new FakeNft();
-    const chunked: NftablesLayout = { ...FLAT_LAYOUT, coldStartChunk: 500 };
-    const cluster = new ModelCluster('IPv4', 'test-node');
-    for (let i = 0; i < 300; i++) {
-      cluster.upsertService(service(i));
-      cluster.upsertSlice(slice(i, [podIP(1, i), podIP(2, i)]));
-    }
+    const { fake, chunked, cluster } = chunkedColdStart();
     // nft as slow as a real one: each run finishes a few turns of the event loop after it was started, and the
     // third (the second chunk) fails.
     const events: string[] = [];
