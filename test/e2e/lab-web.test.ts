@@ -333,11 +333,14 @@ describe('lab web: the lab, seen in a browser', { skip: gate.skip, timeout: 1_80
       assert.match(cmds[0] ?? '', /sed 's\/mode: nftables\/mode: iptables\/'/);
       assert.match(cmds[1] ?? '', /rollout restart ds kube-proxy/);
       await p().click('#ruleset-tabs button:has-text("worker")');
+      // The panel shows the latest read: the one right after the first iptables sync marks its chains as added,
+      // and a read a few seconds later (or the next sync's) may already show them unchanged. So the wait is for
+      // the read that marks them, not for the first read that holds them.
       await inPage(
         `(document.querySelector('#ruleset')?.getAttribute('data-holds') ?? '').includes('iptables') &&
-          document.querySelector('#ruleset-text')?.textContent?.includes('-A KUBE-SERVICES')`,
+          [...document.querySelectorAll('#ruleset-text .add')].some((l) => l.textContent.includes('-A KUBE-SERVICES'))`,
         120_000,
-        500,
+        250,
       );
       const added = await p().locator('#ruleset-text .add').allInnerTexts();
       assert.ok(
