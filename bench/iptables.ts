@@ -21,22 +21,17 @@ import { netnsCommandRunner } from '../src/netfilter/command.js';
 import type { IptablesVariant } from '../src/netfilter/iptables/variant.js';
 import { iptablesBinaries } from '../src/netfilter/iptables/variant.js';
 import type { NodeNetworkConfig } from '../src/sync/backend.js';
-import { masqueradeMarkFor } from '../src/sync/backend.js';
 import { sampleChildPeakRss } from './child-rss.js';
 import type { SyncSample } from './measure.js';
 import { benchClock, benchContext, median, peakRssMiB, rowFrom, SETTLE_MS, timedSync } from './measure.js';
 import type { BenchContext, BenchModule, BenchRow, SyncKind } from './types.js';
-import { BenchCluster } from './workload.js';
+import { BenchCluster, NFTABLES_BENCH_NODE } from './workload.js';
 
+// The benches' node with iptables mode's defaults: NodePorts on every address, and no service ranges (only
+// nftables mode's drop of unallocated ClusterIPs reads them).
 const NODE: NodeNetworkConfig = {
-  family: 'IPv4',
-  nodeName: 'bench-node',
-  nodeIPs: ['198.18.0.2'],
-  localDetector: { mode: 'ClusterCIDR', cidr: '198.19.0.0/16' },
-  masqueradeMark: masqueradeMarkFor(14),
-  masqueradeAll: false,
+  ...NFTABLES_BENCH_NODE,
   nodePortAddresses: nodePortAddressesFor('IPv4', null).value,
-  hostInterfaces: new Map([['eth0', ['198.18.0.2/24']]]),
   serviceCIDRs: [],
 };
 

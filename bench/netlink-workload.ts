@@ -17,8 +17,6 @@ import type { NftTransaction } from '../src/netfilter/nft/transaction.js';
 import { benchClock } from './measure.js';
 import { BenchCluster, NFTABLES_BENCH_NODE } from './workload.js';
 
-export const BENCH_NODE = NFTABLES_BENCH_NODE;
-
 export const BENCH_REF: NftTableRef = { family: 'ip', table: 'kube-proxy' };
 
 /** An executor for a node with no table: it keeps every transaction's operations and applies nothing. */
@@ -56,13 +54,13 @@ export interface ColdStart {
 export async function flatColdStart(services: number, endpoints: number): Promise<ColdStart> {
   const executor = new KeepingExecutor();
   const backend = new NftablesBackend({
-    node: BENCH_NODE,
+    node: NFTABLES_BENCH_NODE,
     commands: noCommands,
     clock: benchClock,
     layout: NFTABLES_LAYOUT_BY_NAME.flat,
     executor,
   });
-  const cluster = new BenchCluster(BENCH_NODE.nodeName, endpoints);
+  const cluster = new BenchCluster(NFTABLES_BENCH_NODE.nodeName, endpoints);
   cluster.load(services);
   await backend.sync(cluster.snapshot, cluster.checkout());
   const containers = executor.operations.flatMap((op) =>

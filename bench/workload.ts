@@ -12,7 +12,10 @@ import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
 import type { NodeNetworkConfig, ProxySnapshot, SyncRequest } from '../src/sync/backend.js';
 import { masqueradeMarkFor } from '../src/sync/backend.js';
 
-/** The node the nftables benchmarks program (bench/nftables.ts, bench/netlink-workload.ts): NodePorts on its IP. */
+/**
+ * The node the nftables benchmarks program (bench/nftables.ts, bench/netlink-workload.ts): NodePorts on its IP.
+ * bench/iptables.ts programs the same node with iptables mode's defaults.
+ */
 export const NFTABLES_BENCH_NODE: NodeNetworkConfig = {
   family: 'IPv4',
   nodeName: 'bench-node',
