@@ -1,54 +1,94 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-// Import direction (docs/architecture.md): a folder of src/ may import only from the folders below it. Each entry
-// names the folders it must not reach; lab sits above cli's agent parts and must not import cli, and no backend
-// imports another backend. Patterns are matched against the import's relative path.
-const LAYERS = {
-  util: [
-    'api',
-    'model',
-    'config',
-    'kube',
-    'netfilter',
-    'sync',
-    'backends',
-    'server',
-    'inspect',
-    'cli',
-    'lab',
+// Import direction (docs/architecture.md), at two scales.
+//
+// Packages: the agent (packages/agent, npm name kube-proxy-ts) is what a node installs and imports nothing of the
+// others; the network-namespace kit (packages/netns, @kube-proxy-ts/netns) may import the agent; the lab
+// (packages/lab, @kube-proxy-ts/lab) may import both. A package reaches another by its name, never by a relative
+// path into its folder.
+const AGENT_IMPORTS_NO_PACKAGE = {
+  group: ['@kube-proxy-ts/*', '@kube-proxy-ts/**', '**/lab/src/**', '**/netns/src/**', '**/packages/**'],
+  message:
+    'package direction: the agent (packages/agent) must not import the lab or the netns kit (see docs/architecture.md, "Packages")',
+};
+const PACKAGE_RULES = {
+  netns: [
+    {
+      group: ['@kube-proxy-ts/lab', '@kube-proxy-ts/lab/**', '**/lab/src/**'],
+      message:
+        'package direction: packages/netns must not import the lab (see docs/architecture.md, "Packages")',
+    },
+    {
+      group: ['**/agent/src/**', '**/packages/**'],
+      message:
+        'package direction: import another package by its name (kube-proxy-ts/…), not by a path into it',
+    },
   ],
-  api: ['model', 'config', 'kube', 'netfilter', 'sync', 'backends', 'server', 'inspect', 'cli', 'lab'],
-  model: ['config', 'kube', 'netfilter', 'sync', 'backends', 'server', 'inspect', 'cli', 'lab'],
-  config: ['kube', 'netfilter', 'sync', 'backends', 'server', 'inspect', 'cli', 'lab'],
-  kube: ['netfilter', 'sync', 'backends', 'server', 'inspect', 'cli', 'lab'],
-  netfilter: ['kube', 'sync', 'backends', 'server', 'inspect', 'cli', 'lab'],
-  sync: ['backends', 'server', 'inspect', 'cli', 'lab'],
-  'backends/nftables': ['backends/iptables', 'server', 'inspect', 'cli', 'lab'],
-  'backends/iptables': ['backends/nftables', 'server', 'inspect', 'cli', 'lab'],
-  server: ['backends', 'inspect', 'cli', 'lab'],
-  inspect: ['cli', 'lab'],
-  lab: ['cli'],
+  lab: [
+    {
+      group: ['**/agent/src/**', '**/netns/src/**', '**/packages/**'],
+      message:
+        'package direction: import another package by its name (kube-proxy-ts/…), not by a path into it',
+    },
+  ],
 };
 
-const layerRules = Object.entries(LAYERS).map(([from, forbidden]) => ({
-  files: [`src/${from}/**/*.ts`],
-  rules: {
-    'no-restricted-imports': [
-      'error',
-      {
-        patterns: forbidden.map((to) => ({
+// Layers inside the agent: a folder of packages/agent/src may import only from the folders below it. Each entry
+// names the folders it must not reach; no backend imports another backend. Patterns are matched against the
+// import's relative path.
+const LAYERS = {
+  util: ['api', 'model', 'config', 'kube', 'netfilter', 'sync', 'backends', 'server', 'inspect', 'cli'],
+  api: ['model', 'config', 'kube', 'netfilter', 'sync', 'backends', 'server', 'inspect', 'cli'],
+  model: ['config', 'kube', 'netfilter', 'sync', 'backends', 'server', 'inspect', 'cli'],
+  config: ['kube', 'netfilter', 'sync', 'backends', 'server', 'inspect', 'cli'],
+  kube: ['netfilter', 'sync', 'backends', 'server', 'inspect', 'cli'],
+  netfilter: ['kube', 'sync', 'backends', 'server', 'inspect', 'cli'],
+  sync: ['backends', 'server', 'inspect', 'cli'],
+  'backends/nftables': ['backends/iptables', 'server', 'inspect', 'cli'],
+  'backends/iptables': ['backends/nftables', 'server', 'inspect', 'cli'],
+  server: ['backends', 'inspect', 'cli'],
+  inspect: ['cli'],
+  cli: [],
+};
+
+// The lab's cluster code runs under its own CLI and never imports a CLI, its own or the agent's.
+const LAB_LAYERS = ['apiserver', 'cluster', 'controllers', 'soak', 'web'];
+const LAB_NO_CLI = {
+  group: ['kube-proxy-ts/cli/*', '**/cli/**'],
+  message:
+    'import direction: the lab\'s cluster code must not import a CLI (see docs/architecture.md, "Import direction")',
+};
+
+const restrict = (files, patterns) => ({
+  files,
+  rules: { 'no-restricted-imports': ['error', { patterns }] },
+});
+
+const layerRules = [
+  ...Object.entries(LAYERS).map(([from, forbidden]) =>
+    restrict(
+      [`packages/agent/src/${from}/**/*.ts`],
+      [
+        ...forbidden.map((to) => ({
           // A sibling backend is reached as ../<name>/…, which names no "backends" folder.
           group: to.startsWith('backends/') ? [`**/${to}/**`, `../${to.slice(9)}/**`] : [`**/${to}/**`],
           message: `import direction: src/${from} must not import src/${to} (see docs/architecture.md, "Import direction")`,
         })),
-      },
-    ],
-  },
-}));
+        AGENT_IMPORTS_NO_PACKAGE,
+      ],
+    ),
+  ),
+  restrict(['packages/agent/src/*.ts'], [AGENT_IMPORTS_NO_PACKAGE]),
+  restrict(['packages/netns/src/**/*.ts'], PACKAGE_RULES.netns),
+  restrict(['packages/lab/src/cli/**/*.ts'], PACKAGE_RULES.lab),
+  ...LAB_LAYERS.map((folder) =>
+    restrict([`packages/lab/src/${folder}/**/*.ts`], [...PACKAGE_RULES.lab, LAB_NO_CLI]),
+  ),
+];
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/'] },
+  { ignores: ['**/dist/', 'node_modules/', '.tools/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -73,8 +113,8 @@ export default tseslint.config(
   },
   ...layerRules,
   {
-    // The lab web view's page: plain browser JavaScript modules, served as written (src/lab/web/assets/).
-    files: ['src/lab/web/assets/**/*.js'],
+    // The lab web view's page: plain browser JavaScript modules, served as written (packages/lab/src/web/assets/).
+    files: ['packages/lab/src/web/assets/**/*.js'],
     languageOptions: {
       sourceType: 'module',
       globals: {

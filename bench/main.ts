@@ -39,8 +39,8 @@
 //   did a full sync, fails the bench run (BenchKindError) rather than print a number for the wrong thing.
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { AGENT_NODE_FLAGS } from '../src/util/node-flags.js';
-import { hostCommandRunner } from '../src/netfilter/command.js';
+import { AGENT_NODE_FLAGS } from 'kube-proxy-ts/util/node-flags.js';
+import { hostCommandRunner } from 'kube-proxy-ts/netfilter/command.js';
 import { iptablesBenches } from './iptables.js';
 import { benchContext, REPEATS } from './measure.js';
 import {

@@ -2,10 +2,10 @@
 // same rules (stated in bench/main.ts's header): a sync is timed from the moment its API objects are handed to the
 // change trackers until backend.sync() has resolved; the kernel tool's own run time is taken out of that, and the
 // rest is ours.
-import type { CommandRunner } from '../src/netfilter/command.js';
-import type { BackendSyncResult, ProxyBackend } from '../src/sync/backend.js';
-import type { Clock } from '../src/util/clock.js';
-import { systemClock } from '../src/util/clock.js';
+import type { CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
+import type { BackendSyncResult, ProxyBackend } from 'kube-proxy-ts/sync/backend.js';
+import type { Clock } from 'kube-proxy-ts/util/clock.js';
+import { systemClock } from 'kube-proxy-ts/util/clock.js';
 import type { BenchContext, BenchRow, SyncKind } from './types.js';
 import type { BenchCluster } from './workload.js';
 

@@ -11,10 +11,10 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { hostCommandRunner } from '../src/netfilter/command.js';
-import { encodeElementBatch } from '../src/netfilter/nft/netlink/encode.js';
-import { NetlinkElements } from '../src/netfilter/nft/netlink/elements.js';
-import { serializeOperations, serializeTransaction } from '../src/netfilter/nft/serialize.js';
+import { hostCommandRunner } from 'kube-proxy-ts/netfilter/command.js';
+import { encodeElementBatch } from 'kube-proxy-ts/netfilter/nft/netlink/encode.js';
+import { NetlinkElements } from 'kube-proxy-ts/netfilter/nft/netlink/elements.js';
+import { serializeOperations, serializeTransaction } from 'kube-proxy-ts/netfilter/nft/serialize.js';
 import { median } from './measure.js';
 import { BENCH_REF, flatColdStart } from './netlink-workload.js';
 

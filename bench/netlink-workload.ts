@@ -3,17 +3,17 @@
 // by an executor that keeps them instead of running nft, and split as a caller of the writer would split them:
 // what only nft can do (the table, chains, rules, set declarations, the interval set's elements) and the element
 // operations the writer takes.
-import { NftablesBackend } from '../src/backends/nftables/backend.js';
-import { NFTABLES_LAYOUT_BY_NAME } from '../src/backends/nftables/layouts.js';
-import type { CommandRunner } from '../src/netfilter/command.js';
-import { NftError } from '../src/netfilter/nft/errors.js';
-import type { NftExecutor, NftRunStats } from '../src/netfilter/nft/executor.js';
-import type { NftMap, NftOperation, NftSet } from '../src/netfilter/nft/objects.js';
-import { canApply } from '../src/netfilter/nft/netlink/elements.js';
-import type { ElementSchema } from '../src/netfilter/nft/netlink/schema.js';
-import { elementSchemas } from '../src/netfilter/nft/netlink/schema.js';
-import type { NftTableRef } from '../src/netfilter/nft/serialize.js';
-import type { NftTransaction } from '../src/netfilter/nft/transaction.js';
+import { NftablesBackend } from 'kube-proxy-ts/backends/nftables/backend.js';
+import { NFTABLES_LAYOUT_BY_NAME } from 'kube-proxy-ts/backends/nftables/layouts.js';
+import type { CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
+import { NftError } from 'kube-proxy-ts/netfilter/nft/errors.js';
+import type { NftExecutor, NftRunStats } from 'kube-proxy-ts/netfilter/nft/executor.js';
+import type { NftMap, NftOperation, NftSet } from 'kube-proxy-ts/netfilter/nft/objects.js';
+import { canApply } from 'kube-proxy-ts/netfilter/nft/netlink/elements.js';
+import type { ElementSchema } from 'kube-proxy-ts/netfilter/nft/netlink/schema.js';
+import { elementSchemas } from 'kube-proxy-ts/netfilter/nft/netlink/schema.js';
+import type { NftTableRef } from 'kube-proxy-ts/netfilter/nft/serialize.js';
+import type { NftTransaction } from 'kube-proxy-ts/netfilter/nft/transaction.js';
 import { benchClock } from './measure.js';
 import { BenchCluster, NFTABLES_BENCH_NODE } from './workload.js';
 

@@ -8,20 +8,20 @@
 // The bench process runs inside the bench's namespace (bench/main.ts starts it with `ip netns exec`), as an agent
 // runs inside its node's: the command is forked directly, and the library's socket is in that namespace.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { NftablesBackend } from '../src/backends/nftables/backend.js';
-import type { NftablesLayout } from '../src/backends/nftables/layout.js';
-import { NFTABLES_LAYOUT_BY_NAME } from '../src/backends/nftables/layouts.js';
-import type { NftablesLayoutName } from '../src/config/nftables-layout.js';
-import type { CommandRunner } from '../src/netfilter/command.js';
-import { NftElementsExecutor } from '../src/netfilter/nft/elements-executor.js';
-import type { NftExecutor, NftInvoker } from '../src/netfilter/nft/executor.js';
-import { commandInvoker, NftCommandExecutor } from '../src/netfilter/nft/executor.js';
-import { loadLibnftables } from '../src/netfilter/nft/libnftables.js';
-import { libraryInvoker } from '../src/netfilter/nft/library-executor.js';
-import { NetlinkElements } from '../src/netfilter/nft/netlink/elements.js';
-import type { NftOperation } from '../src/netfilter/nft/objects.js';
-import { serializeOperations } from '../src/netfilter/nft/serialize.js';
-import type { BackendSyncResult, ProxySnapshot } from '../src/sync/backend.js';
+import { NftablesBackend } from 'kube-proxy-ts/backends/nftables/backend.js';
+import type { NftablesLayout } from 'kube-proxy-ts/backends/nftables/layout.js';
+import { NFTABLES_LAYOUT_BY_NAME } from 'kube-proxy-ts/backends/nftables/layouts.js';
+import type { NftablesLayoutName } from 'kube-proxy-ts/config/nftables-layout.js';
+import type { CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
+import { NftElementsExecutor } from 'kube-proxy-ts/netfilter/nft/elements-executor.js';
+import type { NftExecutor, NftInvoker } from 'kube-proxy-ts/netfilter/nft/executor.js';
+import { commandInvoker, NftCommandExecutor } from 'kube-proxy-ts/netfilter/nft/executor.js';
+import { loadLibnftables } from 'kube-proxy-ts/netfilter/nft/libnftables.js';
+import { libraryInvoker } from 'kube-proxy-ts/netfilter/nft/library-executor.js';
+import { NetlinkElements } from 'kube-proxy-ts/netfilter/nft/netlink/elements.js';
+import type { NftOperation } from 'kube-proxy-ts/netfilter/nft/objects.js';
+import { serializeOperations } from 'kube-proxy-ts/netfilter/nft/serialize.js';
+import type { BackendSyncResult, ProxySnapshot } from 'kube-proxy-ts/sync/backend.js';
 import { sampleChildPeakRss } from './child-rss.js';
 import type { SyncSample } from './measure.js';
 import { benchClock, peakRssMiB, rowFrom, SETTLE_MS, timedSync } from './measure.js';

@@ -12,10 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
-import { renderCommand } from '../src/cli/render.js';
-import type { RenderPhase } from '../src/cli/render.js';
-import type { ProxyMode } from '../src/config/proxy-mode.js';
-import { AGENT_NODE_FLAGS } from '../src/util/node-flags.js';
+import { renderCommand } from 'kube-proxy-ts/cli/render.js';
+import type { RenderPhase } from 'kube-proxy-ts/cli/render.js';
+import type { ProxyMode } from 'kube-proxy-ts/config/proxy-mode.js';
+import { AGENT_NODE_FLAGS } from 'kube-proxy-ts/util/node-flags.js';
 import { benchService, benchSlice } from './workload.js';
 
 /** The node the workload's first endpoints are on (bench/workload.ts). */
@@ -104,7 +104,7 @@ interface StageTimes {
 const CHILD_ENV = 'KPTS_BENCH_RENDER_CHILD';
 const MARK = 'KPTS_BENCH_RENDER ';
 const THIS_FILE = fileURLToPath(import.meta.url);
-const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+const CLI = fileURLToPath(import.meta.resolve('kube-proxy-ts/cli/main.js'));
 
 interface ChildRun {
   readonly wallMs: number;

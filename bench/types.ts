@@ -1,6 +1,6 @@
 // The shape every mode's benchmark module shares, so bench/main.ts can print all modes in one table. The
 // accounting behind the numbers is in bench/main.ts's header and bench/measure.ts.
-import type { CommandRunner } from '../src/netfilter/command.js';
+import type { CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
 
 export interface BenchContext {
   /** Runs commands inside the benchmark's private network namespace. */

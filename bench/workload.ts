@@ -2,15 +2,15 @@
 // i has ClusterIP 198.18.128.0 + i (past 32,768 Services: benchClusterIP) and one port; its slice has E endpoints
 // in 198.19.0.0/16, the first on this node.
 // `variant` > 0 swaps the last endpoint for another address: the one-endpoint change.
-import type { EndpointSlice, Service } from '../src/api/objects.js';
-import type { EndpointsMap } from '../src/model/endpoint-slice-cache.js';
-import { sliceRemnant } from '../src/model/endpoint-slice-cache.js';
-import { EndpointsChangeTracker } from '../src/model/endpoints-change-tracker.js';
-import type { ServicePortMap } from '../src/model/service-change-tracker.js';
-import { ServiceChangeTracker } from '../src/model/service-change-tracker.js';
-import { nodePortAddressesFor } from '../src/model/nodeport-addresses.js';
-import type { NodeNetworkConfig, ProxySnapshot, SyncRequest } from '../src/sync/backend.js';
-import { masqueradeMarkFor } from '../src/sync/backend.js';
+import type { EndpointSlice, Service } from 'kube-proxy-ts/api/objects.js';
+import type { EndpointsMap } from 'kube-proxy-ts/model/endpoint-slice-cache.js';
+import { sliceRemnant } from 'kube-proxy-ts/model/endpoint-slice-cache.js';
+import { EndpointsChangeTracker } from 'kube-proxy-ts/model/endpoints-change-tracker.js';
+import type { ServicePortMap } from 'kube-proxy-ts/model/service-change-tracker.js';
+import { ServiceChangeTracker } from 'kube-proxy-ts/model/service-change-tracker.js';
+import { nodePortAddressesFor } from 'kube-proxy-ts/model/nodeport-addresses.js';
+import type { NodeNetworkConfig, ProxySnapshot, SyncRequest } from 'kube-proxy-ts/sync/backend.js';
+import { masqueradeMarkFor } from 'kube-proxy-ts/sync/backend.js';
 
 /**
  * The node the nftables benchmarks program (bench/nftables.ts, bench/netlink-workload.ts): NodePorts on its IP.

@@ -45,6 +45,8 @@ console.log(`\n== tests: ${files.length} files`);
 run('tests', process.execPath, [
   '--import',
   'tsx',
+  // Workspace imports (kube-proxy-ts/…, @kube-proxy-ts/…) resolve to each package's src/, not its dist/.
+  '--conditions=kpts-source',
   '--test',
   '--test-reporter=spec',
   // No single test may hang the run (CI has 90 minutes in all); the slowest (the lab's e2e steps) take ~2 minutes.

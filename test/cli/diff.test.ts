@@ -9,15 +9,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { diffCommand } from '../../src/cli/diff.js';
-import { renderCommand } from '../../src/cli/render.js';
+import { diffCommand } from '../../packages/agent/src/cli/diff.js';
+import { renderCommand } from '../../packages/agent/src/cli/render.js';
 import { CLUSTER_CIDR, SERVICE_CIDR, workload, workloadList } from '../helpers/one-endpoint-workload.js';
+import { AGENT_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 
 const execFileAsync = promisify(execFile);
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 /** The CLI as a child process: node with tsx, as the other CLI tests start it. */
-const CLI = [process.execPath, '--import', 'tsx', MAIN];
+const CLI = [process.execPath, ...SOURCE_FLAGS, AGENT_MAIN];
 
 const EXAMPLE = readFileSync(new URL('../../examples/cluster.yaml', import.meta.url), 'utf8');
 // svc/web gains a fourth endpoint, on worker (the example's only Node, so the node diff describes).

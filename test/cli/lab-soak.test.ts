@@ -6,9 +6,10 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LAB_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 
 function soak(...args: string[]): { code: number | null; stderr: string; stdout: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'lab', 'soak', ...args], {
+  const r = spawnSync(process.execPath, [...SOURCE_FLAGS, LAB_MAIN, 'soak', ...args], {
     encoding: 'utf8',
     timeout: 60_000,
   });

@@ -1,7 +1,7 @@
 // lab trace's TO argument: the forms the command accepts, and the errors for the rest.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseDestination } from '../../src/cli/lab-trace.js';
+import { parseDestination } from '../../packages/lab/src/cli/lab-trace.js';
 
 test('TO: a Service name, with a port, as a URL, an IP:PORT, a node NodePort, IPv6 in brackets', () => {
   assert.deepEqual(parseDestination('web.svc'), { host: 'web.svc', port: 80 });

@@ -4,9 +4,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { labWebCommand } from '../../src/cli/lab-web.js';
-import { labPaths } from '../../src/lab/cluster/layout.js';
-import { writeLabState, type LabState } from '../../src/lab/cluster/state.js';
+import { labWebCommand } from '../../packages/lab/src/cli/lab-web.js';
+import { labPaths } from '../../packages/lab/src/cluster/layout.js';
+import { writeLabState, type LabState } from '../../packages/lab/src/cluster/state.js';
 
 function run(argv: string[], stateDir: string): { code: number; out: string; err: string } {
   let out = '';

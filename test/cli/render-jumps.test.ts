@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { renderCommand } from '../../src/cli/render.js';
-import { JUMP_RULES, KUBELET_JUMP_RULES } from '../../src/backends/iptables/jumps.js';
+import { renderCommand } from '../../packages/agent/src/cli/render.js';
+import { JUMP_RULES, KUBELET_JUMP_RULES } from '../../packages/agent/src/backends/iptables/jumps.js';
 
 const EXAMPLE = readFileSync(new URL('../../examples/cluster.yaml', import.meta.url), 'utf8');
 const V6 = `

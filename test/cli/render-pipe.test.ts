@@ -9,15 +9,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { renderCommand } from '../../src/cli/render.js';
+import { renderCommand } from '../../packages/agent/src/cli/render.js';
 import { workloadRenderArgs, WORKLOAD_NODE, writeWorkloadDump } from '../../bench/render.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
+import { AGENT_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 
 const run = promisify(execFile);
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 /** The CLI as a child process: node with tsx, as the other CLI tests start it. */
-const CLI = [process.execPath, '--import', 'tsx', MAIN];
+const CLI = [process.execPath, ...SOURCE_FLAGS, AGENT_MAIN];
 const SERVICES = 10_000;
 const LIMITS = { cwd: REPO, timeout: 300_000, maxBuffer: 64 * 1024 * 1024 };
 

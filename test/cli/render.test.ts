@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { renderCommand } from '../../src/cli/render.js';
+import { renderCommand } from '../../packages/agent/src/cli/render.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 
 const EXAMPLE = readFileSync(new URL('../../examples/cluster.yaml', import.meta.url), 'utf8');

@@ -2,7 +2,7 @@
 // as Go duration strings (field names from pkg/proxy/apis/config/types.go, which has no json tags).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { configzDocument } from '../../src/config/configz.js';
+import { configzDocument } from '../../packages/agent/src/config/configz.js';
 import { expectOk, loadFile } from './helpers.js';
 
 describe('configz document', () => {

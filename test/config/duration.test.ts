@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatGoDuration, parseGoDuration } from '../../src/config/duration.js';
+import { formatGoDuration, parseGoDuration } from '../../packages/agent/src/config/duration.js';
 
 // Expected values are Go's: time.ParseDuration and Duration.String.
 describe('parseGoDuration', () => {

@@ -1,8 +1,8 @@
 // Flag syntax (pflag's rules) and precedence (upstream-model.md §7 "Flags"; §10.9).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseProxyFlags } from '../../src/config/flags.js';
-import { formatProblem } from '../../src/config/problems.js';
+import { parseProxyFlags } from '../../packages/agent/src/config/flags.js';
+import { formatProblem } from '../../packages/agent/src/config/problems.js';
 import { HEADER, expectErrors, expectOk, load, loadFile } from './helpers.js';
 
 describe('flag syntax', () => {

@@ -1,9 +1,9 @@
 // Runs loadProxyConfig against in-memory files and a fixed hostname.
 import assert from 'node:assert/strict';
-import { loadProxyConfig } from '../../src/config/load.js';
-import type { LoadResult } from '../../src/config/load.js';
-import { formatProblem } from '../../src/config/problems.js';
-import type { ProxyConfig, ProxyOptions } from '../../src/config/proxy-config.js';
+import { loadProxyConfig } from '../../packages/agent/src/config/load.js';
+import type { LoadResult } from '../../packages/agent/src/config/load.js';
+import { formatProblem } from '../../packages/agent/src/config/problems.js';
+import type { ProxyConfig, ProxyOptions } from '../../packages/agent/src/config/proxy-config.js';
 
 export const HEADER = 'apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n';
 

@@ -3,7 +3,7 @@
 // tested in test/netfilter/nft/library.test.ts.)
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { flagUsage } from '../../src/config/flags.js';
+import { flagUsage } from '../../packages/agent/src/config/flags.js';
 import { expectErrors, expectOk, load, loadFile } from './helpers.js';
 
 describe('--nft-executor', () => {

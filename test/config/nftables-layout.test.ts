@@ -2,7 +2,7 @@
 // and has no such field), so it applies with --config too, and an unknown name is refused naming the flag.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { flagUsage } from '../../src/config/flags.js';
+import { flagUsage } from '../../packages/agent/src/config/flags.js';
 import { expectErrors, expectOk, load, loadFile } from './helpers.js';
 
 describe('--nftables-layout', () => {

@@ -13,8 +13,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { watchConfigFile } from '../../src/config/watch.js';
-import type { ConfigFileEvent } from '../../src/config/watch.js';
+import { watchConfigFile } from '../../packages/agent/src/config/watch.js';
+import type { ConfigFileEvent } from '../../packages/agent/src/config/watch.js';
 
 const WAIT_MS = 5_000;
 

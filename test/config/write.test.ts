@@ -2,7 +2,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse } from 'yaml';
-import { serializeProxyConfig } from '../../src/config/write.js';
+import { serializeProxyConfig } from '../../packages/agent/src/config/write.js';
 import { expectOk, load, loadFile } from './helpers.js';
 
 function roundTrip(argv: readonly string[], files: Readonly<Record<string, string>> = {}): void {

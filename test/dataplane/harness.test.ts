@@ -2,9 +2,9 @@
 // set-up that fails half-way (a backend whose first sync throws).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { hostCommandRunner } from '../../src/netfilter/command.js';
-import { listNamespaces, sweepNamespaces } from '../../src/lab/netns/namespace.js';
-import type { BackendSyncResult, ProxyBackend } from '../../src/sync/backend.js';
+import { hostCommandRunner } from '../../packages/agent/src/netfilter/command.js';
+import { listNamespaces, sweepNamespaces } from '../../packages/netns/src/namespace.js';
+import type { BackendSyncResult, ProxyBackend } from '../../packages/agent/src/sync/backend.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import type { ModeSupport } from './harness/backends.js';
 import { makeTestCluster } from './harness/cluster.js';

@@ -4,13 +4,13 @@
 // find every jump it made before: nothing is created twice and no per-rule command runs.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { IptablesBackend } from '../../src/backends/iptables/backend.js';
-import type { CommandRunner } from '../../src/netfilter/command.js';
-import { iptablesBinaries } from '../../src/netfilter/iptables/variant.js';
+import { IptablesBackend } from '../../packages/agent/src/backends/iptables/backend.js';
+import type { CommandRunner } from '../../packages/agent/src/netfilter/command.js';
+import { iptablesBinaries } from '../../packages/agent/src/netfilter/iptables/variant.js';
 import { kernelOptions } from '../helpers/kernel.js';
 import { ModelCluster } from '../helpers/model-cluster.js';
 import { testNode } from '../backends/iptables/helpers.js';
-import { systemClock } from '../../src/util/clock.js';
+import { systemClock } from '../../packages/agent/src/util/clock.js';
 import { modeOptions, withSandbox } from '../backends/iptables/kernel-fixture.js';
 
 for (const variant of ['legacy', 'nft'] as const) {

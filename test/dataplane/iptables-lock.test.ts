@@ -7,13 +7,13 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { test } from 'node:test';
-import { IptablesBackend } from '../../src/backends/iptables/backend.js';
-import type { ProxyMetrics } from '../../src/sync/metrics.js';
-import { NO_PROXY_METRICS } from '../../src/sync/metrics.js';
+import { IptablesBackend } from '../../packages/agent/src/backends/iptables/backend.js';
+import type { ProxyMetrics } from '../../packages/agent/src/sync/metrics.js';
+import { NO_PROXY_METRICS } from '../../packages/agent/src/sync/metrics.js';
 import { kernelOptions } from '../helpers/kernel.js';
 import { ModelCluster } from '../helpers/model-cluster.js';
 import { testNode } from '../backends/iptables/helpers.js';
-import { systemClock } from '../../src/util/clock.js';
+import { systemClock } from '../../packages/agent/src/util/clock.js';
 import { modeOptions, withSandbox } from '../backends/iptables/kernel-fixture.js';
 
 const TOOLS = ['ip', 'flock', 'iptables-legacy', 'iptables-legacy-restore', 'iptables-legacy-save'];

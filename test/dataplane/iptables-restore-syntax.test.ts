@@ -3,16 +3,16 @@
 // comment must come back as written (control characters as spaces, cut to the kernel's 255 bytes).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { renderIptablesRestore } from '../../src/backends/iptables/render-cache.js';
-import type { Endpoint } from '../../src/model/endpoint.js';
-import type { ServicePort } from '../../src/model/service-port.js';
-import { IptablesClient, IptablesError } from '../../src/netfilter/iptables/client.js';
-import { parseRestore } from '../../src/netfilter/iptables/parse.js';
-import { iptablesBinaries } from '../../src/netfilter/iptables/variant.js';
-import type { ProxySnapshot } from '../../src/sync/backend.js';
+import { renderIptablesRestore } from '../../packages/agent/src/backends/iptables/render-cache.js';
+import type { Endpoint } from '../../packages/agent/src/model/endpoint.js';
+import type { ServicePort } from '../../packages/agent/src/model/service-port.js';
+import { IptablesClient, IptablesError } from '../../packages/agent/src/netfilter/iptables/client.js';
+import { parseRestore } from '../../packages/agent/src/netfilter/iptables/parse.js';
+import { iptablesBinaries } from '../../packages/agent/src/netfilter/iptables/variant.js';
+import type { ProxySnapshot } from '../../packages/agent/src/sync/backend.js';
 import { kernelOptions } from '../helpers/kernel.js';
 import { testNode } from '../backends/iptables/helpers.js';
-import { systemClock } from '../../src/util/clock.js';
+import { systemClock } from '../../packages/agent/src/util/clock.js';
 import { modeOptions, withSandbox } from '../backends/iptables/kernel-fixture.js';
 
 const HOSTILE = [

@@ -4,12 +4,12 @@
 // every one must be answered.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cleanupIptables } from '../../src/backends/iptables/cleanup.js';
-import { cleanupNftables } from '../../src/backends/nftables/backend.js';
-import { hostCommandRunner } from '../../src/netfilter/command.js';
-import type { CommandRunner } from '../../src/netfilter/command.js';
-import { listNamespaces, sweepNamespaces } from '../../src/lab/netns/namespace.js';
-import { OtherModeCleanup } from '../../src/sync/mode-switch.js';
+import { cleanupIptables } from '../../packages/agent/src/backends/iptables/cleanup.js';
+import { cleanupNftables } from '../../packages/agent/src/backends/nftables/backend.js';
+import { hostCommandRunner } from '../../packages/agent/src/netfilter/command.js';
+import type { CommandRunner } from '../../packages/agent/src/netfilter/command.js';
+import { listNamespaces, sweepNamespaces } from '../../packages/netns/src/namespace.js';
+import { OtherModeCleanup } from '../../packages/agent/src/sync/mode-switch.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import type { DataplaneBackend } from './harness/backends.js';
 import type { TestCluster } from './harness/cluster.js';

@@ -7,16 +7,16 @@
 // (exit 28) that they did not.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { hostCommandRunner as runner } from '../../src/netfilter/command.js';
-import { deleteNamespace, sweepNamespaces } from '../../src/lab/netns/index.js';
-import { macForAddress } from '../../src/lab/netns/link.js';
+import { hostCommandRunner as runner } from '../../packages/agent/src/netfilter/command.js';
+import { deleteNamespace, sweepNamespaces } from '../../packages/netns/src/index.js';
+import { macForAddress } from '../../packages/netns/src/link.js';
 import {
   buildTopology,
   destroyTopology,
   planTopology,
   type TopologyPlan,
-} from '../../src/lab/netns/topology.js';
-import { attachPod, withPrefixOf } from '../../src/lab/netns/wiring.js';
+} from '../../packages/netns/src/topology.js';
+import { attachPod, withPrefixOf } from '../../packages/netns/src/wiring.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 
 const options = kernelOptions(['ip', 'curl']);

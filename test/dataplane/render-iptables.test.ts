@@ -9,20 +9,20 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { hostCommandRunner } from '../../src/netfilter/command.js';
-import { listNamespaces, sweepNamespaces } from '../../src/lab/netns/namespace.js';
-import type { NodePlan } from '../../src/lab/netns/topology.js';
-import type { BackendSyncResult, ProxyBackend } from '../../src/sync/backend.js';
+import { hostCommandRunner } from '../../packages/agent/src/netfilter/command.js';
+import { listNamespaces, sweepNamespaces } from '../../packages/netns/src/namespace.js';
+import type { NodePlan } from '../../packages/netns/src/topology.js';
+import type { BackendSyncResult, ProxyBackend } from '../../packages/agent/src/sync/backend.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import type { ModeSupport } from './harness/backends.js';
 import type { TestCluster } from './harness/cluster.js';
 import { makeTestCluster, nodeAddresses } from './harness/cluster.js';
 import { endpointSlice, httpPort, service } from './harness/objects.js';
 import { answered, errorKinds, podsThatAnswered, sourcesSeen } from './harness/outcomes.js';
+import { AGENT_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 
 const run = promisify(execFile);
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
 const NOTHING_DONE: BackendSyncResult = {
   full: true,
@@ -113,7 +113,7 @@ describe(
           const { stdout } = await run(
             process.execPath,
             [
-              ...['--import', 'tsx', MAIN, 'render', '--proxy-mode', 'iptables', '-f', manifest],
+              ...[...SOURCE_FLAGS, AGENT_MAIN, 'render', '--proxy-mode', 'iptables', '-f', manifest],
               ...['--hostname-override', node.name, '--node-ip', node.ip],
               ...['--cluster-cidr', c.plan.clusterCIDR, '--service-cidrs', c.plan.serviceCIDR],
             ],

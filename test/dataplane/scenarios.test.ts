@@ -7,9 +7,9 @@
 // on the underlay. Every pod serves HTTP on 8080 and UDP echo on 5353 and answers with its name and the source it saw.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { hostCommandRunner } from '../../src/netfilter/command.js';
-import { listNamespaces, sweepNamespaces } from '../../src/lab/netns/namespace.js';
-import { IP_FAMILIES } from '../../src/model/ip.js';
+import { hostCommandRunner } from '../../packages/agent/src/netfilter/command.js';
+import { listNamespaces, sweepNamespaces } from '../../packages/netns/src/namespace.js';
+import { IP_FAMILIES } from '../../packages/agent/src/model/ip.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import { DATAPLANE_BACKENDS, MODE_SUPPORT, requestedBackends } from './harness/backends.js';
 import type { DataplaneBackend } from './harness/backends.js';

@@ -6,19 +6,19 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hostCommandRunner } from '../../src/netfilter/command.js';
-import { inNamespace, runChecked } from '../../src/lab/netns/exec.js';
-import { listNamespaces, sweepNamespaces } from '../../src/lab/netns/namespace.js';
-import { getSysctl } from '../../src/lab/netns/sysctl.js';
-import type { PodServerHandle } from '../../src/lab/netns/pod-process.js';
-import { startPodServerIn } from '../../src/lab/netns/pod-process.js';
+import { hostCommandRunner } from '../../packages/agent/src/netfilter/command.js';
+import { inNamespace, runChecked } from '../../packages/netns/src/exec.js';
+import { listNamespaces, sweepNamespaces } from '../../packages/netns/src/namespace.js';
+import { getSysctl } from '../../packages/netns/src/sysctl.js';
+import type { PodServerHandle } from '../../packages/netns/src/pod-process.js';
+import { startPodServerIn } from '../../packages/netns/src/pod-process.js';
 import {
   buildTopology,
   destroyTopology,
   planNamespaces,
   planTopology,
-} from '../../src/lab/netns/topology.js';
-import type { TopologyPlan } from '../../src/lab/netns/topology.js';
+} from '../../packages/netns/src/topology.js';
+import type { TopologyPlan } from '../../packages/netns/src/topology.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import { sendRequests } from './harness/traffic.js';
 

@@ -3,29 +3,31 @@
 // Each case asserts what the trace says (Service port by frontend, endpoint, masquerade, reject, drop) and that
 // the trace table is gone afterwards. Expected values come from the objects the test programs, not from output.
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { sweepNamespaces } from '../../src/lab/netns/namespace.js';
-import { hostCommandRunner, netnsStreamRunner } from '../../src/netfilter/command.js';
-import { inNamespace } from '../../src/lab/netns/exec.js';
-import { runTrace } from '../../src/inspect/trace/session.js';
-import type { TraceReport } from '../../src/inspect/trace/session.js';
-import { TRACE_TABLE, installTraceTable, traceTablePresent } from '../../src/inspect/trace/table.js';
-import { parseTraceTarget } from '../../src/inspect/trace/target.js';
-import type { TraceTarget } from '../../src/inspect/trace/target.js';
+import { sweepNamespaces } from '../../packages/netns/src/namespace.js';
+import { hostCommandRunner, netnsStreamRunner } from '../../packages/agent/src/netfilter/command.js';
+import { inNamespace } from '../../packages/netns/src/exec.js';
+import { runTrace } from '../../packages/agent/src/inspect/trace/session.js';
+import type { TraceReport } from '../../packages/agent/src/inspect/trace/session.js';
+import {
+  TRACE_TABLE,
+  installTraceTable,
+  traceTablePresent,
+} from '../../packages/agent/src/inspect/trace/table.js';
+import { parseTraceTarget } from '../../packages/agent/src/inspect/trace/target.js';
+import type { TraceTarget } from '../../packages/agent/src/inspect/trace/target.js';
 import type { RequestOutcome } from './harness/traffic.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import { makeTestCluster } from './harness/cluster.js';
 import type { TestCluster } from './harness/cluster.js';
 import { endpointSlice, httpPort, service } from './harness/objects.js';
 import type { DataplaneBackend } from './harness/backends.js';
-import type { Service } from '../../src/api/objects.js';
-import { servicePortsOf } from '../../src/cli/cluster-objects.js';
-import { frontendsFromServicePorts } from '../../src/inspect/trace/frontends.js';
-import type { FrontendIndex } from '../../src/inspect/trace/frontends.js';
-
-const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+import type { Service } from '../../packages/agent/src/api/objects.js';
+import { servicePortsOf } from '../../packages/agent/src/cli/cluster-objects.js';
+import { frontendsFromServicePorts } from '../../packages/agent/src/inspect/trace/frontends.js';
+import type { FrontendIndex } from '../../packages/agent/src/inspect/trace/frontends.js';
+import { AGENT_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 
 /** `kube-proxy-ts trace ARGS` as a user runs it inside a node's namespace. */
 function traceProcess(
@@ -38,7 +40,7 @@ function traceProcess(
 } {
   const child = spawn(
     'ip',
-    ['netns', 'exec', ns, process.execPath, '--import', 'tsx', MAIN, 'trace', ...args],
+    ['netns', 'exec', ns, process.execPath, ...SOURCE_FLAGS, AGENT_MAIN, 'trace', ...args],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
     },

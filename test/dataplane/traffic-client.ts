@@ -9,7 +9,7 @@ import { createSocket } from 'node:dgram';
 import { request } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { parsePodReply } from '../../src/lab/pod-server.js';
+import { parsePodReply } from '../../packages/netns/src/pod-server.js';
 
 export type RequestOutcome =
   | {

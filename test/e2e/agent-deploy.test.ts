@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { loadProxyConfig } from '../../src/config/index.js';
-import { startApiServer } from '../../src/lab/apiserver/index.js';
+import { loadProxyConfig } from '../../packages/agent/src/config/index.js';
+import { startApiServer } from '../../packages/lab/src/apiserver/index.js';
 import { toolOptions } from '../lab/tools.js';
 
 const DEPLOY = fileURLToPath(new URL('../../deploy/', import.meta.url));

@@ -8,9 +8,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { TEST_WATCHDOG_ENV } from '../../src/cli/run.js';
-import { NFTABLES_LAYOUTS } from '../../src/config/nftables-layout.js';
-import type { NftablesLayoutName } from '../../src/config/nftables-layout.js';
+import { TEST_WATCHDOG_ENV } from '../../packages/agent/src/cli/run.js';
+import { NFTABLES_LAYOUTS } from '../../packages/agent/src/config/nftables-layout.js';
+import type { NftablesLayoutName } from '../../packages/agent/src/config/nftables-layout.js';
 import { kernelOptions } from '../helpers/kernel.js';
 import { AgentLab } from './helpers/agent-lab.js';
 import { parseExposition, valueOf } from './helpers/agent-metrics.js';

@@ -3,7 +3,7 @@
 // keeps running. The kernel table must equal `kube-proxy-ts render` of the same objects (which skips them too).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MAX_PROBLEMS_LOGGED_PER_OBJECT } from '../../src/sync/proxier.js';
+import { MAX_PROBLEMS_LOGGED_PER_OBJECT } from '../../packages/agent/src/sync/proxier.js';
 import { kernelOptions } from '../helpers/kernel.js';
 import type { FakeObject } from '../kube/helpers/fake-apiserver.js';
 import { AgentLab } from './helpers/agent-lab.js';

@@ -10,8 +10,8 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { Finding } from '../../src/inspect/doctor/types.js';
-import { hostCommandRunner } from '../../src/netfilter/command.js';
+import type { Finding } from '../../packages/agent/src/inspect/doctor/types.js';
+import { hostCommandRunner } from '../../packages/agent/src/netfilter/command.js';
 import { kernelOptions } from '../helpers/kernel.js';
 import { AgentLab } from './helpers/agent-lab.js';
 import {
@@ -24,11 +24,10 @@ import {
   webService,
 } from './helpers/agent-objects.js';
 import type { AgentProcess } from './helpers/agent-process.js';
-import { REPO_ROOT } from './helpers/agent-process.js';
 import { inNs } from './helpers/agent-table.js';
 import { until } from './helpers/agent-wait.js';
+import { AGENT_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 
-const MAIN = join(REPO_ROOT, 'src/cli/main.ts');
 // syncPeriod 2 s: health turns 503 after 4 s of failing syncs.
 const SYNC_FLAGS = ['--iptables-sync-period=2s', '--iptables-min-sync-period=100ms'];
 const DNS_IP = '198.19.2.53';
@@ -47,7 +46,7 @@ async function doctor(
 ): Promise<DoctorRun> {
   const r = await hostCommandRunner.run(
     'ip',
-    ['netns', 'exec', ns, process.execPath, '--import', 'tsx', MAIN, 'doctor', '-o', 'json', ...args],
+    ['netns', 'exec', ns, process.execPath, ...SOURCE_FLAGS, AGENT_MAIN, 'doctor', '-o', 'json', ...args],
     { env, timeoutMs: 120_000 },
   );
   let parsed: { findings?: Finding[] };

@@ -1,6 +1,6 @@
 // Helpers for the whole-system lab tests: real kubectl, commands inside lab namespaces, traffic tallies, metrics.
 import { execFile } from 'node:child_process';
-import { parsePodReply } from '../../src/lab/pod-server.js';
+import { parsePodReply } from '../../packages/netns/src/pod-server.js';
 
 export interface Run {
   readonly code: number;

@@ -11,13 +11,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { labDown } from '../../src/lab/cluster/down.js';
+import { labDown } from '../../packages/lab/src/cluster/down.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import { labTurn } from './helpers/lab-turn.js';
 import { mustRun, run, sorted, waitFor } from './helpers.js';
+import { LAB_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 
 const gate = kernelOptions(['ip', 'nft', 'iptables', 'iptables-save', 'curl', 'kubectl', 'script']);
-const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
 const DEPLOY = new URL('../../deploy/', import.meta.url).pathname;
 
 interface PodRow {
@@ -53,7 +53,6 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
     const r = await run('sh', ['-c', script], {
       KUBECONFIG: kubeconfig,
       KPTS_STATE: stateDir,
-      KPTS_MAIN: MAIN,
     });
     if (r.code !== 0) throw new Error(`${script}\nexited ${r.code}: ${r.stderr.trim()}\n${r.stdout}`);
     return r.stdout;
@@ -61,10 +60,8 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
   /** `lab exec NODE -- CMD`, what the seeds do with ssh. */
   const labExec = (node: string, cmd: readonly string[]): Promise<string> =>
     mustRun(process.execPath, [
-      '--import',
-      'tsx',
-      MAIN,
-      'lab',
+      ...SOURCE_FLAGS,
+      LAB_MAIN,
       'exec',
       '--state-dir',
       stateDir,
@@ -103,10 +100,8 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
       child = spawn(
         process.execPath,
         [
-          '--import',
-          'tsx',
-          MAIN,
-          'lab',
+          ...SOURCE_FLAGS,
+          LAB_MAIN,
           'up',
           '--mode',
           'iptables',
@@ -330,10 +325,8 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
 
   test('lab watch: every node’s counters and a sparkline of pending changes, once per round', async () => {
     const out = await mustRun(process.execPath, [
-      '--import',
-      'tsx',
-      MAIN,
-      'lab',
+      ...SOURCE_FLAGS,
+      LAB_MAIN,
       'watch',
       '--state-dir',
       stateDir,

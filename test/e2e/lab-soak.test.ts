@@ -11,14 +11,15 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { API_OUTAGE_MS, startLab, type Lab } from '../../src/lab/cluster/index.js';
-import { labDown } from '../../src/lab/cluster/down.js';
-import { hostCommandRunner, hostStreamRunner } from '../../src/netfilter/command.js';
-import { failedTotal, type SoakReport } from '../../src/lab/soak/report.js';
-import { runSoak } from '../../src/lab/soak/soak.js';
+import { API_OUTAGE_MS, startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
+import { labDown } from '../../packages/lab/src/cluster/down.js';
+import { hostCommandRunner, hostStreamRunner } from '../../packages/agent/src/netfilter/command.js';
+import { failedTotal, type SoakReport } from '../../packages/lab/src/soak/report.js';
+import { runSoak } from '../../packages/lab/src/soak/soak.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import { mustRun } from './helpers.js';
 import { labTurn } from './helpers/lab-turn.js';
+import { LAB_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 
 const gate = kernelOptions(['ip', 'nft', 'iptables-legacy-restore', 'conntrack', 'curl', 'flock']);
 const SOAK = { durationMs: 30_000, services: 6, churnPerSecond: 2, ratePerSecond: 40 };
@@ -116,10 +117,8 @@ for (const mode of ['nftables', 'iptables'] as const) {
         const r = await hostCommandRunner.run(
           process.execPath,
           [
-            '--import',
-            'tsx',
-            'src/cli/main.ts',
-            'lab',
+            ...SOURCE_FLAGS,
+            LAB_MAIN,
             'soak',
             '--state-dir',
             stateDir,

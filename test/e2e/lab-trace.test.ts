@@ -9,12 +9,12 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { formatLabTrace, labTrace } from '../../src/cli/lab-trace.js';
-import { startLab, type Lab } from '../../src/lab/cluster/index.js';
-import { labDown } from '../../src/lab/cluster/down.js';
-import { TRACE_TABLE } from '../../src/inspect/trace/table.js';
+import { formatLabTrace, labTrace } from '../../packages/lab/src/cli/lab-trace.js';
+import { startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
+import { labDown } from '../../packages/lab/src/cluster/down.js';
+import { TRACE_TABLE } from '../../packages/agent/src/inspect/trace/table.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
-import { hostCommandRunner, hostStreamRunner } from '../../src/netfilter/command.js';
+import { hostCommandRunner, hostStreamRunner } from '../../packages/agent/src/netfilter/command.js';
 import { field, items, kubectlFor, mustRun, waitFor } from './helpers.js';
 import { labTurn } from './helpers/lab-turn.js';
 

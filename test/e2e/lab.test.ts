@@ -10,11 +10,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { startLab, type Lab } from '../../src/lab/cluster/index.js';
-import { labDown } from '../../src/lab/cluster/down.js';
-import { podNamespaceName, prefixLockFile } from '../../src/lab/cluster/layout.js';
-import { fetchProxyMetrics, metricValue } from '../../src/lab/cluster/metrics.js';
-import { FULL_SYNC_PERIOD_MS } from '../../src/sync/proxier.js';
+import { startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
+import { labDown } from '../../packages/lab/src/cluster/down.js';
+import { podNamespaceName, prefixLockFile } from '../../packages/lab/src/cluster/layout.js';
+import { fetchProxyMetrics, metricValue } from '../../packages/lab/src/cluster/metrics.js';
+import { FULL_SYNC_PERIOD_MS } from '../../packages/agent/src/sync/proxier.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import {
   delay,
@@ -29,6 +29,7 @@ import {
   waitFor,
 } from './helpers.js';
 import { labTurn } from './helpers/lab-turn.js';
+import { AGENT_MAIN, LAB_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 
 const gate = kernelOptions(['ip', 'nft', 'iptables', 'iptables-save', 'curl', 'kubectl']);
 
@@ -274,7 +275,7 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 1_200_000 }, 
     test('explain, against the live API server, predicts what the requests showed; --programmed sees a deleted element', async () => {
       assert.ok(lab);
       const paths = lab.paths;
-      const cli = ['--import', 'tsx', 'src/cli/main.ts', 'explain', 'service'];
+      const cli = [...SOURCE_FLAGS, AGENT_MAIN, 'explain', 'service'];
       const topoIPs = async (names: readonly string[]): Promise<string[]> => {
         const pods = podViews(await k().json(['-n', 'svc', 'get', 'pods', '-l', 'app=topo']));
         return sorted(names.map((n) => `${pods.find((p) => p.name === n)?.ip ?? '?'}:8080`));
@@ -610,15 +611,7 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 1_200_000 }, 
       child.process.kill('SIGKILL');
       await child.exited;
       assert.ok((await processesMentioning(dir)).length > 0, 'its proxies and pod servers outlive the crash');
-      const down = await mustRun(process.execPath, [
-        '--import',
-        'tsx',
-        MAIN,
-        'lab',
-        'down',
-        '--state-dir',
-        dir,
-      ]);
+      const down = await mustRun(process.execPath, [...SOURCE_FLAGS, LAB_MAIN, 'down', '--state-dir', dir]);
       assert.match(down, /nothing is left behind/);
       await assertNothingLeft(p, dir, root);
     } finally {
@@ -628,8 +621,6 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 1_200_000 }, 
   });
 });
 
-const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
-
 /** `kube-proxy-ts lab up --nodes 1` as a child process, as a user runs it; resolves once it says it is up. */
 async function startChildLab(
   prefix: string,
@@ -637,7 +628,7 @@ async function startChildLab(
 ): Promise<{ process: ChildProcess; exited: Promise<number | null>; output: () => string }> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', MAIN, 'lab', 'up', '--nodes', '1', '--state-dir', stateDir, '--prefix', prefix],
+    [...SOURCE_FLAGS, LAB_MAIN, 'up', '--nodes', '1', '--state-dir', stateDir, '--prefix', prefix],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';

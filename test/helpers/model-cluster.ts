@@ -1,12 +1,16 @@
 // Services and EndpointSlices through the model's real change trackers, as the proxier drives them: live maps,
 // checked out once per sync. Shared by the iptables and nftables backend tests and the kernel tests built on them.
-import type { EndpointSlice, Service } from '../../src/api/objects.js';
-import type { EndpointsMap } from '../../src/model/endpoint-slice-cache.js';
-import { EndpointsChangeTracker } from '../../src/model/endpoints-change-tracker.js';
-import type { ServicePortMap } from '../../src/model/service-change-tracker.js';
-import { ServiceChangeTracker } from '../../src/model/service-change-tracker.js';
-import type { BackendSyncResult, ProxyBackend, ProxySnapshot } from '../../src/sync/backend.js';
-import { FakeClock } from '../../src/util/clock.js';
+import type { EndpointSlice, Service } from '../../packages/agent/src/api/objects.js';
+import type { EndpointsMap } from '../../packages/agent/src/model/endpoint-slice-cache.js';
+import { EndpointsChangeTracker } from '../../packages/agent/src/model/endpoints-change-tracker.js';
+import type { ServicePortMap } from '../../packages/agent/src/model/service-change-tracker.js';
+import { ServiceChangeTracker } from '../../packages/agent/src/model/service-change-tracker.js';
+import type {
+  BackendSyncResult,
+  ProxyBackend,
+  ProxySnapshot,
+} from '../../packages/agent/src/sync/backend.js';
+import { FakeClock } from '../../packages/agent/src/util/clock.js';
 
 export class ModelCluster {
   readonly #services: ServiceChangeTracker;

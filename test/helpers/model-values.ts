@@ -1,6 +1,6 @@
 // Model values built by hand for unit tests: an endpoint from a flag string and a service port from overrides.
-import type { Endpoint } from '../../src/model/endpoint.js';
-import type { ServicePort } from '../../src/model/service-port.js';
+import type { Endpoint } from '../../packages/agent/src/model/endpoint.js';
+import type { ServicePort } from '../../packages/agent/src/model/service-port.js';
 
 /** An endpoint on port 80. Flags: r=ready, s=serving, t=terminating, l=local; hints as zone/node name lists. */
 export function endpointOf(

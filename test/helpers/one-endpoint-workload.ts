@@ -2,7 +2,7 @@
 // a ClusterIP with one TCP port and a slice of two endpoints, the first on this node (NODE) and the second on
 // another. Every ClusterIP and endpoint IP is distinct, so no two Services share an nftables element. Used by the
 // diff tests in-process (test/inspect) and as files for the CLI (test/cli).
-import type { EndpointSlice, Node, Service } from '../../src/api/objects.js';
+import type { EndpointSlice, Node, Service } from '../../packages/agent/src/api/objects.js';
 
 export const NODE = 'node-a';
 export const NODE_IP = '198.18.0.2';

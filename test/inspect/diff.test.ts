@@ -4,14 +4,14 @@
 // ignores, a new zone.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { Node } from '../../src/api/objects.js';
-import type { DiffTarget, ClusterState, DiffResult } from '../../src/inspect/diff.js';
-import { diffClusterStates } from '../../src/inspect/diff.js';
-import { nodeNetworkConfig } from '../../src/sync/node-network.js';
-import { snapshotFromObjects } from '../../src/sync/snapshot.js';
-import { renderIptablesRestore } from '../../src/backends/iptables/render-cache.js';
-import { renderFullSyncTransaction } from '../../src/backends/nftables/backend.js';
-import type { NodeNetworkConfig } from '../../src/sync/backend.js';
+import type { Node } from '../../packages/agent/src/api/objects.js';
+import type { DiffTarget, ClusterState, DiffResult } from '../../packages/agent/src/inspect/diff.js';
+import { diffClusterStates } from '../../packages/agent/src/inspect/diff.js';
+import { nodeNetworkConfig } from '../../packages/agent/src/sync/node-network.js';
+import { snapshotFromObjects } from '../../packages/agent/src/sync/snapshot.js';
+import { renderIptablesRestore } from '../../packages/agent/src/backends/iptables/render-cache.js';
+import { renderFullSyncTransaction } from '../../packages/agent/src/backends/nftables/backend.js';
+import type { NodeNetworkConfig } from '../../packages/agent/src/sync/backend.js';
 import {
   CLUSTER_CIDR,
   NODE,

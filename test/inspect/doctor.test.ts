@@ -3,16 +3,16 @@
 // test/e2e/doctor.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { histogram, parseMetrics, sum } from '../../src/inspect/doctor/prometheus.js';
-import { holdersFromProcLocks } from '../../src/inspect/doctor/checks/xtables-lock.js';
-import { kubeProxyChainsInSave } from '../../src/inspect/doctor/checks/leftover-other-mode.js';
-import { conntrackFull } from '../../src/inspect/doctor/checks/conntrack-full.js';
-import { syncSlow } from '../../src/inspect/doctor/checks/sync-slow.js';
-import { pendingStuck } from '../../src/inspect/doctor/checks/pending-stuck.js';
-import { exitCodeOf, runDoctor } from '../../src/inspect/doctor/runner.js';
-import { settingsFromConfigz } from '../../src/inspect/doctor/agent-endpoints.js';
-import type { DoctorContext } from '../../src/inspect/doctor/types.js';
-import type { CommandRunner } from '../../src/netfilter/command.js';
+import { histogram, parseMetrics, sum } from '../../packages/agent/src/inspect/doctor/prometheus.js';
+import { holdersFromProcLocks } from '../../packages/agent/src/inspect/doctor/checks/xtables-lock.js';
+import { kubeProxyChainsInSave } from '../../packages/agent/src/inspect/doctor/checks/leftover-other-mode.js';
+import { conntrackFull } from '../../packages/agent/src/inspect/doctor/checks/conntrack-full.js';
+import { syncSlow } from '../../packages/agent/src/inspect/doctor/checks/sync-slow.js';
+import { pendingStuck } from '../../packages/agent/src/inspect/doctor/checks/pending-stuck.js';
+import { exitCodeOf, runDoctor } from '../../packages/agent/src/inspect/doctor/runner.js';
+import { settingsFromConfigz } from '../../packages/agent/src/inspect/doctor/agent-endpoints.js';
+import type { DoctorContext } from '../../packages/agent/src/inspect/doctor/types.js';
+import type { CommandRunner } from '../../packages/agent/src/netfilter/command.js';
 
 const METRICS = `# HELP kubeproxy_sync_proxy_rules_duration_seconds x
 # TYPE kubeproxy_sync_proxy_rules_duration_seconds histogram

@@ -3,7 +3,7 @@
 // endpoints; then bad input.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { explainCommand } from '../../src/cli/explain.js';
+import { explainCommand } from '../../packages/agent/src/cli/explain.js';
 
 interface Endpoint6 {
   ip: string;

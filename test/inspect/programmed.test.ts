@@ -3,16 +3,16 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
-import { renderIptablesRestore } from '../../src/backends/iptables/render-cache.js';
-import { DEFAULT_IPTABLES_EXTRAS } from '../../src/backends/iptables/render.js';
-import { renderFullSyncTransaction } from '../../src/backends/nftables/backend.js';
-import type { ProxyMode } from '../../src/config/proxy-mode.js';
-import { explainNode } from '../../src/inspect/explain.js';
-import { checkProgrammed, liveKernelReader } from '../../src/inspect/programmed.js';
-import { netnsCommandRunner } from '../../src/netfilter/command.js';
-import type { NodeNetworkConfig } from '../../src/sync/backend.js';
-import { nodeNetworkConfig } from '../../src/sync/node-network.js';
-import { snapshotFromObjects } from '../../src/sync/snapshot.js';
+import { renderIptablesRestore } from '../../packages/agent/src/backends/iptables/render-cache.js';
+import { DEFAULT_IPTABLES_EXTRAS } from '../../packages/agent/src/backends/iptables/render.js';
+import { renderFullSyncTransaction } from '../../packages/agent/src/backends/nftables/backend.js';
+import type { ProxyMode } from '../../packages/agent/src/config/proxy-mode.js';
+import { explainNode } from '../../packages/agent/src/inspect/explain.js';
+import { checkProgrammed, liveKernelReader } from '../../packages/agent/src/inspect/programmed.js';
+import { netnsCommandRunner } from '../../packages/agent/src/netfilter/command.js';
+import type { NodeNetworkConfig } from '../../packages/agent/src/sync/backend.js';
+import { nodeNetworkConfig } from '../../packages/agent/src/sync/node-network.js';
+import { snapshotFromObjects } from '../../packages/agent/src/sync/snapshot.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 
 const options = kernelOptions(['ip', 'nft', 'iptables-restore', 'iptables']);

@@ -2,12 +2,20 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { parseTraceLine, parseTraceText, parseXtablesTraceText } from '../../src/inspect/trace/events.js';
-import { assemblePackets } from '../../src/inspect/trace/packets.js';
-import { interpretPacket } from '../../src/inspect/trace/interpret.js';
-import type { FrontendIndex } from '../../src/inspect/trace/frontends.js';
-import { TraceUnavailableError, iptablesTraceable, runTrace } from '../../src/inspect/trace/session.js';
-import type { CommandRunner } from '../../src/netfilter/command.js';
+import {
+  parseTraceLine,
+  parseTraceText,
+  parseXtablesTraceText,
+} from '../../packages/agent/src/inspect/trace/events.js';
+import { assemblePackets } from '../../packages/agent/src/inspect/trace/packets.js';
+import { interpretPacket } from '../../packages/agent/src/inspect/trace/interpret.js';
+import type { FrontendIndex } from '../../packages/agent/src/inspect/trace/frontends.js';
+import {
+  TraceUnavailableError,
+  iptablesTraceable,
+  runTrace,
+} from '../../packages/agent/src/inspect/trace/session.js';
+import type { CommandRunner } from '../../packages/agent/src/netfilter/command.js';
 
 const fixture = (name: string): string =>
   readFileSync(new URL(`../fixtures/trace/${name}`, import.meta.url), 'utf8');

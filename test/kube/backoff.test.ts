@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { DEFAULT_BACKOFF, exponentialBackoff } from '../../src/kube/backoff.js';
-import { FakeClock } from '../../src/util/clock.js';
+import { DEFAULT_BACKOFF, exponentialBackoff } from '../../packages/agent/src/kube/backoff.js';
+import { FakeClock } from '../../packages/agent/src/util/clock.js';
 
 test('defaults are client-go reflector backoff: 800 ms doubling to 30 s, jitter 1, reset after 2 min', () => {
   assert.deepEqual(DEFAULT_BACKOFF, {

@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { stringify } from 'yaml';
-import { createApiClient, readBody } from '../../src/kube/api-client.js';
-import { loadClientConfig, SERVICE_ACCOUNT_ROOT } from '../../src/kube/client-config.js';
-import type { ClientConfig, ClientConfigResult } from '../../src/kube/client-config.js';
-import { UNLIMITED } from '../../src/kube/rate-limiter.js';
+import { createApiClient, readBody } from '../../packages/agent/src/kube/api-client.js';
+import { loadClientConfig, SERVICE_ACCOUNT_ROOT } from '../../packages/agent/src/kube/client-config.js';
+import type { ClientConfig, ClientConfigResult } from '../../packages/agent/src/kube/client-config.js';
+import { UNLIMITED } from '../../packages/agent/src/kube/rate-limiter.js';
 import { opensslAvailable, selfSigned } from './helpers/certs.js';
 import type { CertPair } from './helpers/certs.js';
-import { systemClock } from '../../src/util/clock.js';
+import { systemClock } from '../../packages/agent/src/util/clock.js';
 import { FakeApiServer } from './helpers/fake-apiserver.js';
 
 let dir = '';

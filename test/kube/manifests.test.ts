@@ -2,10 +2,10 @@
 // YAML document by document, problems that name the document and line, and progress only for slow reads.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { loadManifestFile } from '../../src/kube/manifest-file.js';
-import type { ManifestFileIO } from '../../src/kube/manifest-file.js';
-import { readManifests } from '../../src/kube/manifests.js';
-import type { ManifestObjects } from '../../src/kube/manifests.js';
+import { loadManifestFile } from '../../packages/agent/src/kube/manifest-file.js';
+import type { ManifestFileIO } from '../../packages/agent/src/kube/manifest-file.js';
+import { readManifests } from '../../packages/agent/src/kube/manifests.js';
+import type { ManifestObjects } from '../../packages/agent/src/kube/manifests.js';
 
 const svc = (name: string): object => ({
   apiVersion: 'v1',

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LineSplitter } from '../../src/kube/ndjson.js';
-import type { LineItem } from '../../src/kube/ndjson.js';
+import { LineSplitter } from '../../packages/agent/src/kube/ndjson.js';
+import type { LineItem } from '../../packages/agent/src/kube/ndjson.js';
 
 const lines = (items: LineItem[]) => items.map((i) => (i.kind === 'line' ? i.text : `<overlong ${i.bytes}>`));
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { tokenBucket, UNLIMITED } from '../../src/kube/rate-limiter.js';
-import { FakeClock } from '../../src/util/clock.js';
+import { tokenBucket, UNLIMITED } from '../../packages/agent/src/kube/rate-limiter.js';
+import { FakeClock } from '../../packages/agent/src/util/clock.js';
 import { settle } from '../helpers/settle.js';
 
 test('burst requests pass at once; the rest at qps, in arrival order', async () => {

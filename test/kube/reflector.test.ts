@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { Service } from '../../src/api/objects.js';
-import type { ResourceSpec } from '../../src/kube/reflector.js';
+import type { Service } from '../../packages/agent/src/api/objects.js';
+import type { ResourceSpec } from '../../packages/agent/src/kube/reflector.js';
 import type { FakeObject } from './helpers/fake-apiserver.js';
 import { harness, idOf, svc } from './helpers/setup.js';
 

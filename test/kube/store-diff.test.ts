@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { diffStores } from '../../src/kube/store-diff.js';
-import type { StoredObject } from '../../src/kube/store-diff.js';
-import type { KubeObject } from '../../src/kube/object-identity.js';
+import { diffStores } from '../../packages/agent/src/kube/store-diff.js';
+import type { StoredObject } from '../../packages/agent/src/kube/store-diff.js';
+import type { KubeObject } from '../../packages/agent/src/kube/object-identity.js';
 
 const obj = (name: string, rv: string): [string, StoredObject<KubeObject>] => [
   `ns/${name}`,

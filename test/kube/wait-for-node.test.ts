@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Node } from '../../src/api/objects.js';
-import { nodeIPs, waitForNode } from '../../src/kube/wait-for-node.js';
-import type { WaitForNodeResult } from '../../src/kube/wait-for-node.js';
-import { FakeClock } from '../../src/util/clock.js';
+import type { Node } from '../../packages/agent/src/api/objects.js';
+import { nodeIPs, waitForNode } from '../../packages/agent/src/kube/wait-for-node.js';
+import type { WaitForNodeResult } from '../../packages/agent/src/kube/wait-for-node.js';
+import { FakeClock } from '../../packages/agent/src/util/clock.js';
 import { settle } from '../helpers/settle.js';
 
 const node = (addresses: { type: string; address: string }[], spec: Node['spec'] = {}): Node => ({

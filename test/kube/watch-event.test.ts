@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseListPage } from '../../src/kube/list-page.js';
-import type { KubeObject } from '../../src/kube/object-identity.js';
-import { decodeWatchLine, isResourceVersionUnavailable } from '../../src/kube/watch-event.js';
+import { parseListPage } from '../../packages/agent/src/kube/list-page.js';
+import type { KubeObject } from '../../packages/agent/src/kube/object-identity.js';
+import { decodeWatchLine, isResourceVersionUnavailable } from '../../packages/agent/src/kube/watch-event.js';
 
 const ev = (type: string, object: unknown) => JSON.stringify({ type, object });
 

@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { summarizeHealth } from '../../src/kube/health.js';
-import type { EndpointSlice, Node, Service } from '../../src/api/objects.js';
-import { endpointSliceReflector, nodeReflector, serviceReflector } from '../../src/kube/watches.js';
-import { waitForNode } from '../../src/kube/wait-for-node.js';
-import { systemClock } from '../../src/util/clock.js';
+import { summarizeHealth } from '../../packages/agent/src/kube/health.js';
+import type { EndpointSlice, Node, Service } from '../../packages/agent/src/api/objects.js';
+import {
+  endpointSliceReflector,
+  nodeReflector,
+  serviceReflector,
+} from '../../packages/agent/src/kube/watches.js';
+import { waitForNode } from '../../packages/agent/src/kube/wait-for-node.js';
+import { systemClock } from '../../packages/agent/src/util/clock.js';
 import { FakeApiServer } from './helpers/fake-apiserver.js';
 import { Recorder } from './helpers/recorder.js';
 import { clientFor, FAST_TIMING, WatchedLog } from './helpers/setup.js';

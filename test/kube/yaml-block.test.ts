@@ -6,8 +6,8 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import type { ToStringOptions } from 'yaml';
-import { readManifests } from '../../src/kube/manifests.js';
-import { parseBlockYAML, resolvePlainScalar } from '../../src/kube/yaml-block.js';
+import { readManifests } from '../../packages/agent/src/kube/manifests.js';
+import { parseBlockYAML, resolvePlainScalar } from '../../packages/agent/src/kube/yaml-block.js';
 
 /** The library's answer for one document, or undefined when it reports an error. */
 function library(text: string): unknown {

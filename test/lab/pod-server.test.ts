@@ -10,7 +10,7 @@ import {
   parsePodServerArgs,
   podServerArgs,
   startPodServer,
-} from '../../src/lab/pod-server.js';
+} from '../../packages/netns/src/pod-server.js';
 
 describe('pod reply text', () => {
   test('round-trips IPv4 and IPv6 client addresses', () => {

@@ -4,13 +4,13 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { AGENT_NODE_FLAGS } from '../../src/util/node-flags.js';
+import { AGENT_NODE_FLAGS } from '../../packages/agent/src/util/node-flags.js';
 
 const read = (path: string): string => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 
 describe('the agent V8 flags', () => {
   test('the CLI shebang runs node with exactly AGENT_NODE_FLAGS', () => {
-    const first = read('src/cli/main.ts').split('\n')[0] ?? '';
+    const first = read('packages/agent/src/cli/main.ts').split('\n')[0] ?? '';
     assert.equal(first, `#!/usr/bin/env -S node ${AGENT_NODE_FLAGS.join(' ')}`);
   });
 

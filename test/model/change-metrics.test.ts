@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { NO_CHANGE_METRICS, recordingChangeMetrics } from '../../src/model/change-metrics.js';
+import { NO_CHANGE_METRICS, recordingChangeMetrics } from '../../packages/agent/src/model/change-metrics.js';
 
 test('recordingChangeMetrics counts totals and keeps the last pending values', () => {
   const m = recordingChangeMetrics();

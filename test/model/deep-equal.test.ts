@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { deepEqual } from '../../src/model/deep-equal.js';
-import { parseRFC3339 } from '../../src/model/rfc3339.js';
+import { deepEqual } from '../../packages/agent/src/model/deep-equal.js';
+import { parseRFC3339 } from '../../packages/agent/src/model/rfc3339.js';
 
 test('deepEqual: structural, key order ignored, types distinguished', () => {
   const cases: readonly [unknown, unknown, boolean][] = [

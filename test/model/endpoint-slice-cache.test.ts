@@ -1,8 +1,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EndpointSliceCache } from '../../src/model/endpoint-slice-cache.js';
-import type { EndpointsMap } from '../../src/model/endpoint-slice-cache.js';
-import type { Endpoint } from '../../src/model/endpoint.js';
+import { EndpointSliceCache } from '../../packages/agent/src/model/endpoint-slice-cache.js';
+import type { EndpointsMap } from '../../packages/agent/src/model/endpoint-slice-cache.js';
+import type { Endpoint } from '../../packages/agent/src/model/endpoint.js';
 import { ep, key, slice } from './fixtures.js';
 
 function newCache(opts: { nodeName?: string; nodeHints?: boolean; family?: 'IPv4' | 'IPv6' } = {}) {

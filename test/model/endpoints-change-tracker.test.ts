@@ -1,13 +1,16 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { recordingChangeMetrics } from '../../src/model/change-metrics.js';
-import { EndpointsChangeTracker, localReadyEndpoints } from '../../src/model/endpoints-change-tracker.js';
-import type { EndpointsMap } from '../../src/model/endpoint-slice-cache.js';
-import { sliceRemnant } from '../../src/model/endpoint-slice-cache.js';
-import type { EndpointSlice } from '../../src/api/objects.js';
-import type { Endpoint } from '../../src/model/endpoint.js';
-import type { SkippedObject } from '../../src/model/service-change-tracker.js';
-import { FakeClock } from '../../src/util/clock.js';
+import { recordingChangeMetrics } from '../../packages/agent/src/model/change-metrics.js';
+import {
+  EndpointsChangeTracker,
+  localReadyEndpoints,
+} from '../../packages/agent/src/model/endpoints-change-tracker.js';
+import type { EndpointsMap } from '../../packages/agent/src/model/endpoint-slice-cache.js';
+import { sliceRemnant } from '../../packages/agent/src/model/endpoint-slice-cache.js';
+import type { EndpointSlice } from '../../packages/agent/src/api/objects.js';
+import type { Endpoint } from '../../packages/agent/src/model/endpoint.js';
+import type { SkippedObject } from '../../packages/agent/src/model/service-change-tracker.js';
+import { FakeClock } from '../../packages/agent/src/util/clock.js';
 import { ep, key, slice } from './fixtures.js';
 
 const CREATED = Date.UTC(2025, 0, 1, 12, 0, 0);

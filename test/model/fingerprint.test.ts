@@ -1,10 +1,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { deepEqual } from '../../src/model/deep-equal.js';
-import { canonicalText, fingerprint } from '../../src/model/fingerprint.js';
-import { EndpointSliceCache } from '../../src/model/endpoint-slice-cache.js';
-import type { EndpointSlice } from '../../src/api/objects.js';
+import { deepEqual } from '../../packages/agent/src/model/deep-equal.js';
+import { canonicalText, fingerprint } from '../../packages/agent/src/model/fingerprint.js';
+import { EndpointSliceCache } from '../../packages/agent/src/model/endpoint-slice-cache.js';
+import type { EndpointSlice } from '../../packages/agent/src/api/objects.js';
 import { ep, slice } from './fixtures.js';
 
 /** A slice as the API server sends it: metadata with labels, annotations, managed fields; hints and conditions. */

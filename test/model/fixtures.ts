@@ -4,9 +4,9 @@ import type {
   EndpointSliceEndpoint,
   EndpointSlicePort,
   Service,
-} from '../../src/api/objects.js';
-import { servicePortKey } from '../../src/model/service-port-name.js';
-import type { Protocol } from '../../src/model/service-port-name.js';
+} from '../../packages/agent/src/api/objects.js';
+import { servicePortKey } from '../../packages/agent/src/model/service-port-name.js';
+import type { Protocol } from '../../packages/agent/src/model/service-port-name.js';
 
 export function service(ns: string, name: string, spec: NonNullable<Service['spec']>, rv = '1'): Service {
   return { metadata: { namespace: ns, name, resourceVersion: rv }, spec };

@@ -6,7 +6,7 @@ import {
   isLoopbackIP,
   parseCIDRSloppy,
   parseIPSloppy,
-} from '../../src/model/ip.js';
+} from '../../packages/agent/src/model/ip.js';
 
 describe('parseIPSloppy', () => {
   const cases: readonly [string, string | undefined, 'IPv4' | 'IPv6' | undefined][] = [

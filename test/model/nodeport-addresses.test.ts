@@ -1,6 +1,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { expandPrimary, nodePortAddressesFor, nodePortIPs } from '../../src/model/nodeport-addresses.js';
+import {
+  expandPrimary,
+  nodePortAddressesFor,
+  nodePortIPs,
+} from '../../packages/agent/src/model/nodeport-addresses.js';
 
 describe('nodePortAddressesFor', () => {
   const cases: readonly {

@@ -2,11 +2,11 @@
 // which endpoint sets a port needs, the load-balancer firewall).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Endpoint } from '../../src/model/endpoint.js';
+import type { Endpoint } from '../../packages/agent/src/model/endpoint.js';
 import { endpointOf, servicePortOf } from '../helpers/model-values.js';
-import type { ServicePort } from '../../src/model/service-port.js';
-import { policyNode, servicePortPolicy } from '../../src/model/port-policy.js';
-import type { ServicePortPolicy } from '../../src/model/port-policy.js';
+import type { ServicePort } from '../../packages/agent/src/model/service-port.js';
+import { policyNode, servicePortPolicy } from '../../packages/agent/src/model/port-policy.js';
+import type { ServicePortPolicy } from '../../packages/agent/src/model/port-policy.js';
 
 const e = endpointOf;
 const port = (p: Partial<ServicePort> = {}): ServicePort =>

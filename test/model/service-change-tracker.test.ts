@@ -1,9 +1,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Service } from '../../src/api/objects.js';
-import { recordingChangeMetrics } from '../../src/model/change-metrics.js';
-import { ServiceChangeTracker } from '../../src/model/service-change-tracker.js';
-import type { ServicePortMap, SkippedObject } from '../../src/model/service-change-tracker.js';
+import type { Service } from '../../packages/agent/src/api/objects.js';
+import { recordingChangeMetrics } from '../../packages/agent/src/model/change-metrics.js';
+import { ServiceChangeTracker } from '../../packages/agent/src/model/service-change-tracker.js';
+import type { ServicePortMap, SkippedObject } from '../../packages/agent/src/model/service-change-tracker.js';
 import { key, service } from './fixtures.js';
 
 function newTracker() {

@@ -1,7 +1,7 @@
 // serviceCIDRsOf: one family's ranges from ServiceCIDR objects, canonical, sorted, once each.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { serviceCIDRsOf } from '../../src/model/service-cidrs.js';
+import { serviceCIDRsOf } from '../../packages/agent/src/model/service-cidrs.js';
 
 test('serviceCIDRsOf keeps one family, canonical and sorted, and skips what does not parse', () => {
   const objects = [

@@ -6,9 +6,9 @@ import {
   servicePortKey,
   servicePortNameFromKey,
   servicePortNameString,
-} from '../../src/model/service-port-name.js';
-import type { ServicePortName } from '../../src/model/service-port-name.js';
-import { endpointString } from '../../src/model/endpoint.js';
+} from '../../packages/agent/src/model/service-port-name.js';
+import type { ServicePortName } from '../../packages/agent/src/model/service-port-name.js';
+import { endpointString } from '../../packages/agent/src/model/endpoint.js';
 
 describe('§1.1 ServicePortName', () => {
   test('string form is ns/name:port, or ns/name for an unnamed port; protocol not in the string', () => {

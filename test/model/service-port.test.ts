@@ -1,14 +1,14 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Service } from '../../src/api/objects.js';
+import type { Service } from '../../packages/agent/src/api/objects.js';
 import {
   externallyAccessible,
   servicePortsFromService,
   servicePortString,
   usesClusterEndpoints,
   usesLocalEndpoints,
-} from '../../src/model/service-port.js';
-import type { ServicePort } from '../../src/model/service-port.js';
+} from '../../packages/agent/src/model/service-port.js';
+import type { ServicePort } from '../../packages/agent/src/model/service-port.js';
 
 type Spec = NonNullable<Service['spec']>;
 

@@ -1,8 +1,12 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EndpointSliceCache } from '../../src/model/endpoint-slice-cache.js';
-import { HintSets, sliceEndpoints } from '../../src/model/slice-endpoints.js';
-import type { EndpointSlice, EndpointSliceEndpoint, EndpointSlicePort } from '../../src/api/objects.js';
+import { EndpointSliceCache } from '../../packages/agent/src/model/endpoint-slice-cache.js';
+import { HintSets, sliceEndpoints } from '../../packages/agent/src/model/slice-endpoints.js';
+import type {
+  EndpointSlice,
+  EndpointSliceEndpoint,
+  EndpointSlicePort,
+} from '../../packages/agent/src/api/objects.js';
 import { ep, key, slice } from './fixtures.js';
 
 const OPTIONS = { family: 'IPv4', nodeName: 'node-a', nodeHints: true } as const;

@@ -1,9 +1,13 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Endpoint } from '../../src/model/endpoint.js';
+import type { Endpoint } from '../../packages/agent/src/model/endpoint.js';
 import { endpointOf, servicePortOf } from '../helpers/model-values.js';
-import type { ServicePort } from '../../src/model/service-port.js';
-import { categorizeEndpoints, topologyDecision, topologyModeFromHints } from '../../src/model/topology.js';
+import type { ServicePort } from '../../packages/agent/src/model/service-port.js';
+import {
+  categorizeEndpoints,
+  topologyDecision,
+  topologyModeFromHints,
+} from '../../packages/agent/src/model/topology.js';
 
 const e = endpointOf;
 const port = servicePortOf;

@@ -1,10 +1,10 @@
 // §10.5: the two trackers compare different things and answer different questions.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { recordingChangeMetrics } from '../../src/model/change-metrics.js';
-import { EndpointsChangeTracker } from '../../src/model/endpoints-change-tracker.js';
-import { ServiceChangeTracker } from '../../src/model/service-change-tracker.js';
-import { FakeClock } from '../../src/util/clock.js';
+import { recordingChangeMetrics } from '../../packages/agent/src/model/change-metrics.js';
+import { EndpointsChangeTracker } from '../../packages/agent/src/model/endpoints-change-tracker.js';
+import { ServiceChangeTracker } from '../../packages/agent/src/model/service-change-tracker.js';
+import { FakeClock } from '../../packages/agent/src/util/clock.js';
 import { ep, service, slice } from './fixtures.js';
 
 test('§10.5 trackers differ: service tracker compares port maps and returns "anything pending"', () => {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatHostPort, parseBindAddress } from '../../src/server/bind-address.js';
+import { formatHostPort, parseBindAddress } from '../../packages/agent/src/server/bind-address.js';
 
 test('parseBindAddress splits host:port, bracketed IPv6, empty host = all addresses', () => {
   assert.deepEqual(parseBindAddress('127.0.0.1:10249'), {

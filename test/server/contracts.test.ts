@@ -1,13 +1,13 @@
 // The server pieces fit the seams the proxier calls (src/sync/proxier.ts); a mismatch fails type-checking.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ProxyHealthSink, ServiceHealthSink } from '../../src/sync/proxier.js';
-import type { ProxyMetrics } from '../../src/sync/metrics.js';
-import { ProxyHealth } from '../../src/server/proxy-health.js';
-import { ServiceHealthServers } from '../../src/server/service-health.js';
-import { createProxyMetrics } from '../../src/server/metrics.js';
-import { SILENT_LOGGER } from '../../src/util/logger.js';
-import { FakeClock } from '../../src/util/clock.js';
+import type { ProxyHealthSink, ServiceHealthSink } from '../../packages/agent/src/sync/proxier.js';
+import type { ProxyMetrics } from '../../packages/agent/src/sync/metrics.js';
+import { ProxyHealth } from '../../packages/agent/src/server/proxy-health.js';
+import { ServiceHealthServers } from '../../packages/agent/src/server/service-health.js';
+import { createProxyMetrics } from '../../packages/agent/src/server/metrics.js';
+import { SILENT_LOGGER } from '../../packages/agent/src/util/logger.js';
+import { FakeClock } from '../../packages/agent/src/util/clock.js';
 
 test('ProxyHealth, ServiceHealthServers and the prom-client metrics implement the proxier-facing contracts', async () => {
   const health: ProxyHealthSink = new ProxyHealth({ clock: new FakeClock(), syncPeriodMs: 30_000 });

@@ -2,12 +2,12 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createMetricsServer } from '../../src/server/metrics-server.js';
-import { createProxyMetrics } from '../../src/server/metrics.js';
-import type { ServerFatalError } from '../../src/server/retrying-server.js';
-import { recordingLogger } from '../../src/util/logger.js';
+import { createMetricsServer } from '../../packages/agent/src/server/metrics-server.js';
+import { createProxyMetrics } from '../../packages/agent/src/server/metrics.js';
+import type { ServerFatalError } from '../../packages/agent/src/server/retrying-server.js';
+import { recordingLogger } from '../../packages/agent/src/util/logger.js';
 import { parseExposition } from './exposition.js';
-import { FakeClock } from '../../src/util/clock.js';
+import { FakeClock } from '../../packages/agent/src/util/clock.js';
 
 async function get(url: string): Promise<{ status: number; type: string | null; text: string }> {
   const res = await fetch(url);

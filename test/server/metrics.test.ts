@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createProxyMetrics } from '../../src/server/metrics.js';
-import type { ProxyMetrics } from '../../src/sync/metrics.js';
+import { createProxyMetrics } from '../../packages/agent/src/server/metrics.js';
+import type { ProxyMetrics } from '../../packages/agent/src/sync/metrics.js';
 import { bucketBounds, parseExposition } from './exposition.js';
 import type { Family } from './exposition.js';
 

@@ -1,13 +1,13 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Node } from '../../src/api/objects.js';
-import { ProxyHealth, nodeEligibility } from '../../src/server/proxy-health.js';
-import { createProxyHealthServer } from '../../src/server/proxy-health-server.js';
-import { formatRFC3339Nano } from '../../src/server/rfc3339.js';
-import { SILENT_LOGGER } from '../../src/util/logger.js';
-import { createProxyMetrics } from '../../src/server/metrics.js';
+import type { Node } from '../../packages/agent/src/api/objects.js';
+import { ProxyHealth, nodeEligibility } from '../../packages/agent/src/server/proxy-health.js';
+import { createProxyHealthServer } from '../../packages/agent/src/server/proxy-health-server.js';
+import { formatRFC3339Nano } from '../../packages/agent/src/server/rfc3339.js';
+import { SILENT_LOGGER } from '../../packages/agent/src/util/logger.js';
+import { createProxyMetrics } from '../../packages/agent/src/server/metrics.js';
 import { parseExposition } from './exposition.js';
-import { FakeClock } from '../../src/util/clock.js';
+import { FakeClock } from '../../packages/agent/src/util/clock.js';
 
 const SYNC_PERIOD_MS = 30_000; // upstream default; timeout 60 s
 const T0 = Date.UTC(2026, 0, 2, 3, 4, 5);

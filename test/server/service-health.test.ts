@@ -2,8 +2,8 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ServiceHealthServers } from '../../src/server/service-health.js';
-import { recordingLogger } from '../../src/util/logger.js';
+import { ServiceHealthServers } from '../../packages/agent/src/server/service-health.js';
+import { recordingLogger } from '../../packages/agent/src/util/logger.js';
 
 async function freePort(): Promise<number> {
   const s = createServer();

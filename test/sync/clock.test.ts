@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock, systemClock } from '../../src/util/clock.js';
+import { FakeClock, systemClock } from '../../packages/agent/src/util/clock.js';
 
 describe('FakeClock', () => {
   test('only moves when told; timers fire in due order inside advance, at their due time', () => {

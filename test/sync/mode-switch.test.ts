@@ -1,7 +1,7 @@
 // OtherModeCleanup: the other mode's rules go only after every family's first successful full sync, once.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { OtherModeCleanup } from '../../src/sync/mode-switch.js';
+import { OtherModeCleanup } from '../../packages/agent/src/sync/mode-switch.js';
 
 describe('OtherModeCleanup', () => {
   test('waits for a successful full sync of every family, then cleans once', async () => {

@@ -3,16 +3,21 @@
 // minSyncPeriod; and what is reported after a successful sync.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { EndpointSlice, Node, Service } from '../../src/api/objects.js';
-import type { IPFamily } from '../../src/model/ip.js';
-import type { BackendSyncResult, ProxyBackend, ProxySnapshot, SyncRequest } from '../../src/sync/backend.js';
-import { BackendSyncError } from '../../src/sync/backend.js';
-import { FakeClock } from '../../src/util/clock.js';
-import { SILENT_LOGGER } from '../../src/util/logger.js';
-import { NO_PROXY_METRICS } from '../../src/sync/metrics.js';
-import type { ProxyMetrics } from '../../src/sync/metrics.js';
-import { FULL_SYNC_PERIOD_MS, Proxier } from '../../src/sync/proxier.js';
-import type { ProxierOptions, ProxierSyncEvent } from '../../src/sync/proxier.js';
+import type { EndpointSlice, Node, Service } from '../../packages/agent/src/api/objects.js';
+import type { IPFamily } from '../../packages/agent/src/model/ip.js';
+import type {
+  BackendSyncResult,
+  ProxyBackend,
+  ProxySnapshot,
+  SyncRequest,
+} from '../../packages/agent/src/sync/backend.js';
+import { BackendSyncError } from '../../packages/agent/src/sync/backend.js';
+import { FakeClock } from '../../packages/agent/src/util/clock.js';
+import { SILENT_LOGGER } from '../../packages/agent/src/util/logger.js';
+import { NO_PROXY_METRICS } from '../../packages/agent/src/sync/metrics.js';
+import type { ProxyMetrics } from '../../packages/agent/src/sync/metrics.js';
+import { FULL_SYNC_PERIOD_MS, Proxier } from '../../packages/agent/src/sync/proxier.js';
+import type { ProxierOptions, ProxierSyncEvent } from '../../packages/agent/src/sync/proxier.js';
 import { settle } from '../helpers/settle.js';
 
 /**

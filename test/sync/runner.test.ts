@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from '../../src/util/clock.js';
-import { BoundedFrequencyRunner } from '../../src/sync/runner.js';
+import { FakeClock } from '../../packages/agent/src/util/clock.js';
+import { BoundedFrequencyRunner } from '../../packages/agent/src/sync/runner.js';
 import { settle } from '../helpers/settle.js';
 
 const HOUR = 3_600_000;

@@ -2,16 +2,16 @@
 // no-local-endpoint counts, lock handling, cleanup. Inputs are plain objects through the real model.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { IptablesBackend } from '../../../src/backends/iptables/backend.js';
-import { cleanupIptables } from '../../../src/backends/iptables/cleanup.js';
-import { renderIptablesRestore } from '../../../src/backends/iptables/render-cache.js';
-import type { EndpointSlice, Service } from '../../../src/api/objects.js';
-import { FakeIptables } from '../../../src/netfilter/iptables/fake.js';
-import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
-import type { ProxyMetrics } from '../../../src/sync/metrics.js';
-import { NO_PROXY_METRICS } from '../../../src/sync/metrics.js';
-import { nodeNetworkConfig } from '../../../src/sync/node-network.js';
-import { FakeClock } from '../../../src/util/clock.js';
+import { IptablesBackend } from '../../../packages/agent/src/backends/iptables/backend.js';
+import { cleanupIptables } from '../../../packages/agent/src/backends/iptables/cleanup.js';
+import { renderIptablesRestore } from '../../../packages/agent/src/backends/iptables/render-cache.js';
+import type { EndpointSlice, Service } from '../../../packages/agent/src/api/objects.js';
+import { FakeIptables } from '../../../packages/agent/src/netfilter/iptables/fake.js';
+import type { NodeNetworkConfig } from '../../../packages/agent/src/sync/backend.js';
+import type { ProxyMetrics } from '../../../packages/agent/src/sync/metrics.js';
+import { NO_PROXY_METRICS } from '../../../packages/agent/src/sync/metrics.js';
+import { nodeNetworkConfig } from '../../../packages/agent/src/sync/node-network.js';
+import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import { testNode } from './helpers.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
 

@@ -3,12 +3,12 @@
 // restore input it sends must equal upstream's expected text under upstream's canonical ordering.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { IptablesBackend } from '../../../src/backends/iptables/backend.js';
-import { renderIptablesRestore } from '../../../src/backends/iptables/render-cache.js';
-import { FakeIptables } from '../../../src/netfilter/iptables/fake.js';
-import type { ProxyMetrics } from '../../../src/sync/metrics.js';
-import { NO_PROXY_METRICS } from '../../../src/sync/metrics.js';
-import { FakeClock } from '../../../src/util/clock.js';
+import { IptablesBackend } from '../../../packages/agent/src/backends/iptables/backend.js';
+import { renderIptablesRestore } from '../../../packages/agent/src/backends/iptables/render-cache.js';
+import { FakeIptables } from '../../../packages/agent/src/netfilter/iptables/fake.js';
+import type { ProxyMetrics } from '../../../packages/agent/src/sync/metrics.js';
+import { NO_PROXY_METRICS } from '../../../packages/agent/src/sync/metrics.js';
+import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import { canonicalRestore, loadVector, natConsistencyProblems, vectorExtras, vectorNode } from './helpers.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
 

@@ -1,11 +1,11 @@
 // Shared by the iptables backend tests: upstream's vectors, their node config and upstream's canonical ordering
 // of iptables-restore text (the model pipeline is test/helpers/model-cluster.ts).
 import { readFileSync } from 'node:fs';
-import type { EndpointSlice, Service } from '../../../src/api/objects.js';
-import type { IptablesExtras } from '../../../src/backends/iptables/render.js';
-import { tokenizeLine } from '../../../src/netfilter/iptables/parse.js';
-import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
-import { nodeNetworkConfig } from '../../../src/sync/node-network.js';
+import type { EndpointSlice, Service } from '../../../packages/agent/src/api/objects.js';
+import type { IptablesExtras } from '../../../packages/agent/src/backends/iptables/render.js';
+import { tokenizeLine } from '../../../packages/agent/src/netfilter/iptables/parse.js';
+import type { NodeNetworkConfig } from '../../../packages/agent/src/sync/backend.js';
+import { nodeNetworkConfig } from '../../../packages/agent/src/sync/node-network.js';
 
 import { VECTORS_DIR } from '../../helpers/vectors.js';
 

@@ -1,11 +1,11 @@
 // For the iptables kernel tests (test/dataplane/iptables-*.test.ts): one network namespace per test, a test-owned
 // xtables lock file, a node in 198.18.0.0/15, and a small Service built through the real model.
 import { rmSync } from 'node:fs';
-import type { IptablesModeOptions } from '../../../src/backends/iptables/backend.js';
-import { createNamespace, deleteNamespace, sweepNamespaces } from '../../../src/lab/netns/namespace.js';
-import type { CommandRunner } from '../../../src/netfilter/command.js';
-import { hostCommandRunner, netnsCommandRunner } from '../../../src/netfilter/command.js';
-import type { IptablesVariant } from '../../../src/netfilter/iptables/variant.js';
+import type { IptablesModeOptions } from '../../../packages/agent/src/backends/iptables/backend.js';
+import { createNamespace, deleteNamespace, sweepNamespaces } from '../../../packages/netns/src/namespace.js';
+import type { CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import { hostCommandRunner, netnsCommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import type { IptablesVariant } from '../../../packages/agent/src/netfilter/iptables/variant.js';
 import { runPrefix } from '../../helpers/kernel.js';
 
 export function modeOptions(variant: IptablesVariant, lockFile: string): IptablesModeOptions {

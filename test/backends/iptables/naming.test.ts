@@ -6,7 +6,7 @@ import {
   isServiceChainName,
   portProtoHash,
   servicePortChainNames,
-} from '../../../src/backends/iptables/naming.js';
+} from '../../../packages/agent/src/backends/iptables/naming.js';
 
 describe('iptables chain names (upstream-backends.md §2.2)', () => {
   test('base32 is RFC 4648 standard alphabet (RFC test vectors, padding dropped)', () => {

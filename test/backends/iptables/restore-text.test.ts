@@ -4,15 +4,18 @@
 // assembleRestoreText. Counts are checked against the text itself.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { ServicePortRules, TopLevelRules } from '../../../src/backends/iptables/render.js';
+import type {
+  ServicePortRules,
+  TopLevelRules,
+} from '../../../packages/agent/src/backends/iptables/render.js';
 import {
   assembleRestoreText,
   joinTopRules,
   servicePortText,
   topLevelText,
-} from '../../../src/backends/iptables/restore-text.js';
-import { serializeRestore } from '../../../src/netfilter/iptables/serialize.js';
-import type { IptablesRule, RestoreInput } from '../../../src/netfilter/iptables/types.js';
+} from '../../../packages/agent/src/backends/iptables/restore-text.js';
+import { serializeRestore } from '../../../packages/agent/src/netfilter/iptables/serialize.js';
+import type { IptablesRule, RestoreInput } from '../../../packages/agent/src/netfilter/iptables/types.js';
 
 /** The reference: the restore input as structured data, in the order iptables-restore must read it. */
 function referenceRestore(

@@ -1,15 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { EndpointSlice, Service } from '../../../src/api/objects.js';
-import { NftablesBackend, renderFullSyncTransaction } from '../../../src/backends/nftables/backend.js';
-import { hashAndTruncate } from '../../../src/backends/nftables/naming.js';
-import { NftError } from '../../../src/netfilter/nft/errors.js';
-import { BackendSyncError } from '../../../src/sync/backend.js';
-import { FakeNft } from '../../../src/netfilter/nft/fake.js';
-import type { CommandRunner } from '../../../src/netfilter/command.js';
-import { FakeClock } from '../../../src/util/clock.js';
-import { NO_PROXY_METRICS } from '../../../src/sync/metrics.js';
-import type { ProxyMetrics } from '../../../src/sync/metrics.js';
+import type { EndpointSlice, Service } from '../../../packages/agent/src/api/objects.js';
+import {
+  NftablesBackend,
+  renderFullSyncTransaction,
+} from '../../../packages/agent/src/backends/nftables/backend.js';
+import { hashAndTruncate } from '../../../packages/agent/src/backends/nftables/naming.js';
+import { NftError } from '../../../packages/agent/src/netfilter/nft/errors.js';
+import { BackendSyncError } from '../../../packages/agent/src/sync/backend.js';
+import { FakeNft } from '../../../packages/agent/src/netfilter/nft/fake.js';
+import type { CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import { FakeClock } from '../../../packages/agent/src/util/clock.js';
+import { NO_PROXY_METRICS } from '../../../packages/agent/src/sync/metrics.js';
+import type { ProxyMetrics } from '../../../packages/agent/src/sync/metrics.js';
 import { loadVector, nodeConfigFromVector } from './helpers.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
 

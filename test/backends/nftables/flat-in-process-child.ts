@@ -2,10 +2,10 @@
 // process lives inside the test's namespace, as an agent inside its node's, so the executor chosen for it is the
 // in-process one (libnftables, and nf_tables netlink for element-only work), and it writes that namespace only.
 // Prints one JSON line: the executor's reason, the steps' records and how much went over netlink.
-import { hostCommandRunner } from '../../../src/netfilter/command.js';
-import { chooseNftExecutors } from '../../../src/netfilter/nft/choose-executor.js';
-import { NftElementsExecutor } from '../../../src/netfilter/nft/elements-executor.js';
-import type { IPFamily } from '../../../src/model/ip.js';
+import { hostCommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import { chooseNftExecutors } from '../../../packages/agent/src/netfilter/nft/choose-executor.js';
+import { NftElementsExecutor } from '../../../packages/agent/src/netfilter/nft/elements-executor.js';
+import type { IPFamily } from '../../../packages/agent/src/model/ip.js';
 import { runFlatSteps } from './flat-steps.js';
 
 const family = process.argv[2] as IPFamily;

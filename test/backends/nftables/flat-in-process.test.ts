@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
-import { netnsCommandRunner } from '../../../src/netfilter/command.js';
-import { NftCommandExecutor } from '../../../src/netfilter/nft/executor.js';
-import type { ElementsExecutorCounts } from '../../../src/netfilter/nft/elements-executor.js';
+import { netnsCommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import { NftCommandExecutor } from '../../../packages/agent/src/netfilter/nft/executor.js';
+import type { ElementsExecutorCounts } from '../../../packages/agent/src/netfilter/nft/elements-executor.js';
 import { kernelOptions, runPrefix, sweepNamespaces, runInNamespace } from '../../helpers/kernel.js';
 import type { StepRecord } from './flat-steps.js';
 import { runFlatSteps } from './flat-steps.js';

@@ -6,14 +6,17 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
-import { NftablesBackend, renderFullSyncTransaction } from '../../../src/backends/nftables/backend.js';
-import { FLAT_LAYOUT } from '../../../src/backends/nftables/flat/layout.js';
-import { UPSTREAM_LAYOUT } from '../../../src/backends/nftables/upstream-layout.js';
-import { netnsCommandRunner } from '../../../src/netfilter/command.js';
-import type { CommandRunner } from '../../../src/netfilter/command.js';
-import { NftCommandExecutor } from '../../../src/netfilter/nft/executor.js';
-import { FakeNft } from '../../../src/netfilter/nft/fake.js';
-import { FakeClock } from '../../../src/util/clock.js';
+import {
+  NftablesBackend,
+  renderFullSyncTransaction,
+} from '../../../packages/agent/src/backends/nftables/backend.js';
+import { FLAT_LAYOUT } from '../../../packages/agent/src/backends/nftables/flat/layout.js';
+import { UPSTREAM_LAYOUT } from '../../../packages/agent/src/backends/nftables/upstream-layout.js';
+import { netnsCommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import type { CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import { NftCommandExecutor } from '../../../packages/agent/src/netfilter/nft/executor.js';
+import { FakeNft } from '../../../packages/agent/src/netfilter/nft/fake.js';
+import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import { kernelOptions, runPrefix, sweepNamespaces } from '../../helpers/kernel.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
 import { nodeFor, objects } from './flat-objects.js';

@@ -2,10 +2,10 @@
 // external IP, load-balancer VIP with source ranges), both traffic policies, ClientIP affinity and TCP, UDP and
 // SCTP, with a Service whose endpoint count the tests vary. Used by flat-kernel.test.ts and by the libnftables
 // executor's comparison with `nft -f` (test/netfilter/nft/library-scenario.ts).
-import type { EndpointSlice, Service } from '../../../src/api/objects.js';
-import type { IPFamily } from '../../../src/model/ip.js';
-import { nodePortAddressesFor } from '../../../src/model/nodeport-addresses.js';
-import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
+import type { EndpointSlice, Service } from '../../../packages/agent/src/api/objects.js';
+import type { IPFamily } from '../../../packages/agent/src/model/ip.js';
+import { nodePortAddressesFor } from '../../../packages/agent/src/model/nodeport-addresses.js';
+import type { NodeNetworkConfig } from '../../../packages/agent/src/sync/backend.js';
 
 const FAMILY = {
   IPv4: {

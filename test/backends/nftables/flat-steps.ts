@@ -2,12 +2,12 @@
 // partial syncs that move the web Service 3 → 5 → 2 endpoints (new dispatch chains, slots moved into holes), a
 // restart that reads the table back and converges, then a Service losing its endpoints and a new dispatch chain. After each step the side
 // records `nft list table` of its namespace (run inside it), so the two can be compared line for line.
-import { NftablesBackend } from '../../../src/backends/nftables/backend.js';
-import { FLAT_LAYOUT } from '../../../src/backends/nftables/flat/layout.js';
-import type { CommandRunner } from '../../../src/netfilter/command.js';
-import type { NftExecutor } from '../../../src/netfilter/nft/executor.js';
-import type { IPFamily } from '../../../src/model/ip.js';
-import { FakeClock } from '../../../src/util/clock.js';
+import { NftablesBackend } from '../../../packages/agent/src/backends/nftables/backend.js';
+import { FLAT_LAYOUT } from '../../../packages/agent/src/backends/nftables/flat/layout.js';
+import type { CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import type { NftExecutor } from '../../../packages/agent/src/netfilter/nft/executor.js';
+import type { IPFamily } from '../../../packages/agent/src/model/ip.js';
+import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
 import { nodeFor, objects } from './flat-objects.js';
 

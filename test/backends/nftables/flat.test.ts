@@ -3,20 +3,23 @@
 // layout's objects.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { EndpointSlice, Service } from '../../../src/api/objects.js';
-import { NftablesBackend, renderFullSyncTransaction } from '../../../src/backends/nftables/backend.js';
-import { FLAT_LAYOUT } from '../../../src/backends/nftables/flat/layout.js';
-import { firewallSources } from '../../../src/backends/nftables/flat/render.js';
-import { assignSlots } from '../../../src/backends/nftables/flat/slots.js';
-import type { NftablesLayout } from '../../../src/backends/nftables/layout.js';
-import { emptyKernel } from '../../../src/backends/nftables/layout.js';
-import { UPSTREAM_LAYOUT } from '../../../src/backends/nftables/upstream-layout.js';
-import type { CommandRunner } from '../../../src/netfilter/command.js';
-import { NftError } from '../../../src/netfilter/nft/errors.js';
-import type { NftExecutor } from '../../../src/netfilter/nft/executor.js';
-import { FakeNft } from '../../../src/netfilter/nft/fake.js';
-import type { NftOperation } from '../../../src/netfilter/nft/objects.js';
-import { FakeClock } from '../../../src/util/clock.js';
+import type { EndpointSlice, Service } from '../../../packages/agent/src/api/objects.js';
+import {
+  NftablesBackend,
+  renderFullSyncTransaction,
+} from '../../../packages/agent/src/backends/nftables/backend.js';
+import { FLAT_LAYOUT } from '../../../packages/agent/src/backends/nftables/flat/layout.js';
+import { firewallSources } from '../../../packages/agent/src/backends/nftables/flat/render.js';
+import { assignSlots } from '../../../packages/agent/src/backends/nftables/flat/slots.js';
+import type { NftablesLayout } from '../../../packages/agent/src/backends/nftables/layout.js';
+import { emptyKernel } from '../../../packages/agent/src/backends/nftables/layout.js';
+import { UPSTREAM_LAYOUT } from '../../../packages/agent/src/backends/nftables/upstream-layout.js';
+import type { CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import { NftError } from '../../../packages/agent/src/netfilter/nft/errors.js';
+import type { NftExecutor } from '../../../packages/agent/src/netfilter/nft/executor.js';
+import { FakeNft } from '../../../packages/agent/src/netfilter/nft/fake.js';
+import type { NftOperation } from '../../../packages/agent/src/netfilter/nft/objects.js';
+import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
 import { loadVector, nodeConfigFromVector } from './helpers.js';
 

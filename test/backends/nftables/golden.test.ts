@@ -1,10 +1,10 @@
 // Upstream's whole-ruleset vectors (nft-v2-*.json), fed through the model into NftablesBackend on FakeNft.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { NftablesBackend } from '../../../src/backends/nftables/backend.js';
-import { FakeNft } from '../../../src/netfilter/nft/fake.js';
-import type { CommandRunner } from '../../../src/netfilter/command.js';
-import { FakeClock } from '../../../src/util/clock.js';
+import { NftablesBackend } from '../../../packages/agent/src/backends/nftables/backend.js';
+import { FakeNft } from '../../../packages/agent/src/netfilter/nft/fake.js';
+import type { CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import { loadVector, nodeConfigFromVector, normaliseNft } from './helpers.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
 import type { NftVector } from './helpers.js';

@@ -2,10 +2,10 @@
 // (sortNFTablesTransaction), written from the vectors' `comparison` description. Services and EndpointSlices go
 // through the real model with test/helpers/model-cluster.ts.
 import { readFileSync } from 'node:fs';
-import type { EndpointSlice, Service } from '../../../src/api/objects.js';
-import type { LocalTrafficDetector } from '../../../src/model/local-detector.js';
-import { nodePortAddressesFor } from '../../../src/model/nodeport-addresses.js';
-import type { NodeNetworkConfig } from '../../../src/sync/backend.js';
+import type { EndpointSlice, Service } from '../../../packages/agent/src/api/objects.js';
+import type { LocalTrafficDetector } from '../../../packages/agent/src/model/local-detector.js';
+import { nodePortAddressesFor } from '../../../packages/agent/src/model/nodeport-addresses.js';
+import type { NodeNetworkConfig } from '../../../packages/agent/src/sync/backend.js';
 
 import { VECTORS_DIR } from '../../helpers/vectors.js';
 

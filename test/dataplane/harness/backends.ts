@@ -2,15 +2,15 @@
 // programmed when a scenario fails. The table is typed Record<DataplaneBackend, …>, so a new mode does not compile
 // until it has an entry; a mode whose backend is not written yet has `create: null` and its scenarios skip, saying
 // so. KPTS_DATAPLANE_BACKENDS=nftables-flat,… runs only those entries (the others skip, saying so).
-import type { CommandRunner } from '../../../src/netfilter/command.js';
-import type { ProxyMode } from '../../../src/config/proxy-mode.js';
-import type { NodeNetworkConfig, ProxyBackend } from '../../../src/sync/backend.js';
-import type { Clock } from '../../../src/util/clock.js';
-import { NftablesBackend } from '../../../src/backends/nftables/backend.js';
-import { FLAT_LAYOUT } from '../../../src/backends/nftables/flat/layout.js';
-import { PROXY_MODES } from '../../../src/config/proxy-mode.js';
-import { IptablesBackend } from '../../../src/backends/iptables/backend.js';
-import { DEFAULT_IPTABLES_EXTRAS } from '../../../src/backends/iptables/render.js';
+import type { CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import type { ProxyMode } from '../../../packages/agent/src/config/proxy-mode.js';
+import type { NodeNetworkConfig, ProxyBackend } from '../../../packages/agent/src/sync/backend.js';
+import type { Clock } from '../../../packages/agent/src/util/clock.js';
+import { NftablesBackend } from '../../../packages/agent/src/backends/nftables/backend.js';
+import { FLAT_LAYOUT } from '../../../packages/agent/src/backends/nftables/flat/layout.js';
+import { PROXY_MODES } from '../../../packages/agent/src/config/proxy-mode.js';
+import { IptablesBackend } from '../../../packages/agent/src/backends/iptables/backend.js';
+import { DEFAULT_IPTABLES_EXTRAS } from '../../../packages/agent/src/backends/iptables/render.js';
 import { join } from 'node:path';
 
 export interface BackendFactoryInput {

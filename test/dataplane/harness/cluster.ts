@@ -4,25 +4,28 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { EndpointSlice, Service } from '../../../src/api/objects.js';
-import type { EndpointsMap } from '../../../src/model/endpoint-slice-cache.js';
-import { EndpointsChangeTracker } from '../../../src/model/endpoints-change-tracker.js';
-import type { IPFamily } from '../../../src/model/ip.js';
-import { IP_FAMILIES } from '../../../src/model/ip.js';
-import type { ServicePortMap, SkippedObject } from '../../../src/model/service-change-tracker.js';
-import { ServiceChangeTracker } from '../../../src/model/service-change-tracker.js';
-import type { CommandRunner } from '../../../src/netfilter/command.js';
-import { hostCommandRunner } from '../../../src/netfilter/command.js';
-import type { BackendSyncResult, ProxyBackend } from '../../../src/sync/backend.js';
-import { FakeClock } from '../../../src/util/clock.js';
-import { nodeNetworkConfig } from '../../../src/sync/node-network.js';
-import { inNamespace } from '../../../src/lab/netns/exec.js';
-import { listAddresses } from '../../../src/lab/netns/link.js';
-import { sweepNamespaces } from '../../../src/lab/netns/namespace.js';
-import type { PodServerHandle } from '../../../src/lab/netns/pod-process.js';
-import { startPodServerIn } from '../../../src/lab/netns/pod-process.js';
-import type { NodePlan, PodPlan, TopologyPlan } from '../../../src/lab/netns/topology.js';
-import { buildTopology, destroyTopology, planTopology } from '../../../src/lab/netns/topology.js';
+import type { EndpointSlice, Service } from '../../../packages/agent/src/api/objects.js';
+import type { EndpointsMap } from '../../../packages/agent/src/model/endpoint-slice-cache.js';
+import { EndpointsChangeTracker } from '../../../packages/agent/src/model/endpoints-change-tracker.js';
+import type { IPFamily } from '../../../packages/agent/src/model/ip.js';
+import { IP_FAMILIES } from '../../../packages/agent/src/model/ip.js';
+import type {
+  ServicePortMap,
+  SkippedObject,
+} from '../../../packages/agent/src/model/service-change-tracker.js';
+import { ServiceChangeTracker } from '../../../packages/agent/src/model/service-change-tracker.js';
+import type { CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import { hostCommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import type { BackendSyncResult, ProxyBackend } from '../../../packages/agent/src/sync/backend.js';
+import { FakeClock } from '../../../packages/agent/src/util/clock.js';
+import { nodeNetworkConfig } from '../../../packages/agent/src/sync/node-network.js';
+import { inNamespace } from '../../../packages/netns/src/exec.js';
+import { listAddresses } from '../../../packages/netns/src/link.js';
+import { sweepNamespaces } from '../../../packages/netns/src/namespace.js';
+import type { PodServerHandle } from '../../../packages/netns/src/pod-process.js';
+import { startPodServerIn } from '../../../packages/netns/src/pod-process.js';
+import type { NodePlan, PodPlan, TopologyPlan } from '../../../packages/netns/src/topology.js';
+import { buildTopology, destroyTopology, planTopology } from '../../../packages/netns/src/topology.js';
 import type { DataplaneBackend, ModeSupport } from './backends.js';
 import { MODE_SUPPORT } from './backends.js';
 import { familyOf, POD_TCP_PORT, POD_UDP_PORT } from './objects.js';

@@ -1,9 +1,9 @@
 // Kubernetes-shaped Services and EndpointSlices for the scenarios, written the way the API server and the
 // EndpointSlice controller would write them, so that the model reads them exactly as it reads a real cluster's.
 import { createHash } from 'node:crypto';
-import type { EndpointSlice, Service, ServicePortSpec } from '../../../src/api/objects.js';
-import { LABEL_SERVICE_NAME } from '../../../src/api/objects.js';
-import type { IPFamily } from '../../../src/model/ip.js';
+import type { EndpointSlice, Service, ServicePortSpec } from '../../../packages/agent/src/api/objects.js';
+import { LABEL_SERVICE_NAME } from '../../../packages/agent/src/api/objects.js';
+import type { IPFamily } from '../../../packages/agent/src/model/ip.js';
 
 export const NAMESPACE = 'dataplane';
 

@@ -2,8 +2,8 @@
 // answered and which client address it saw, or why it failed.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CommandRunner } from '../../../src/netfilter/command.js';
-import { startInNamespace } from '../../../src/lab/netns/exec.js';
+import type { CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import { startInNamespace } from '../../../packages/netns/src/exec.js';
 import type { RequestOutcome } from '../traffic-client.js';
 
 export type { RequestOutcome };

@@ -8,22 +8,21 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { createNamespace, deleteNamespace, sweepNamespaces } from '../../../src/lab/netns/index.js';
-import { hostCommandRunner } from '../../../src/netfilter/command.js';
+import { createNamespace, deleteNamespace, sweepNamespaces } from '../../../packages/netns/src/index.js';
+import { hostCommandRunner } from '../../../packages/agent/src/netfilter/command.js';
 import { FakeApiServer } from '../../kube/helpers/fake-apiserver.js';
 import type { FakeObject } from '../../kube/helpers/fake-apiserver.js';
 import { runPrefix } from '../../helpers/kernel.js';
-import type { NftablesLayoutName } from '../../../src/config/nftables-layout.js';
-import { startSocketBridge } from '../../../src/lab/cluster/relay.js';
-import type { Pipe } from '../../../src/lab/cluster/relay.js';
+import type { NftablesLayoutName } from '../../../packages/agent/src/config/nftables-layout.js';
+import { startSocketBridge } from '../../../packages/lab/src/cluster/relay.js';
+import type { Pipe } from '../../../packages/lab/src/cluster/relay.js';
 import { CLUSTER_CIDR, NODE_IP, NODE_NAME, PATHS, keyOf, manifestList, nodeObject } from './agent-objects.js';
 import { AgentProcess, REPO_ROOT } from './agent-process.js';
 import { expectedTable, inNs, listTable, withoutStaleChains } from './agent-table.js';
 import type { CanonicalTable } from './agent-table.js';
 import { until } from './agent-wait.js';
+import { LAB_MAIN, SOURCE_FLAGS } from '../../helpers/cli.js';
 
-const MAIN = fileURLToPath(new URL('../../../src/cli/main.ts', import.meta.url));
 const API_PORT = 6443;
 const TOKEN = 'agent-e2e-token';
 
@@ -120,10 +119,8 @@ export class AgentLab {
         'exec',
         this.node,
         process.execPath,
-        '--import',
-        'tsx',
-        MAIN,
-        'lab',
+        ...SOURCE_FLAGS,
+        LAB_MAIN,
         'relay',
         '--listen',
         `127.0.0.1:${API_PORT}`,

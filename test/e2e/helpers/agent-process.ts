@@ -5,9 +5,9 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { until } from './agent-wait.js';
+import { AGENT_MAIN, SOURCE_FLAGS } from '../../helpers/cli.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const MAIN = fileURLToPath(new URL('../../../src/cli/main.ts', import.meta.url));
 
 /** One line of the proxy's JSON log (src/cli/logging.ts); lines that are not JSON keep their text in msg. */
 export interface AgentLogRecord {
@@ -52,7 +52,7 @@ export class AgentProcess {
   constructor(namespace: string, args: readonly string[], env: Readonly<Record<string, string>> = {}) {
     this.child = spawn(
       'ip',
-      ['netns', 'exec', namespace, process.execPath, '--import', 'tsx', MAIN, ...args],
+      ['netns', 'exec', namespace, process.execPath, ...SOURCE_FLAGS, AGENT_MAIN, ...args],
       { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
     );
     this.child.stdout?.on('data', (b: Buffer) => (this.stdout += b.toString('utf8')));

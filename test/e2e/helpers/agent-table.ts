@@ -4,8 +4,8 @@
 // fresh reference namespace and listed back the same way.
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { renderCommand } from '../../../src/cli/render.js';
-import type { NftablesLayoutName } from '../../../src/config/nftables-layout.js';
+import { renderCommand } from '../../../packages/agent/src/cli/render.js';
+import type { NftablesLayoutName } from '../../../packages/agent/src/config/nftables-layout.js';
 
 export interface CanonicalChain {
   /** type/hook/prio/policy for base chains; empty for regular chains. */

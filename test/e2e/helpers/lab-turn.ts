@@ -4,7 +4,7 @@
 // over), beside the per-prefix locks.
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { acquireLabLock } from '../../../src/lab/cluster/state.js';
+import { acquireLabLock } from '../../../packages/lab/src/cluster/state.js';
 
 const TURN_FILE = join(tmpdir(), 'kube-proxy-ts-lab-e2e.lock');
 

@@ -1,7 +1,7 @@
 // Records what a reflector delivers as short strings ("add ns/a 101", "update ns/a 101->102", "delete ns/a 101",
 // "synced") and lets a test await a condition on them, event-driven, with a generous failure deadline.
-import type { ReflectorHandlers } from '../../../src/kube/reflector.js';
-import type { KubeObject } from '../../../src/kube/object-identity.js';
+import type { ReflectorHandlers } from '../../../packages/agent/src/kube/reflector.js';
+import type { KubeObject } from '../../../packages/agent/src/kube/object-identity.js';
 
 function id(obj: KubeObject): string {
   const { namespace, name, resourceVersion } = obj.metadata;

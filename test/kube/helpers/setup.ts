@@ -1,16 +1,20 @@
 // Wiring shared by the reflector tests: a fake API server, an unauthenticated client for it (--master), a
 // recorder, a logger whose records can be awaited, and fast timings (backoff in tens of ms, no short-watch rule).
 import type { TestContext } from 'node:test';
-import { createApiClient } from '../../../src/kube/api-client.js';
-import type { ApiClient } from '../../../src/kube/api-client.js';
-import { loadClientConfig } from '../../../src/kube/client-config.js';
-import type { KubeObject } from '../../../src/kube/object-identity.js';
-import { UNLIMITED } from '../../../src/kube/rate-limiter.js';
-import { Reflector } from '../../../src/kube/reflector.js';
-import type { ReflectorLimits, ReflectorTiming, ResourceSpec } from '../../../src/kube/reflector.js';
-import { recordingLogger } from '../../../src/util/logger.js';
-import type { LogRecord } from '../../../src/util/logger.js';
-import { systemClock } from '../../../src/util/clock.js';
+import { createApiClient } from '../../../packages/agent/src/kube/api-client.js';
+import type { ApiClient } from '../../../packages/agent/src/kube/api-client.js';
+import { loadClientConfig } from '../../../packages/agent/src/kube/client-config.js';
+import type { KubeObject } from '../../../packages/agent/src/kube/object-identity.js';
+import { UNLIMITED } from '../../../packages/agent/src/kube/rate-limiter.js';
+import { Reflector } from '../../../packages/agent/src/kube/reflector.js';
+import type {
+  ReflectorLimits,
+  ReflectorTiming,
+  ResourceSpec,
+} from '../../../packages/agent/src/kube/reflector.js';
+import { recordingLogger } from '../../../packages/agent/src/util/logger.js';
+import type { LogRecord } from '../../../packages/agent/src/util/logger.js';
+import { systemClock } from '../../../packages/agent/src/util/clock.js';
 import { FakeApiServer } from './fake-apiserver.js';
 import type { FakeApiServerOptions, FakeObject } from './fake-apiserver.js';
 import { Recorder, waitUntil } from './recorder.js';

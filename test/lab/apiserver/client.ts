@@ -1,7 +1,7 @@
 // A raw HTTPS client for tests that must see exactly what the server answers (status codes, Status bodies,
 // watch lines), trusting the server's own certificate.
 import { request } from 'node:https';
-import type { ApiServer } from '../../../src/lab/apiserver/index.js';
+import type { ApiServer } from '../../../packages/lab/src/apiserver/index.js';
 
 export interface RawResponse {
   readonly status: number;

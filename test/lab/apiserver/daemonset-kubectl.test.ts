@@ -10,15 +10,15 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'node:https';
-import { defaultNodes, startApiServer, type ApiServer } from '../../../src/lab/apiserver/index.js';
-import { resourceByKind } from '../../../src/lab/apiserver/resources.js';
-import { UNSUPPORTED_STREAMING } from '../../../src/lab/apiserver/remotecommand.js';
-import { scaledMaxUnavailable } from '../../../src/lab/controllers/daemonset.js';
+import { defaultNodes, startApiServer, type ApiServer } from '../../../packages/lab/src/apiserver/index.js';
+import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
+import { UNSUPPORTED_STREAMING } from '../../../packages/lab/src/apiserver/remotecommand.js';
+import { scaledMaxUnavailable } from '../../../packages/lab/src/controllers/daemonset.js';
 import type {
   KubeletContainer,
   PodLifecycle,
   StreamSession,
-} from '../../../src/lab/controllers/pod-lifecycle.js';
+} from '../../../packages/lab/src/controllers/pod-lifecycle.js';
 import { toolOptions } from '../tools.js';
 
 interface Ran {

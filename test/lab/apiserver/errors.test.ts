@@ -1,7 +1,7 @@
 // Bad requests get Kubernetes Status errors with the right code and reason, and the server keeps serving.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startApiServer, type ApiServer } from '../../../src/lab/apiserver/index.js';
+import { startApiServer, type ApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import { call } from './client.js';
 
 type Status = {

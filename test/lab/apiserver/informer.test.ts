@@ -3,8 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CoreV1Api, KubeConfig, makeInformer, type V1ConfigMap } from '@kubernetes/client-node';
-import { startApiServer, type ApiServer } from '../../../src/lab/apiserver/index.js';
-import { resourceByKind } from '../../../src/lab/apiserver/resources.js';
+import { startApiServer, type ApiServer } from '../../../packages/lab/src/apiserver/index.js';
+import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
 
 const CM = resourceByKind('ConfigMap');
 

@@ -6,8 +6,8 @@ import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultNodes, startApiServer, type ApiServer } from '../../../src/lab/apiserver/index.js';
-import { resourceByKind } from '../../../src/lab/apiserver/resources.js';
+import { defaultNodes, startApiServer, type ApiServer } from '../../../packages/lab/src/apiserver/index.js';
+import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
 import { toolOptions } from '../tools.js';
 
 const DEPLOYMENT = (replicas: number, servicePort: number): string => `

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { createSecureContext as tlsContext } from 'node:tls';
-import { selfSignedCertificate } from '../../../src/lab/apiserver/tls.js';
+import { selfSignedCertificate } from '../../../packages/lab/src/apiserver/tls.js';
 
 test('500 certificates in a row are all accepted, with 127.0.0.1 and localhost and their own key', () => {
   for (let i = 0; i < 500; i++) {

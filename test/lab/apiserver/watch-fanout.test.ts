@@ -3,8 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request, type ClientRequest } from 'node:http';
-import { startApiServer } from '../../../src/lab/apiserver/index.js';
-import { resourceByKind } from '../../../src/lab/apiserver/resources.js';
+import { startApiServer } from '../../../packages/lab/src/apiserver/index.js';
+import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
 
 const CLIENTS = 50;
 const CHANGES = 5000;

@@ -2,10 +2,10 @@
 // store or other watchers; a version older than the history gets an ERROR 410 event; bookmarks come on the clock.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from '../../../src/util/clock.js';
-import { ObjectStore } from '../../../src/lab/apiserver/store.js';
-import { resourceByKind } from '../../../src/lab/apiserver/resources.js';
-import { startWatch, type WatchSink } from '../../../src/lab/apiserver/watch.js';
+import { FakeClock } from '../../../packages/agent/src/util/clock.js';
+import { ObjectStore } from '../../../packages/lab/src/apiserver/store.js';
+import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
+import { startWatch, type WatchSink } from '../../../packages/lab/src/apiserver/watch.js';
 
 const CM = resourceByKind('ConfigMap');
 

@@ -3,12 +3,16 @@
 // protocol (WebSocket frames, the exit Status) and the container runtime's exit codes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { expandVars, resolveContainer, rewritePaths } from '../../../src/lab/cluster/container-spec.js';
-import { exitCodeOf } from '../../../src/lab/cluster/containers.js';
-import { namespaceArgv, shellQuote } from '../../../src/lab/cluster/streams.js';
-import { exitStatus } from '../../../src/lab/apiserver/remotecommand.js';
-import { tailLines } from '../../../src/lab/apiserver/pod-log.js';
-import { acceptKey, decodeFrame, encodeFrame } from '../../../src/lab/apiserver/websocket.js';
+import {
+  expandVars,
+  resolveContainer,
+  rewritePaths,
+} from '../../../packages/lab/src/cluster/container-spec.js';
+import { exitCodeOf } from '../../../packages/lab/src/cluster/containers.js';
+import { namespaceArgv, shellQuote } from '../../../packages/lab/src/cluster/streams.js';
+import { exitStatus } from '../../../packages/lab/src/apiserver/remotecommand.js';
+import { tailLines } from '../../../packages/lab/src/apiserver/pod-log.js';
+import { acceptKey, decodeFrame, encodeFrame } from '../../../packages/lab/src/apiserver/websocket.js';
 
 test('$(VAR) expands defined variables, $$ escapes, unknown ones stay as written', () => {
   const env = { NODE_NAME: 'worker', A: 'x' };
@@ -130,7 +134,7 @@ test('tailLines counts lines, not bytes, and a trailing newline is no extra line
 });
 
 test('usage: CPU is the rate of a process’s ticks between two rounds, memory its resident set', async () => {
-  const { UsageSampler } = await import('../../../src/lab/cluster/usage.js');
+  const { UsageSampler } = await import('../../../packages/lab/src/cluster/usage.js');
   let ticks = 100;
   const sampler = new UsageSampler(
     () => Promise.resolve(new Map([['node/worker', [42]]])),
@@ -147,14 +151,14 @@ test('usage: CPU is the rate of a process’s ticks between two rounds, memory i
 });
 
 test('readProcessUsage reads this process’s own /proc entry', async () => {
-  const { readProcessUsage } = await import('../../../src/lab/cluster/usage.js');
+  const { readProcessUsage } = await import('../../../packages/lab/src/cluster/usage.js');
   const u = readProcessUsage(process.pid);
   assert.ok(u && u.cpuTicks >= 0 && u.rssBytes > 1024 * 1024, JSON.stringify(u));
   assert.equal(readProcessUsage(2 ** 30), undefined);
 });
 
 test('lab watch: counters per node, the last sync’s duration from the histogram’s change, a scaled sparkline', async () => {
-  const { WatchView, sparkline } = await import('../../../src/lab/cluster/watch-view.js');
+  const { WatchView, sparkline } = await import('../../../packages/lab/src/cluster/watch-view.js');
   assert.equal(sparkline([0, 0, 0]), '▁▁▁');
   assert.equal(sparkline([0, 5, 10]), '▁▅█');
   const view = new WatchView([{ name: 'worker', namespace: 'x-worker' }]);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { HostsFiles, renderHosts, serviceName } from '../../../src/lab/cluster/hosts.js';
+import { HostsFiles, renderHosts, serviceName } from '../../../packages/lab/src/cluster/hosts.js';
 
 const web = { namespace: 'svc', name: 'web', clusterIP: '198.19.0.2' };
 const dns = { namespace: 'kube-system', name: 'dns', clusterIP: '198.19.0.10' };

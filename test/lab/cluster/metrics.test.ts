@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { metricValue, parseSamples } from '../../../src/lab/cluster/metrics.js';
+import { metricValue, parseSamples } from '../../../packages/lab/src/cluster/metrics.js';
 
 const TEXT = `# HELP kubeproxy_sync_proxy_rules_endpoint_changes_pending Pending proxy rules Endpoint changes
 # TYPE kubeproxy_sync_proxy_rules_endpoint_changes_pending gauge

@@ -6,11 +6,11 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { arr, child, type JsonObject } from '../../../src/lab/apiserver/json.js';
-import { resolveContainer } from '../../../src/lab/cluster/container-spec.js';
-import { kubeProxyDaemonSet } from '../../../src/lab/cluster/kube-proxy-daemonset.js';
-import { labPaths } from '../../../src/lab/cluster/layout.js';
-import { nodeEnvironment, prepareIptablesBinDir } from '../../../src/lab/cluster/node-env.js';
+import { arr, child, type JsonObject } from '../../../packages/lab/src/apiserver/json.js';
+import { resolveContainer } from '../../../packages/lab/src/cluster/container-spec.js';
+import { kubeProxyDaemonSet } from '../../../packages/lab/src/cluster/kube-proxy-daemonset.js';
+import { labPaths } from '../../../packages/lab/src/cluster/layout.js';
+import { nodeEnvironment, prepareIptablesBinDir } from '../../../packages/lab/src/cluster/node-env.js';
 
 function proxyContainerOn(node: string, env: Record<string, string>): ReturnType<typeof resolveContainer> {
   const ds = kubeProxyDaemonSet({ kubeconfigPath: '/lab/nodes/$(NODE_NAME)/kubeconfig', env });

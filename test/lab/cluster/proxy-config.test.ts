@@ -1,14 +1,14 @@
 // The lab's kube-proxy ConfigMap must be a configuration the agent accepts as is, with nothing host-wide.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadProxyConfig } from '../../../src/config/index.js';
+import { loadProxyConfig } from '../../../packages/agent/src/config/index.js';
 import {
   configFromConfigMap,
   kubeProxyConfigMap,
   labProxyConfiguration,
   modeOfConfig,
   PROXY_MODE_NAMES,
-} from '../../../src/lab/cluster/proxy-config.js';
+} from '../../../packages/lab/src/cluster/proxy-config.js';
 
 function load(text: string) {
   return loadProxyConfig(['--config', '/lab/config.conf', '--hostname-override', 'worker'], {

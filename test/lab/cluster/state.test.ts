@@ -8,9 +8,9 @@ import {
   readLabState,
   writeLabState,
   type LabState,
-} from '../../../src/lab/cluster/state.js';
-import { labLayout, podNamespaceName, podVethName } from '../../../src/lab/cluster/layout.js';
-import { checkInterfaceName, checkNamespaceName } from '../../../src/lab/netns/index.js';
+} from '../../../packages/lab/src/cluster/state.js';
+import { labLayout, podNamespaceName, podVethName } from '../../../packages/lab/src/cluster/layout.js';
+import { checkInterfaceName, checkNamespaceName } from '../../../packages/netns/src/index.js';
 
 const STATE: LabState = {
   version: 1,

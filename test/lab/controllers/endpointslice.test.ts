@@ -3,11 +3,11 @@
 // and no writes for an unchanged Service.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from '../../../src/util/clock.js';
-import { startApiServer, type ApiServer } from '../../../src/lab/apiserver/index.js';
-import { resourceByKind } from '../../../src/lab/apiserver/resources.js';
-import { lingeringPodLifecycle } from '../../../src/lab/controllers/pod-lifecycle.js';
-import type { EndpointSlice } from '../../../src/api/objects.js';
+import { FakeClock } from '../../../packages/agent/src/util/clock.js';
+import { startApiServer, type ApiServer } from '../../../packages/lab/src/apiserver/index.js';
+import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
+import { lingeringPodLifecycle } from '../../../packages/lab/src/controllers/pod-lifecycle.js';
+import type { EndpointSlice } from '../../../packages/agent/src/api/objects.js';
 
 const SVC = resourceByKind('Service');
 const DEPLOY = resourceByKind('Deployment');

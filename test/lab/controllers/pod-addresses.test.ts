@@ -4,10 +4,10 @@
 // soak, whose fresh workload got the addresses of the last one's pods still being removed.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { defaultNodes, startApiServer, type ApiServer } from '../../../src/lab/apiserver/index.js';
-import { child, str } from '../../../src/lab/apiserver/json.js';
-import { resourceByKind } from '../../../src/lab/apiserver/resources.js';
-import type { PodLifecycle } from '../../../src/lab/controllers/pod-lifecycle.js';
+import { defaultNodes, startApiServer, type ApiServer } from '../../../packages/lab/src/apiserver/index.js';
+import { child, str } from '../../../packages/lab/src/apiserver/json.js';
+import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
+import type { PodLifecycle } from '../../../packages/lab/src/controllers/pod-lifecycle.js';
 
 const POD = resourceByKind('Pod');
 

@@ -1,7 +1,11 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { CommandOptions, CommandResult, CommandRunner } from '../../../src/netfilter/command.js';
-import { cidrContains } from '../../../src/model/ip.js';
+import type {
+  CommandOptions,
+  CommandResult,
+  CommandRunner,
+} from '../../../packages/agent/src/netfilter/command.js';
+import { cidrContains } from '../../../packages/agent/src/model/ip.js';
 import {
   CLUSTER_CIDR,
   SERVICE_CIDR,
@@ -9,8 +13,8 @@ import {
   destroyTopology,
   planNamespaces,
   planTopology,
-} from '../../../src/lab/netns/topology.js';
-import { MAX_INTERFACE_NAME } from '../../../src/lab/netns/names.js';
+} from '../../../packages/netns/src/topology.js';
+import { MAX_INTERFACE_NAME } from '../../../packages/netns/src/names.js';
 
 /** Keeps every command; answers `ip -json netns list` from the namespaces it saw added, `sysctl -n` with "1". */
 function recordingRunner(): CommandRunner & { commands: string[][] } {

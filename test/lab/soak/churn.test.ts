@@ -3,8 +3,8 @@
 // Deployment unready at once; flipped pods made ready again).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Churn, type PodState } from '../../../src/lab/soak/churn.js';
-import type { LabApi } from '../../../src/lab/soak/lab-client.js';
+import { Churn, type PodState } from '../../../packages/lab/src/soak/churn.js';
+import type { LabApi } from '../../../packages/lab/src/soak/lab-client.js';
 
 interface Sent {
   readonly method: string;

@@ -1,7 +1,7 @@
 // The soak's ground truth: which pods may answer for a Service at each moment, from EndpointSlice events.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EligibilityTimeline, sliceView } from '../../../src/lab/soak/eligibility.js';
+import { EligibilityTimeline, sliceView } from '../../../packages/lab/src/soak/eligibility.js';
 
 function slice(
   name: string,

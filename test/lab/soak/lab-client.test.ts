@@ -3,8 +3,8 @@
 // misses nothing.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startApiServer, type ApiServer } from '../../../src/lab/apiserver/index.js';
-import { labApi } from '../../../src/lab/soak/lab-client.js';
+import { startApiServer, type ApiServer } from '../../../packages/lab/src/apiserver/index.js';
+import { labApi } from '../../../packages/lab/src/soak/lab-client.js';
 
 function configMap(name: string): object {
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default' }, data: { k: name } };

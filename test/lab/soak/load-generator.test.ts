@@ -1,7 +1,11 @@
 // The load generator's input and reading of answers; its traffic is exercised for real by the soak's e2e test.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { outcomeOf, parseLoadConfig, podFromHttpResponse } from '../../../src/lab/soak/load-generator.js';
+import {
+  outcomeOf,
+  parseLoadConfig,
+  podFromHttpResponse,
+} from '../../../packages/lab/src/soak/load-generator.js';
 
 const good = {
   durationMs: 1000,

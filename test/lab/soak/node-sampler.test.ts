@@ -2,7 +2,7 @@
 // and count only what was observed during the run.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HISTOGRAMS, NodeSeries } from '../../../src/lab/soak/node-sampler.js';
+import { HISTOGRAMS, NodeSeries } from '../../../packages/lab/src/soak/node-sampler.js';
 
 function programming(buckets: [string, number][], sum: number): string {
   const name = HISTOGRAMS.programming;

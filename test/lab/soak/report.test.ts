@@ -2,11 +2,20 @@
 // per Service and churn kind; long-lived connections across a proxy restart; the guarantees; the picture.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EligibilityTimeline } from '../../../src/lab/soak/eligibility.js';
-import { CONTROL_SERVICE, type LoadRecord, type LoadTarget } from '../../../src/lab/soak/load-generator.js';
-import { NodeSeries } from '../../../src/lab/soak/node-sampler.js';
-import { soakSvg } from '../../../src/lab/soak/plot.js';
-import { buildReport, formatReport, restartSurvival, type SoakInputs } from '../../../src/lab/soak/report.js';
+import { EligibilityTimeline } from '../../../packages/lab/src/soak/eligibility.js';
+import {
+  CONTROL_SERVICE,
+  type LoadRecord,
+  type LoadTarget,
+} from '../../../packages/lab/src/soak/load-generator.js';
+import { NodeSeries } from '../../../packages/lab/src/soak/node-sampler.js';
+import { soakSvg } from '../../../packages/lab/src/soak/plot.js';
+import {
+  buildReport,
+  formatReport,
+  restartSurvival,
+  type SoakInputs,
+} from '../../../packages/lab/src/soak/report.js';
 
 const T0 = 1_000_000;
 

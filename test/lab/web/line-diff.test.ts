@@ -2,7 +2,7 @@
 // fallback when the texts have little in common (a mode switch).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { diffLines } from '../../../src/lab/web/line-diff.js';
+import { diffLines } from '../../../packages/lab/src/web/line-diff.js';
 
 function lcsLength(a: readonly string[], b: readonly string[]): number {
   const dp = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));

@@ -6,11 +6,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { assetsDir, loadAssets, PAGE_FILES } from '../../../src/lab/web/assets.js';
-import { EventHub, type WebSnapshot } from '../../../src/lab/web/hub.js';
-import { startWebServer, type WebServer } from '../../../src/lab/web/http.js';
-import { EXPERIMENTS } from '../../../src/lab/web/actions.js';
-import { diffLines } from '../../../src/lab/web/line-diff.js';
+import { assetsDir, loadAssets, PAGE_FILES } from '../../../packages/lab/src/web/assets.js';
+import { EventHub, type WebSnapshot } from '../../../packages/lab/src/web/hub.js';
+import { startWebServer, type WebServer } from '../../../packages/lab/src/web/http.js';
+import { EXPERIMENTS } from '../../../packages/lab/src/web/actions.js';
+import { diffLines } from '../../../packages/lab/src/web/line-diff.js';
 import { kernelOptions } from '../../helpers/kernel.js';
 import { launchBrowser, type Browser } from '../../e2e/helpers/browser.js';
 

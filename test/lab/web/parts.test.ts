@@ -3,23 +3,23 @@
 // backend found, the diff against the capture before), and the cluster view's summaries in batches.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { CommandRunner } from '../../../src/netfilter/command.js';
-import { ObjectStore } from '../../../src/lab/apiserver/store.js';
-import { resourceByKind } from '../../../src/lab/apiserver/resources.js';
-import { ClusterView, summarize } from '../../../src/lab/web/cluster-view.js';
+import type { CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import { ObjectStore } from '../../../packages/lab/src/apiserver/store.js';
+import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
+import { ClusterView, summarize } from '../../../packages/lab/src/web/cluster-view.js';
 import {
   MetricsSampler,
   countersFromMetrics,
   sampleFrom,
   type SyncMark,
-} from '../../../src/lab/web/sampler.js';
+} from '../../../packages/lab/src/web/sampler.js';
 import {
   RulesetTracker,
   captureRuleset,
   kubeProxyIptables,
   withoutCounters,
-} from '../../../src/lab/web/ruleset.js';
-import { EXPERIMENTS, shellLine } from '../../../src/lab/web/actions.js';
+} from '../../../packages/lab/src/web/ruleset.js';
+import { EXPERIMENTS, shellLine } from '../../../packages/lab/src/web/actions.js';
 
 function metricsText(o: {
   pending: number;

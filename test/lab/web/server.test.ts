@@ -4,10 +4,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { ActionError } from '../../../src/lab/web/actions.js';
-import { EventHub, type WebSnapshot } from '../../../src/lab/web/hub.js';
-import { startWebServer, type WebServer } from '../../../src/lab/web/http.js';
-import { cookieName } from '../../../src/lab/web/auth.js';
+import { ActionError } from '../../../packages/lab/src/web/actions.js';
+import { EventHub, type WebSnapshot } from '../../../packages/lab/src/web/hub.js';
+import { startWebServer, type WebServer } from '../../../packages/lab/src/web/http.js';
+import { cookieName } from '../../../packages/lab/src/web/auth.js';
 
 const TOKEN = 'a'.repeat(48);
 

@@ -1,10 +1,10 @@
 // The reconciler fits the seam the proxier calls (src/sync/proxier.ts ConntrackSink); a mismatch fails type-checking.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ConntrackSink } from '../../../src/sync/proxier.js';
-import { ConntrackReconciler } from '../../../src/netfilter/conntrack/executor.js';
-import { SILENT_LOGGER } from '../../../src/util/logger.js';
-import { FakeClock } from '../../../src/util/clock.js';
+import type { ConntrackSink } from '../../../packages/agent/src/sync/proxier.js';
+import { ConntrackReconciler } from '../../../packages/agent/src/netfilter/conntrack/executor.js';
+import { SILENT_LOGGER } from '../../../packages/agent/src/util/logger.js';
+import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 
 test('ConntrackReconciler is a ConntrackSink and keeps the last pass', async () => {
   const reconciler = new ConntrackReconciler({

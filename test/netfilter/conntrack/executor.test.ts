@@ -1,10 +1,14 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import type { CommandOptions, CommandResult, CommandRunner } from '../../../src/netfilter/command.js';
-import { reconcileConntrack } from '../../../src/netfilter/conntrack/executor.js';
-import { recordingLogger } from '../../../src/util/logger.js';
-import { FakeClock } from '../../../src/util/clock.js';
+import type {
+  CommandOptions,
+  CommandResult,
+  CommandRunner,
+} from '../../../packages/agent/src/netfilter/command.js';
+import { reconcileConntrack } from '../../../packages/agent/src/netfilter/conntrack/executor.js';
+import { recordingLogger } from '../../../packages/agent/src/util/logger.js';
+import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import { endpoint, servicePort } from './fixtures.js';
 
 interface Call {

@@ -1,8 +1,8 @@
 // Plain-value ServicePorts and Endpoints for the conntrack tests (built by hand, not through src/model).
-import type { Endpoint } from '../../../src/model/endpoint.js';
-import type { IPFamily } from '../../../src/model/ip.js';
-import type { ServicePort } from '../../../src/model/service-port.js';
-import type { Protocol } from '../../../src/model/service-port-name.js';
+import type { Endpoint } from '../../../packages/agent/src/model/endpoint.js';
+import type { IPFamily } from '../../../packages/agent/src/model/ip.js';
+import type { ServicePort } from '../../../packages/agent/src/model/service-port.js';
+import type { Protocol } from '../../../packages/agent/src/model/service-port-name.js';
 
 export function servicePort(
   ns: string,

@@ -1,6 +1,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseConntrackLine, parseConntrackListing } from '../../../src/netfilter/conntrack/flow.js';
+import {
+  parseConntrackLine,
+  parseConntrackListing,
+} from '../../../packages/agent/src/netfilter/conntrack/flow.js';
 
 describe('parseConntrackListing', () => {
   test('reads -o extended UDP, TCP and IPv6 lines, skips summaries and garbage with reasons', () => {

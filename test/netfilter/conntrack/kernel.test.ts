@@ -3,14 +3,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { netnsCommandRunner } from '../../../src/netfilter/command.js';
-import { parseConntrackListing } from '../../../src/netfilter/conntrack/flow.js';
-import { reconcileConntrack } from '../../../src/netfilter/conntrack/executor.js';
-import type { Endpoint } from '../../../src/model/endpoint.js';
-import type { ServicePort } from '../../../src/model/service-port.js';
-import { recordingLogger } from '../../../src/util/logger.js';
+import { netnsCommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import { parseConntrackListing } from '../../../packages/agent/src/netfilter/conntrack/flow.js';
+import { reconcileConntrack } from '../../../packages/agent/src/netfilter/conntrack/executor.js';
+import type { Endpoint } from '../../../packages/agent/src/model/endpoint.js';
+import type { ServicePort } from '../../../packages/agent/src/model/service-port.js';
+import { recordingLogger } from '../../../packages/agent/src/util/logger.js';
 import { kernelOptions, runPrefix } from '../../helpers/kernel.js';
-import { FakeClock } from '../../../src/util/clock.js';
+import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import { endpoint, servicePort } from './fixtures.js';
 
 const NODE_IP = '198.18.0.1';

@@ -1,10 +1,13 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ConntrackFlow } from '../../../src/netfilter/conntrack/flow.js';
-import { deletionArgs, planStaleFlowDeletions } from '../../../src/netfilter/conntrack/reconcile.js';
-import type { ConntrackDeletion } from '../../../src/netfilter/conntrack/reconcile.js';
-import type { Endpoint } from '../../../src/model/endpoint.js';
-import type { ServicePort } from '../../../src/model/service-port.js';
+import type { ConntrackFlow } from '../../../packages/agent/src/netfilter/conntrack/flow.js';
+import {
+  deletionArgs,
+  planStaleFlowDeletions,
+} from '../../../packages/agent/src/netfilter/conntrack/reconcile.js';
+import type { ConntrackDeletion } from '../../../packages/agent/src/netfilter/conntrack/reconcile.js';
+import type { Endpoint } from '../../../packages/agent/src/model/endpoint.js';
+import type { ServicePort } from '../../../packages/agent/src/model/service-port.js';
 import { endpoint, servicePort } from './fixtures.js';
 
 function udp(

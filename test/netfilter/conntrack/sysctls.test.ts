@@ -8,8 +8,8 @@ import {
   DEFAULT_CONNTRACK_SYSCTLS,
   applyConntrackSysctls,
   desiredConntrackMax,
-} from '../../../src/netfilter/conntrack/sysctls.js';
-import { SILENT_LOGGER } from '../../../src/util/logger.js';
+} from '../../../packages/agent/src/netfilter/conntrack/sysctls.js';
+import { SILENT_LOGGER } from '../../../packages/agent/src/util/logger.js';
 
 async function fakeRoot(values: Partial<Record<keyof typeof P, number>>): Promise<string> {
   const root = await mkdtemp(join(tmpdir(), 'kpts-sysctl-'));

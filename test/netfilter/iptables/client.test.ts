@@ -4,15 +4,15 @@ import {
   detectIptablesBackend,
   IptablesClient,
   IptablesError,
-} from '../../../src/netfilter/iptables/client.js';
-import { FakeIptables } from '../../../src/netfilter/iptables/fake.js';
+} from '../../../packages/agent/src/netfilter/iptables/client.js';
+import { FakeIptables } from '../../../packages/agent/src/netfilter/iptables/fake.js';
 import {
   commandWaitFlags,
   iptablesBinaries,
   parseIptablesVersion,
   restoreWaitFlags,
-} from '../../../src/netfilter/iptables/variant.js';
-import { FakeClock } from '../../../src/util/clock.js';
+} from '../../../packages/agent/src/netfilter/iptables/variant.js';
+import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 
 describe('versions and variants', () => {
   test('parses both back ends', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { FakeIptables } from '../../../src/netfilter/iptables/fake.js';
-import { chainsInSave } from '../../../src/netfilter/iptables/parse.js';
+import { FakeIptables } from '../../../packages/agent/src/netfilter/iptables/fake.js';
+import { chainsInSave } from '../../../packages/agent/src/netfilter/iptables/parse.js';
 
 const restore = (fake: FakeIptables, input: string, extra: string[] = []) =>
   fake.run('iptables-restore', ['--noflush', '--counters', ...extra], { stdin: input });

@@ -1,13 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { chainsInSave, parseRestore, readSave, tokenizeLine } from '../../../src/netfilter/iptables/parse.js';
+import {
+  chainsInSave,
+  parseRestore,
+  readSave,
+  tokenizeLine,
+} from '../../../packages/agent/src/netfilter/iptables/parse.js';
 import {
   insertLine,
   quoteArg,
   ruleLine,
   serializeRestore,
-} from '../../../src/netfilter/iptables/serialize.js';
-import { commentMatch, truncateUtf8 } from '../../../src/netfilter/iptables/types.js';
+} from '../../../packages/agent/src/netfilter/iptables/serialize.js';
+import { commentMatch, truncateUtf8 } from '../../../packages/agent/src/netfilter/iptables/types.js';
 
 describe('quoteArg (upstream: bare without spaces, double-quoted otherwise)', () => {
   const cases: [string, string][] = [

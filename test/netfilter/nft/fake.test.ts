@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { isExists, isNotFound } from '../../../src/netfilter/nft/errors.js';
-import { FakeNft } from '../../../src/netfilter/nft/fake.js';
-import { NftTransaction } from '../../../src/netfilter/nft/transaction.js';
+import { isExists, isNotFound } from '../../../packages/agent/src/netfilter/nft/errors.js';
+import { FakeNft } from '../../../packages/agent/src/netfilter/nft/fake.js';
+import { NftTransaction } from '../../../packages/agent/src/netfilter/nft/transaction.js';
 
 function base(): NftTransaction {
   return new NftTransaction()

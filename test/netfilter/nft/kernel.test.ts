@@ -2,15 +2,18 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
-import { NftablesBackend, renderFullSyncTransaction } from '../../../src/backends/nftables/backend.js';
-import { netnsCommandRunner } from '../../../src/netfilter/command.js';
-import { NftError } from '../../../src/netfilter/nft/errors.js';
-import { NftCommandExecutor } from '../../../src/netfilter/nft/executor.js';
-import { FakeNft } from '../../../src/netfilter/nft/fake.js';
-import { parseOperations } from '../../../src/netfilter/nft/parse.js';
-import type { NftOperation } from '../../../src/netfilter/nft/objects.js';
-import { NftTransaction } from '../../../src/netfilter/nft/transaction.js';
-import { FakeClock } from '../../../src/util/clock.js';
+import {
+  NftablesBackend,
+  renderFullSyncTransaction,
+} from '../../../packages/agent/src/backends/nftables/backend.js';
+import { netnsCommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import { NftError } from '../../../packages/agent/src/netfilter/nft/errors.js';
+import { NftCommandExecutor } from '../../../packages/agent/src/netfilter/nft/executor.js';
+import { FakeNft } from '../../../packages/agent/src/netfilter/nft/fake.js';
+import { parseOperations } from '../../../packages/agent/src/netfilter/nft/parse.js';
+import type { NftOperation } from '../../../packages/agent/src/netfilter/nft/objects.js';
+import { NftTransaction } from '../../../packages/agent/src/netfilter/nft/transaction.js';
+import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import { kernelOptions, runPrefix, sweepNamespaces } from '../../helpers/kernel.js';
 import { loadVector, nodeConfigFromVector } from '../../backends/nftables/helpers.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';

@@ -2,10 +2,10 @@
 // lives inside the test's namespace, so libnftables (whose netlink socket is in this process's namespace) programs
 // that namespace and nothing else. Prints one JSON line: how the executor was chosen here, and the scenario's
 // record through libnftables.
-import { hostCommandRunner } from '../../../src/netfilter/command.js';
-import { chooseNftExecutors } from '../../../src/netfilter/nft/choose-executor.js';
-import { loadLibnftables } from '../../../src/netfilter/nft/libnftables.js';
-import { NftLibraryExecutor } from '../../../src/netfilter/nft/library-executor.js';
+import { hostCommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import { chooseNftExecutors } from '../../../packages/agent/src/netfilter/nft/choose-executor.js';
+import { loadLibnftables } from '../../../packages/agent/src/netfilter/nft/libnftables.js';
+import { NftLibraryExecutor } from '../../../packages/agent/src/netfilter/nft/library-executor.js';
 import { runScenario } from './library-scenario.js';
 
 const lib = loadLibnftables();

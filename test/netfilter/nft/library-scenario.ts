@@ -2,16 +2,16 @@
 // inside its own network namespace: library.test.ts) and once with the `nft` binary (in the test's process, through
 // `ip netns exec` of another namespace), so that the two records can be compared: the kernel's table after every
 // step (`nft list table`, elements included), what the executor read back, and the errors it reported.
-import type { CommandRunner } from '../../../src/netfilter/command.js';
-import { NftablesBackend } from '../../../src/backends/nftables/backend.js';
-import { FLAT_LAYOUT } from '../../../src/backends/nftables/flat/layout.js';
-import { UPSTREAM_LAYOUT } from '../../../src/backends/nftables/upstream-layout.js';
-import { NftError } from '../../../src/netfilter/nft/errors.js';
-import type { NftExecutor } from '../../../src/netfilter/nft/executor.js';
-import type { NftCommandExecutor } from '../../../src/netfilter/nft/executor.js';
-import type { NftTableRef } from '../../../src/netfilter/nft/serialize.js';
-import { NftTransaction } from '../../../src/netfilter/nft/transaction.js';
-import { FakeClock } from '../../../src/util/clock.js';
+import type { CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import { NftablesBackend } from '../../../packages/agent/src/backends/nftables/backend.js';
+import { FLAT_LAYOUT } from '../../../packages/agent/src/backends/nftables/flat/layout.js';
+import { UPSTREAM_LAYOUT } from '../../../packages/agent/src/backends/nftables/upstream-layout.js';
+import { NftError } from '../../../packages/agent/src/netfilter/nft/errors.js';
+import type { NftExecutor } from '../../../packages/agent/src/netfilter/nft/executor.js';
+import type { NftCommandExecutor } from '../../../packages/agent/src/netfilter/nft/executor.js';
+import type { NftTableRef } from '../../../packages/agent/src/netfilter/nft/serialize.js';
+import { NftTransaction } from '../../../packages/agent/src/netfilter/nft/transaction.js';
+import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
 import { nodeFor, objects } from '../../backends/nftables/flat-objects.js';
 

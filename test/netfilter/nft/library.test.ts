@@ -5,14 +5,17 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
-import { hostCommandRunner, netnsCommandRunner } from '../../../src/netfilter/command.js';
-import { chooseNftExecutors } from '../../../src/netfilter/nft/choose-executor.js';
-import { NftCommandExecutor } from '../../../src/netfilter/nft/executor.js';
-import type { CommandRunner } from '../../../src/netfilter/command.js';
-import type { LibnftablesContext } from '../../../src/netfilter/nft/libnftables.js';
-import { loadLibnftables } from '../../../src/netfilter/nft/libnftables.js';
-import { LIBRARY_MAX_TEXT_BYTES, NftLibraryExecutor } from '../../../src/netfilter/nft/library-executor.js';
-import { NftTransaction } from '../../../src/netfilter/nft/transaction.js';
+import { hostCommandRunner, netnsCommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import { chooseNftExecutors } from '../../../packages/agent/src/netfilter/nft/choose-executor.js';
+import { NftCommandExecutor } from '../../../packages/agent/src/netfilter/nft/executor.js';
+import type { CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import type { LibnftablesContext } from '../../../packages/agent/src/netfilter/nft/libnftables.js';
+import { loadLibnftables } from '../../../packages/agent/src/netfilter/nft/libnftables.js';
+import {
+  LIBRARY_MAX_TEXT_BYTES,
+  NftLibraryExecutor,
+} from '../../../packages/agent/src/netfilter/nft/library-executor.js';
+import { NftTransaction } from '../../../packages/agent/src/netfilter/nft/transaction.js';
 import { kernelOptions, runPrefix, sweepNamespaces, runInNamespace } from '../../helpers/kernel.js';
 import type { ScenarioRecord } from './library-scenario.js';
 import { runScenario } from './library-scenario.js';

@@ -1,18 +1,22 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { NftObject, NftObjectKind, NftVerb } from '../../../src/netfilter/nft/objects.js';
-import { NFT_OBJECT_KINDS, NFT_VERBS, VERBS_BY_KIND } from '../../../src/netfilter/nft/objects.js';
-import { parseOperationLine } from '../../../src/netfilter/nft/parse.js';
-import { goQuote, quoteComment } from '../../../src/netfilter/nft/quote.js';
-import { parseNftError } from '../../../src/netfilter/nft/executor.js';
+import type { NftObject, NftObjectKind, NftVerb } from '../../../packages/agent/src/netfilter/nft/objects.js';
+import {
+  NFT_OBJECT_KINDS,
+  NFT_VERBS,
+  VERBS_BY_KIND,
+} from '../../../packages/agent/src/netfilter/nft/objects.js';
+import { parseOperationLine } from '../../../packages/agent/src/netfilter/nft/parse.js';
+import { goQuote, quoteComment } from '../../../packages/agent/src/netfilter/nft/quote.js';
+import { parseNftError } from '../../../packages/agent/src/netfilter/nft/executor.js';
 import {
   ELEMENTS_PER_LINE,
   serializeOperations,
   serializeTransaction,
   writeOperation,
-} from '../../../src/netfilter/nft/serialize.js';
-import type { NftOperation } from '../../../src/netfilter/nft/objects.js';
-import { NftTransaction } from '../../../src/netfilter/nft/transaction.js';
+} from '../../../packages/agent/src/netfilter/nft/serialize.js';
+import type { NftOperation } from '../../../packages/agent/src/netfilter/nft/objects.js';
+import { NftTransaction } from '../../../packages/agent/src/netfilter/nft/transaction.js';
 
 const ref = { family: 'ip', table: 'kube-proxy' } as const;
 

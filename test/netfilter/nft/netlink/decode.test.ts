@@ -5,15 +5,18 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import type { ListedElement, NetlinkMessageView } from '../../../../src/netfilter/nft/netlink/decode.js';
+import type {
+  ListedElement,
+  NetlinkMessageView,
+} from '../../../../packages/agent/src/netfilter/nft/netlink/decode.js';
 import {
   decodeSetElemMessage,
   netlinkMessages,
   parseErrorReply,
-} from '../../../../src/netfilter/nft/netlink/decode.js';
-import { encodeElementBatch } from '../../../../src/netfilter/nft/netlink/encode.js';
-import { formatIPv6 } from '../../../../src/netfilter/nft/netlink/fields.js';
-import { elementSchemas } from '../../../../src/netfilter/nft/netlink/schema.js';
+} from '../../../../packages/agent/src/netfilter/nft/netlink/decode.js';
+import { encodeElementBatch } from '../../../../packages/agent/src/netfilter/nft/netlink/encode.js';
+import { formatIPv6 } from '../../../../packages/agent/src/netfilter/nft/netlink/fields.js';
+import { elementSchemas } from '../../../../packages/agent/src/netfilter/nft/netlink/schema.js';
 import type { VectorFamily } from './vectors.js';
 import { vectorContainers, vectorOperations } from './vectors.js';
 

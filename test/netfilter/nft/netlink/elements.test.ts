@@ -2,9 +2,12 @@
 // and flush of a set or map, on sets with a schema; everything else stays with nft, and the reason says why.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { NftOperation } from '../../../../src/netfilter/nft/objects.js';
-import { canApply, unsupportedOperation } from '../../../../src/netfilter/nft/netlink/elements.js';
-import { elementSchemas } from '../../../../src/netfilter/nft/netlink/schema.js';
+import type { NftOperation } from '../../../../packages/agent/src/netfilter/nft/objects.js';
+import {
+  canApply,
+  unsupportedOperation,
+} from '../../../../packages/agent/src/netfilter/nft/netlink/elements.js';
+import { elementSchemas } from '../../../../packages/agent/src/netfilter/nft/netlink/schema.js';
 import { vectorContainers, vectorOperations } from './vectors.js';
 
 const schemas = elementSchemas([

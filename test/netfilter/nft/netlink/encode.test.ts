@@ -6,14 +6,20 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { FLAT_LAYOUT } from '../../../../src/backends/nftables/flat/layout.js';
-import { flatSetupParts } from '../../../../src/backends/nftables/flat/setup.js';
-import { sharedSets, familyWords } from '../../../../src/backends/nftables/setup.js';
-import type { NftOperation } from '../../../../src/netfilter/nft/objects.js';
-import type { EncodedBatch } from '../../../../src/netfilter/nft/netlink/encode.js';
-import { encodeElementBatch, operationForReply } from '../../../../src/netfilter/nft/netlink/encode.js';
-import type { ElementSchema } from '../../../../src/netfilter/nft/netlink/schema.js';
-import { elementSchema, elementSchemas } from '../../../../src/netfilter/nft/netlink/schema.js';
+import { FLAT_LAYOUT } from '../../../../packages/agent/src/backends/nftables/flat/layout.js';
+import { flatSetupParts } from '../../../../packages/agent/src/backends/nftables/flat/setup.js';
+import { sharedSets, familyWords } from '../../../../packages/agent/src/backends/nftables/setup.js';
+import type { NftOperation } from '../../../../packages/agent/src/netfilter/nft/objects.js';
+import type { EncodedBatch } from '../../../../packages/agent/src/netfilter/nft/netlink/encode.js';
+import {
+  encodeElementBatch,
+  operationForReply,
+} from '../../../../packages/agent/src/netfilter/nft/netlink/encode.js';
+import type { ElementSchema } from '../../../../packages/agent/src/netfilter/nft/netlink/schema.js';
+import {
+  elementSchema,
+  elementSchemas,
+} from '../../../../packages/agent/src/netfilter/nft/netlink/schema.js';
 import { nodeFor } from '../../../backends/nftables/flat-objects.js';
 import type { VectorFamily } from './vectors.js';
 import { elementText, vectorContainers, vectorOperations } from './vectors.js';

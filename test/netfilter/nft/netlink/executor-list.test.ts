@@ -3,12 +3,15 @@
 // netlink side is a stand-in here (what it answers is set per test); against the kernel: table-kernel.test.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { NftElementsExecutor } from '../../../../src/netfilter/nft/elements-executor.js';
-import { NftError } from '../../../../src/netfilter/nft/errors.js';
-import type { NftListing } from '../../../../src/netfilter/nft/executor.js';
-import { FakeNft } from '../../../../src/netfilter/nft/fake.js';
-import type { NetlinkElements, NetlinkTableResult } from '../../../../src/netfilter/nft/netlink/elements.js';
-import { recordingLogger } from '../../../../src/util/logger.js';
+import { NftElementsExecutor } from '../../../../packages/agent/src/netfilter/nft/elements-executor.js';
+import { NftError } from '../../../../packages/agent/src/netfilter/nft/errors.js';
+import type { NftListing } from '../../../../packages/agent/src/netfilter/nft/executor.js';
+import { FakeNft } from '../../../../packages/agent/src/netfilter/nft/fake.js';
+import type {
+  NetlinkElements,
+  NetlinkTableResult,
+} from '../../../../packages/agent/src/netfilter/nft/netlink/elements.js';
+import { recordingLogger } from '../../../../packages/agent/src/util/logger.js';
 
 const NETLINK_LISTING: NftListing = {
   table: { kind: 'table', comment: 'rules for kube-proxy' },

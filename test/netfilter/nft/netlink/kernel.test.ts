@@ -7,11 +7,11 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
-import { netnsCommandRunner } from '../../../../src/netfilter/command.js';
+import { netnsCommandRunner } from '../../../../packages/agent/src/netfilter/command.js';
 import type {
   NetlinkApplyResult,
   NetlinkElementError,
-} from '../../../../src/netfilter/nft/netlink/elements.js';
+} from '../../../../packages/agent/src/netfilter/nft/netlink/elements.js';
 import { kernelOptions, runPrefix, sweepNamespaces, runInNamespace } from '../../../helpers/kernel.js';
 import type { StepRecord } from './scenario.js';
 import { expectedFailures, nftApplier, runScenario } from './scenario.js';

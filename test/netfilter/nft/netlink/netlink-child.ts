@@ -2,10 +2,13 @@
 // process lives inside the test's namespace, so the netlink socket it opens (whose namespace is this process's)
 // writes that namespace's tables and nothing else. Runs the scenario with the netlink writer, then lists every set
 // and map both through netlink and through `nft --json` (parsed by our JSON reader), and prints one JSON line.
-import { hostCommandRunner } from '../../../../src/netfilter/command.js';
-import { parseElementsJson } from '../../../../src/netfilter/nft/json.js';
-import type { ListedElement, NetlinkElementError } from '../../../../src/netfilter/nft/netlink/elements.js';
-import { NetlinkElements } from '../../../../src/netfilter/nft/netlink/elements.js';
+import { hostCommandRunner } from '../../../../packages/agent/src/netfilter/command.js';
+import { parseElementsJson } from '../../../../packages/agent/src/netfilter/nft/json.js';
+import type {
+  ListedElement,
+  NetlinkElementError,
+} from '../../../../packages/agent/src/netfilter/nft/netlink/elements.js';
+import { NetlinkElements } from '../../../../packages/agent/src/netfilter/nft/netlink/elements.js';
 import { runScenario } from './scenario.js';
 
 const writer = NetlinkElements.open();

@@ -8,20 +8,20 @@
 // that keeps them. What the writer does not take (the table, chains, rules, set declarations, the interval set's
 // elements) goes to `nft -f` on both sides, in its place in the order; then hand-made steps: flushes, deletes,
 // creates, and batches that fail.
-import { NftablesBackend } from '../../../../src/backends/nftables/backend.js';
-import { FLAT_LAYOUT } from '../../../../src/backends/nftables/flat/layout.js';
-import type { CommandRunner } from '../../../../src/netfilter/command.js';
-import { NftError } from '../../../../src/netfilter/nft/errors.js';
-import type { NftExecutor, NftRunStats } from '../../../../src/netfilter/nft/executor.js';
-import { parseNftError } from '../../../../src/netfilter/nft/executor.js';
-import type { NftMap, NftOperation, NftSet } from '../../../../src/netfilter/nft/objects.js';
-import { canApply } from '../../../../src/netfilter/nft/netlink/elements.js';
-import type { ElementSchema } from '../../../../src/netfilter/nft/netlink/schema.js';
-import { elementSchemas } from '../../../../src/netfilter/nft/netlink/schema.js';
-import type { NftTableRef } from '../../../../src/netfilter/nft/serialize.js';
-import { serializeTransaction } from '../../../../src/netfilter/nft/serialize.js';
-import type { NftTransaction } from '../../../../src/netfilter/nft/transaction.js';
-import { FakeClock } from '../../../../src/util/clock.js';
+import { NftablesBackend } from '../../../../packages/agent/src/backends/nftables/backend.js';
+import { FLAT_LAYOUT } from '../../../../packages/agent/src/backends/nftables/flat/layout.js';
+import type { CommandRunner } from '../../../../packages/agent/src/netfilter/command.js';
+import { NftError } from '../../../../packages/agent/src/netfilter/nft/errors.js';
+import type { NftExecutor, NftRunStats } from '../../../../packages/agent/src/netfilter/nft/executor.js';
+import { parseNftError } from '../../../../packages/agent/src/netfilter/nft/executor.js';
+import type { NftMap, NftOperation, NftSet } from '../../../../packages/agent/src/netfilter/nft/objects.js';
+import { canApply } from '../../../../packages/agent/src/netfilter/nft/netlink/elements.js';
+import type { ElementSchema } from '../../../../packages/agent/src/netfilter/nft/netlink/schema.js';
+import { elementSchemas } from '../../../../packages/agent/src/netfilter/nft/netlink/schema.js';
+import type { NftTableRef } from '../../../../packages/agent/src/netfilter/nft/serialize.js';
+import { serializeTransaction } from '../../../../packages/agent/src/netfilter/nft/serialize.js';
+import type { NftTransaction } from '../../../../packages/agent/src/netfilter/nft/transaction.js';
+import { FakeClock } from '../../../../packages/agent/src/util/clock.js';
 import { ModelCluster } from '../../../helpers/model-cluster.js';
 import { nodeFor, objects } from '../../../backends/nftables/flat-objects.js';
 

@@ -4,15 +4,15 @@
 // by parseTableJson) or the error it rejects with, nft's text listing, and what NftElementsExecutor.list() gives
 // over the nft executor. With --measure: also how long each listing takes, a few times over. Prints one JSON line.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { hostCommandRunner } from '../../../../src/netfilter/command.js';
-import { NftElementsExecutor } from '../../../../src/netfilter/nft/elements-executor.js';
-import type { ElementsExecutorCounts } from '../../../../src/netfilter/nft/elements-executor.js';
-import { NftError } from '../../../../src/netfilter/nft/errors.js';
-import type { NftListing } from '../../../../src/netfilter/nft/executor.js';
-import { NftCommandExecutor } from '../../../../src/netfilter/nft/executor.js';
-import type { NetlinkTableResult } from '../../../../src/netfilter/nft/netlink/elements.js';
-import { NetlinkElements } from '../../../../src/netfilter/nft/netlink/elements.js';
-import type { NftFamily } from '../../../../src/netfilter/nft/objects.js';
+import { hostCommandRunner } from '../../../../packages/agent/src/netfilter/command.js';
+import { NftElementsExecutor } from '../../../../packages/agent/src/netfilter/nft/elements-executor.js';
+import type { ElementsExecutorCounts } from '../../../../packages/agent/src/netfilter/nft/elements-executor.js';
+import { NftError } from '../../../../packages/agent/src/netfilter/nft/errors.js';
+import type { NftListing } from '../../../../packages/agent/src/netfilter/nft/executor.js';
+import { NftCommandExecutor } from '../../../../packages/agent/src/netfilter/nft/executor.js';
+import type { NetlinkTableResult } from '../../../../packages/agent/src/netfilter/nft/netlink/elements.js';
+import { NetlinkElements } from '../../../../packages/agent/src/netfilter/nft/netlink/elements.js';
+import type { NftFamily } from '../../../../packages/agent/src/netfilter/nft/objects.js';
 
 /** A listing, or the code and message of the NftError it was refused with. */
 export type ListedOrRefused =

@@ -2,7 +2,7 @@
 // every datatype, object type, set flag, chain type, hook and priority form the reader knows, anonymous sets and
 // a binding chain (which nft does not list), comments everywhere, and a table it must refuse (a datatype it does
 // not know). Loaded with `nft -f` by the kernel test and by the recorder of table-replies.json.
-import type { NftListing } from '../../../../src/netfilter/nft/executor.js';
+import type { NftListing } from '../../../../packages/agent/src/netfilter/nft/executor.js';
 
 export const ZOO_TABLES = `
 table ip zoo {

@@ -7,15 +7,18 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { parseTableJson } from '../../../../src/netfilter/nft/json.js';
-import { netlinkMessages, parseErrorReply } from '../../../../src/netfilter/nft/netlink/decode.js';
-import type { ListingPart } from '../../../../src/netfilter/nft/netlink/table.js';
+import { parseTableJson } from '../../../../packages/agent/src/netfilter/nft/json.js';
+import {
+  netlinkMessages,
+  parseErrorReply,
+} from '../../../../packages/agent/src/netfilter/nft/netlink/decode.js';
+import type { ListingPart } from '../../../../packages/agent/src/netfilter/nft/netlink/table.js';
 import {
   LISTING_FAMILIES,
   LISTING_PARTS,
   TableListingReader,
   listingRequest,
-} from '../../../../src/netfilter/nft/netlink/table.js';
+} from '../../../../packages/agent/src/netfilter/nft/netlink/table.js';
 import type { RecordedListing } from '../../../fixtures/netlink/record-table.js';
 import { ODD_TABLE, ZOO_TABLES, asNft106JsonGives } from './table-zoo.js';
 

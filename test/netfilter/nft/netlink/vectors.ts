@@ -3,8 +3,13 @@
 // encode.test.ts: every field type and key/value shape the kube-proxy tables use, for an IPv4 and an IPv6 table,
 // with the edge values of each (port 0 and 65535, a slot past 16 bits, IPv6 written every way nft reads it),
 // every verdict, comments that quote.ts rewrites, a run long enough for two messages, deletes and flushes.
-import type { NftChain, NftMap, NftOperation, NftSet } from '../../../../src/netfilter/nft/objects.js';
-import { writeOperation } from '../../../../src/netfilter/nft/serialize.js';
+import type {
+  NftChain,
+  NftMap,
+  NftOperation,
+  NftSet,
+} from '../../../../packages/agent/src/netfilter/nft/objects.js';
+import { writeOperation } from '../../../../packages/agent/src/netfilter/nft/serialize.js';
 
 export type VectorFamily = 'ip' | 'ip6';
 

@@ -1,0 +1,234 @@
+// `kube-proxy-ts lab trace FROM TO`: `trace` in the lab, in one step. FROM is a pod (NAME or NS/NAME) or
+// "client"; TO is web.svc, web.svc:80, http://web.svc/, IP:PORT, or NODE:NODEPORT (a node's name for its
+// address). Names resolve as FROM resolves them (its /etc/hosts, which the lab writes). The trace starts on every
+// node (a packet from a pod enters its own node; a NodePort packet the node it is sent to; the others see nothing
+// and are left out), then one HTTP request is sent from FROM, and each node's path is printed.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { runTrace } from 'kube-proxy-ts/inspect/trace/session.js';
+import type { TraceReport } from 'kube-proxy-ts/inspect/trace/session.js';
+import { parseTraceTarget } from 'kube-proxy-ts/inspect/trace/target.js';
+import { etcNetnsDir, labLayout, labPaths } from '../cluster/layout.js';
+import { readLabState, resolveTarget } from '../cluster/index.js';
+import { parseIPSloppy } from 'kube-proxy-ts/model/ip.js';
+import type { CommandRunner, StreamRunner } from 'kube-proxy-ts/netfilter/command.js';
+import {
+  hostCommandRunner,
+  hostStreamRunner,
+  netnsCommandRunner,
+  netnsStreamRunner,
+} from 'kube-proxy-ts/netfilter/command.js';
+import { formatTraceReport } from 'kube-proxy-ts/cli/trace.js';
+import { loadClusterObjects, servicePortsOf } from 'kube-proxy-ts/cli/cluster-objects.js';
+import { frontendsFromServicePorts } from 'kube-proxy-ts/inspect/trace/frontends.js';
+
+export const LAB_TRACE_USAGE = `Usage: kube-proxy-ts lab trace FROM TO [--timeout S] [-o text|json]
+
+FROM: a pod (NAME or NAMESPACE/NAME) or "client" (the host outside the cluster).
+TO:   web.svc, web.svc:80, http://web.svc/, IP:PORT, or NODE:NODEPORT (e.g. worker:30080).
+Traces on every node, sends one HTTP request from FROM, and prints the path of its first packet on each node
+that saw it: the Service port by frontend, the endpoint chosen, masquerading, or the reject or drop.
+`;
+
+export interface LabTraceDeps {
+  readonly runner: CommandRunner;
+  readonly streams: StreamRunner;
+  readonly stateDir: string;
+}
+
+export interface LabTraceResult {
+  readonly from: string;
+  readonly to: string;
+  readonly url: string;
+  readonly request: { readonly ok: boolean; readonly answer: string };
+  readonly nodes: readonly { readonly node: string; readonly report: TraceReport }[];
+}
+
+interface Destination {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** Splits TO into a host and a port (80 unless given; 443 for https). */
+export function parseDestination(to: string): Destination | string {
+  let rest = to.trim();
+  let port = 80;
+  const url = /^(https?):\/\/([^/]+)(\/.*)?$/.exec(rest);
+  if (url) {
+    if (url[1] === 'https') port = 443;
+    rest = url[2] ?? '';
+  }
+  const bracket = /^\[([^\]]+)\](?::(\d+))?$/.exec(rest);
+  let host = rest;
+  let portText: string | undefined;
+  if (bracket) {
+    host = bracket[1] ?? '';
+    portText = bracket[2];
+  } else if ((rest.match(/:/g) ?? []).length === 1) {
+    [host = '', portText] = rest.split(':');
+  }
+  if (portText !== undefined) {
+    port = Number(portText);
+    if (!/^\d+$/.test(portText) || port < 1 || port > 65535) return `${to}: port ${portText} is not 1…65535`;
+  }
+  if (host === '') return `${to}: no host`;
+  return { host, port };
+}
+
+/** A name from the hosts file the lab wrote for a namespace. */
+function lookUpHost(namespace: string, name: string): string | undefined {
+  let text: string;
+  try {
+    text = readFileSync(join(etcNetnsDir(namespace), 'hosts'), 'utf8');
+  } catch {
+    return undefined;
+  }
+  for (const line of text.split('\n')) {
+    const [ip, ...names] = line.trim().split(/\s+/);
+    if (ip && !ip.startsWith('#') && names.includes(name)) return ip;
+  }
+  return undefined;
+}
+
+export async function labTrace(
+  from: string,
+  to: string,
+  options: { timeoutMs: number },
+  deps: LabTraceDeps = { runner: hostCommandRunner, streams: hostStreamRunner, stateDir: '' },
+): Promise<LabTraceResult> {
+  const read = readLabState(labPaths(deps.stateDir).stateFile);
+  if (!read.ok) throw new Error(read.missing ? 'no lab is up' : read.reason);
+  const state = read.state;
+  const layout = labLayout(state.nodes.length, state.prefix);
+  const source = await resolveTarget(deps.runner, state, from);
+  if (!source.ok) throw new Error(`FROM ${from}: ${source.reason}`);
+  if (layout.nodes.some((n) => n.namespace === source.namespace))
+    throw new Error(
+      `FROM ${from}: a node sends from its own namespace, which the trace hooks see as output; use a pod or "client"`,
+    );
+  const dest = parseDestination(to);
+  if (typeof dest === 'string') throw new Error(`TO ${dest}`);
+  const node = layout.nodes.find((n) => n.name === dest.host);
+  const ip = parseIPSloppy(dest.host)?.text ?? node?.ip ?? lookUpHost(source.namespace, dest.host);
+  if (ip === undefined)
+    throw new Error(
+      `TO ${to}: ${dest.host} is no IP, node (${layout.nodes.map((n) => n.name).join(', ')}) or name in ${from}'s /etc/hosts`,
+    );
+  const target = parseTraceTarget(`${ip.includes(':') ? `[${ip}]` : ip}:${dest.port}/tcp`);
+  if (!target.ok) throw new Error(target.reason);
+  const url = `http://${ip.includes(':') ? `[${ip}]` : ip}:${dest.port}/`;
+
+  // The lab's API names every frontend, also where the table does not (the flat layout).
+  const objects = await loadClusterObjects({ kubeconfig: labPaths(deps.stateDir).kubeconfig }, 'lab trace', {
+    stderr: () => {},
+  });
+  const clusterFrontends =
+    typeof objects === 'string'
+      ? undefined
+      : frontendsFromServicePorts(servicePortsOf(objects, target.target.family));
+  const abort = new AbortController();
+  const ready: Promise<void>[] = [];
+  const traces = layout.nodes.map((n) => {
+    let markReady: () => void = () => {};
+    ready.push(new Promise<void>((resolve) => (markReady = resolve)));
+    return runTrace({
+      target: target.target,
+      mode: state.mode,
+      runner: netnsCommandRunner(n.namespace, deps.runner),
+      streams: netnsStreamRunner(n.namespace, deps.streams),
+      count: 1,
+      timeoutMs: options.timeoutMs,
+      signal: abort.signal,
+      onReady: () => markReady(),
+      ...(clusterFrontends ? { clusterFrontends } : {}),
+    })
+      .then((report) => ({ node: n.name, report }))
+      .finally(() => markReady());
+  });
+  let request: LabTraceResult['request'];
+  try {
+    await Promise.all(ready);
+    const r = await deps.runner.run('ip', ['netns', 'exec', source.namespace, 'curl', '-s', '-m', '3', url]);
+    request = {
+      ok: r.code === 0,
+      answer: r.code === 0 ? r.stdout.trim() : `curl exit ${r.code}${r.stderr ? `: ${r.stderr.trim()}` : ''}`,
+    };
+    // The first packet's events arrive within milliseconds; nodes it never reached stop here.
+    await new Promise((r2) => setTimeout(r2, 1000));
+  } finally {
+    abort.abort();
+  }
+  const reports = await Promise.all(traces);
+  return { from, to, url, request, nodes: reports.filter((r) => r.report.packets.length > 0) };
+}
+
+export function formatLabTrace(r: LabTraceResult): string {
+  const lines = [
+    `${r.from} → ${r.to} (${r.url}): ${r.request.ok ? `answered: ${r.request.answer}` : `no answer (${r.request.answer})`}`,
+  ];
+  if (r.nodes.length === 0)
+    lines.push('no node saw the packet (is TO a Service, a NodePort or a pod behind a node?)');
+  for (const n of r.nodes) lines.push('', `== node ${n.node}`, formatTraceReport(n.report).trimEnd());
+  return `${lines.join('\n')}\n`;
+}
+
+/** `lab trace` as lab.ts dispatches it. */
+export async function labTraceCommand(argv: readonly string[], defaultStateDir: string): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        'state-dir': { type: 'string' },
+        timeout: { type: 'string' },
+        output: { type: 'string', short: 'o' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (e) {
+    process.stderr.write(`lab trace: ${e instanceof Error ? e.message : String(e)}\n\n${LAB_TRACE_USAGE}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    process.stdout.write(LAB_TRACE_USAGE);
+    return 0;
+  }
+  const [from, to, ...extra] = positionals;
+  const output = values.output ?? 'text';
+  const timeout = Number(values.timeout ?? '20');
+  if (
+    from === undefined ||
+    to === undefined ||
+    extra.length > 0 ||
+    (output !== 'text' && output !== 'json') ||
+    !(timeout > 0)
+  ) {
+    process.stderr.write(`lab trace: expected FROM TO [--timeout S] [-o text|json]\n\n${LAB_TRACE_USAGE}`);
+    return 2;
+  }
+  if (typeof process.getuid === 'function' && process.getuid() !== 0) {
+    process.stderr.write('lab trace: needs root, as `lab up` did\n');
+    return 1;
+  }
+  try {
+    const r = await labTrace(
+      from,
+      to,
+      { timeoutMs: timeout * 1000 },
+      {
+        runner: hostCommandRunner,
+        streams: hostStreamRunner,
+        stateDir: values['state-dir'] ?? defaultStateDir,
+      },
+    );
+    process.stdout.write(output === 'json' ? `${JSON.stringify(r, null, 2)}\n` : formatLabTrace(r));
+    return 0;
+  } catch (e) {
+    process.stderr.write(`lab trace: ${e instanceof Error ? e.message : String(e)}\n`);
+    return 1;
+  }
+}

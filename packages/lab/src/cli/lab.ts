@@ -1,0 +1,358 @@
+// `kube-proxy-ts lab …`: the one-host cluster.
+import { isNftablesLayout, NFTABLES_LAYOUTS } from 'kube-proxy-ts/config/nftables-layout.js';
+import { parseArgs } from 'node:util';
+import { hostCommandRunner } from 'kube-proxy-ts/netfilter/command.js';
+import { stderrLogger } from 'kube-proxy-ts/cli/logging.js';
+import { untilSignal } from 'kube-proxy-ts/cli/signals.js';
+import {
+  API_OUTAGE_MS,
+  LabAlreadyUpError,
+  PROXY_MODE_NAMES,
+  defaultStateDir,
+  formatStatus,
+  isProxyModeName,
+  labDown,
+  labStatus,
+  parseHostPort,
+  readLabState,
+  resolveTarget,
+  startLab,
+  startRelay,
+} from '../cluster/index.js';
+import { labLayout, labPaths } from '../cluster/layout.js';
+import { WatchView } from '../cluster/watch-view.js';
+import { IPTABLES_BACKENDS, isIptablesBackendName, nodeEnvironment } from '../cluster/node-env.js';
+import { labApiserverCommand } from './lab-apiserver.js';
+
+export const LAB_USAGE = `Usage: kube-proxy-ts lab COMMAND
+
+Commands:
+  up [--nodes 2] [--mode nftables|iptables] [--nftables-layout upstream|flat] [--iptables legacy|nft]
+     [--zones zone-a,zone-b] [--follow-configmap]
+            start a cluster on this host (needs root): nodes and pods as network namespaces,
+            kube-proxy-ts as the pods of DaemonSet kube-system/kube-proxy, Service svc/web; runs in the
+            foreground, Ctrl-C removes everything.
+            --zones: label the nodes with topology.kubernetes.io/zone, round robin
+            --follow-configmap: a kube-proxy ConfigMap edit restarts the proxies at once (default: as on a
+            real cluster, \`kubectl -n kube-system rollout restart ds kube-proxy\` applies it)
+            --nftables-layout flat: every proxy programs the flat ruleset (shared maps, no chain per
+            Service; see docs/nftables-layouts.md)
+            --iptables legacy|nft: the iptables back end the proxies run (default: the host's); legacy
+            is the one that serialises writers on the xtables lock (each node has its own lock file)
+  down      stop the lab (also after it crashed) and remove every namespace, link and process it made
+  status    nodes, proxies (pid, mode, last sync) and pods
+  watch [--rounds N]
+            every node's proxy counters (endpoint/service changes pending and total, syncs, last sync
+            duration) redrawn each second, with a sparkline of pending changes per node
+  exec TARGET -- CMD [ARGS…]
+            run a command inside a node (control-plane, worker, …), "client", or a pod (NAME or NS/NAME);
+            without a command, print the target's network namespace (for an interactive shell:
+            ip netns exec "$(kube-proxy-ts lab exec worker)" bash)
+  trace FROM TO [--timeout S] [-o text|json]
+            follow one request from a pod or "client" to web.svc, web.svc:80, http://web.svc/, IP:PORT or
+            NODE:NODEPORT through every node's rules (see lab trace --help)
+  soak [--duration 60s] [--services N] [--churn PER_SECOND] [--rate REQ_PER_SECOND]
+       [--competing-lock-holder] [--restart-proxy-every D] [--apiserver-outage-every D] [-o text|json]
+            sustained churn with traffic flowing, faults on request, and a report of failed requests
+            by kind, network programming latency, connections surviving proxy restarts, stale UDP
+            conntrack entries (see lab soak --help)
+  web       print the URL of the lab's web view (live cluster, proxy counters, rulesets, explain,
+            trace, experiments; 127.0.0.1 only, the URL carries its token)
+  kubeconfig
+            print the path of the lab's kubeconfig (export KUBECONFIG=$(kube-proxy-ts lab kubeconfig))
+  apiserver [--listen 127.0.0.1:PORT] [--kubeconfig-out PATH] [--nodes N]
+            run just the embedded API server and its controllers, in the foreground
+
+Every command takes --state-dir DIR (default ${defaultStateDir()}).
+`;
+
+function fail(message: string, code = 2): number {
+  process.stderr.write(`lab: ${message}\n`);
+  return code;
+}
+
+function isRoot(): boolean {
+  return typeof process.getuid === 'function' && process.getuid() === 0;
+}
+
+async function upCommand(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        nodes: { type: 'string' },
+        mode: { type: 'string' },
+        'nftables-layout': { type: 'string' },
+        iptables: { type: 'string' },
+        zones: { type: 'string' },
+        'follow-configmap': { type: 'boolean' },
+        'state-dir': { type: 'string' },
+        // Undocumented: tests run a lab beside a user's own under another prefix.
+        prefix: { type: 'string' },
+      },
+      strict: true,
+    }));
+  } catch (e) {
+    return fail(`up: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const nodes = Number(values.nodes ?? '2');
+  if (!Number.isInteger(nodes) || nodes < 1 || nodes > 6)
+    return fail(`up: --nodes ${values.nodes ?? ''}: expected 1…6`);
+  const mode = values.mode ?? 'nftables';
+  if (!isProxyModeName(mode))
+    return fail(`up: --mode ${mode}: expected one of ${PROXY_MODE_NAMES.join(', ')}`);
+  const nftablesLayout = values['nftables-layout'];
+  if (nftablesLayout !== undefined && !isNftablesLayout(nftablesLayout))
+    return fail(`up: --nftables-layout ${nftablesLayout}: expected one of ${NFTABLES_LAYOUTS.join(', ')}`);
+  if (nftablesLayout !== undefined && mode !== 'nftables')
+    return fail('up: --nftables-layout: only with --mode nftables');
+  const iptables = values.iptables;
+  if (iptables !== undefined && !isIptablesBackendName(iptables))
+    return fail(`up: --iptables ${iptables}: expected one of ${IPTABLES_BACKENDS.join(', ')}`);
+  if (iptables !== undefined && mode !== 'iptables') return fail('up: --iptables: only with --mode iptables');
+  const zones = values.zones === undefined ? [] : values.zones.split(',').map((z) => z.trim());
+  const badZone = zones.find((z) => !/^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/.test(z));
+  if (badZone !== undefined)
+    return fail(`up: --zones: ${JSON.stringify(badZone)} is not a label value (letters, digits, - _ .)`);
+  if (!isRoot()) return fail('up: the lab creates network namespaces and needs root (try sudo)', 1);
+  const stateDir = values['state-dir'] ?? defaultStateDir();
+  const started = Date.now();
+  const progress = (line: string): void =>
+    void process.stdout.write(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${line}\n`);
+  let lab;
+  try {
+    lab = await startLab({
+      nodes,
+      mode,
+      ...(nftablesLayout !== undefined ? { nftablesLayout } : {}),
+      ...(iptables !== undefined ? { iptables } : {}),
+      ...(zones.length > 0 ? { zones } : {}),
+      ...(values['follow-configmap'] === true ? { followConfigMap: true } : {}),
+      stateDir,
+      ...(values.prefix !== undefined ? { prefix: values.prefix } : {}),
+      progress,
+      logger: stderrLogger({ component: 'lab' }),
+    });
+  } catch (e) {
+    if (e instanceof LabAlreadyUpError) return fail(e.message, 1);
+    return fail(`up failed: ${e instanceof Error ? e.message : String(e)}`, 1);
+  }
+  const running = lab;
+  process.stdout.write(`
+The lab is up: ${running.nodes.length} nodes, kube-proxy-ts in ${mode} mode${nftablesLayout === 'flat' ? ' (flat layout)' : ''} on each.
+
+  export KUBECONFIG=${running.kubeconfigPath}
+  kubectl get nodes,pods -A -o wide
+  kubectl -n svc get svc,endpointslices
+  kubectl -n kube-system get ds kube-proxy
+  kubectl -n kube-system logs -l k8s-app=kube-proxy --tail=5
+  kubectl -n svc exec $(kubectl -n svc get pods -o name | head -1 | cut -d/ -f2) -- curl -s http://web.svc/hostname
+  kube-proxy-ts lab exec worker -- nft list table ip kube-proxy
+  kube-proxy-ts lab status
+
+Proxy logs: kubectl -n kube-system logs -l k8s-app=kube-proxy (files: ${labPaths(stateDir).nodeDir('NODE')}/kube-proxy.log)
+Ctrl-C (or \`kube-proxy-ts lab down\`) removes everything. Walkthrough: docs/lab-walkthrough.md
+`);
+  // `lab soak --apiserver-outage-every D` (from another process) asks for an API server outage with SIGUSR2.
+  const onOutage = (): void => running.apiServerOutage(API_OUTAGE_MS);
+  process.on('SIGUSR2', onOutage);
+  await untilSignal(running.stopped);
+  process.off('SIGUSR2', onOutage);
+  await running.stop();
+  return 0;
+}
+
+function stateDirArg(argv: string[]): { stateDir: string; rest: string[] } | string {
+  const rest: string[] = [];
+  let stateDir = defaultStateDir();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] ?? '';
+    if (a === '--') {
+      rest.push(...argv.slice(i));
+      break;
+    }
+    if (a === '--state-dir') {
+      const v = argv[++i];
+      if (v === undefined) return '--state-dir needs a value';
+      stateDir = v;
+    } else if (a.startsWith('--state-dir=')) stateDir = a.slice('--state-dir='.length);
+    else rest.push(a);
+  }
+  return { stateDir, rest };
+}
+
+async function downCommand(argv: string[]): Promise<number> {
+  const parsed = stateDirArg(argv);
+  if (typeof parsed === 'string') return fail(`down: ${parsed}`);
+  if (parsed.rest.length > 0) return fail(`down: unexpected ${parsed.rest.join(' ')}`);
+  if (!isRoot()) return fail('down: needs root, as `lab up` did', 1);
+  const report = await labDown(parsed.stateDir, { progress: (l) => void process.stdout.write(`${l}\n`) });
+  for (const e of report.errors) process.stderr.write(`lab down: ${e}\n`);
+  process.stdout.write(report.errors.length === 0 ? 'the lab is down; nothing is left behind\n' : '');
+  return report.errors.length === 0 ? 0 : 1;
+}
+
+async function statusCommand(argv: string[]): Promise<number> {
+  const parsed = stateDirArg(argv);
+  if (typeof parsed === 'string') return fail(`status: ${parsed}`);
+  const s = await labStatus(parsed.stateDir);
+  if (typeof s === 'string') {
+    process.stdout.write(`${s}\n`);
+    return 1;
+  }
+  process.stdout.write(formatStatus(s));
+  return 0;
+}
+
+async function execCommand(argv: string[]): Promise<number> {
+  const parsed = stateDirArg(argv);
+  if (typeof parsed === 'string') return fail(`exec: ${parsed}`);
+  const [target, ...after] = parsed.rest;
+  if (target === undefined || target === '--') return fail('exec: usage: lab exec TARGET -- CMD [ARGS…]');
+  const cmd = after[0] === '--' ? after.slice(1) : after;
+  const read = readLabState(labPaths(parsed.stateDir).stateFile);
+  if (!read.ok) return fail(read.missing ? 'exec: no lab is up' : `exec: ${read.reason}`, 1);
+  const found = await resolveTarget(hostCommandRunner, read.state, target);
+  if (!found.ok) return fail(`exec: ${found.reason}`, 1);
+  if (cmd.length === 0) {
+    process.stdout.write(`${found.namespace}\n`);
+    return 0;
+  }
+  // Output is relayed when the command ends (the CommandRunner seam collects it): fine for curl, nft, ip;
+  // for an interactive shell use `ip netns exec` with the namespace printed above.
+  // On a node, a command sees the node as its host: its xtables lock and iptables back end (node-env.ts).
+  const paths = labPaths(parsed.stateDir);
+  const node = read.state.nodes.find((n) => n === target);
+  const env =
+    node === undefined
+      ? undefined
+      : nodeEnvironment(paths, node, read.state.iptables, process.env.PATH ?? '');
+  const r = await hostCommandRunner.run('ip', ['netns', 'exec', found.namespace, ...cmd], env ? { env } : {});
+  process.stdout.write(r.stdout);
+  process.stderr.write(r.stderr);
+  return r.code;
+}
+
+async function watchCommand(argv: string[]): Promise<number> {
+  const parsed = stateDirArg(argv);
+  if (typeof parsed === 'string') return fail(`watch: ${parsed}`);
+  const rounds = parsed.rest[0] === '--rounds' ? Number(parsed.rest[1]) : undefined;
+  if (rounds !== undefined && !(Number.isInteger(rounds) && rounds > 0))
+    return fail('watch: --rounds N: a positive count');
+  const read = readLabState(labPaths(parsed.stateDir).stateFile);
+  if (!read.ok) return fail(read.missing ? 'watch: no lab is up' : `watch: ${read.reason}`, 1);
+  const view = new WatchView(labLayout(read.state.nodes.length, read.state.prefix).nodes);
+  // On a terminal the screen is redrawn in place; piped (or with --rounds), each round is printed after the last.
+  const redraw = process.stdout.isTTY && rounds === undefined;
+  let stop = false;
+  const onSignal = (): void => void (stop = true);
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  for (let i = 0; !stop && (rounds === undefined || i < rounds); i++) {
+    const started = Date.now();
+    await view.poll(hostCommandRunner);
+    process.stdout.write(`${redraw ? '\x1b[H\x1b[2J' : ''}${view.render()}`);
+    const wait = 1000 - (Date.now() - started);
+    if (!stop && (rounds === undefined || i + 1 < rounds))
+      await new Promise((r) => setTimeout(r, Math.max(0, wait)));
+  }
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
+  return 0;
+}
+
+async function kubeconfigCommand(argv: string[]): Promise<number> {
+  const parsed = stateDirArg(argv);
+  if (typeof parsed === 'string') return fail(`kubeconfig: ${parsed}`);
+  const read = readLabState(labPaths(parsed.stateDir).stateFile);
+  if (!read.ok) return fail(read.missing ? 'kubeconfig: no lab is up' : `kubeconfig: ${read.reason}`, 1);
+  process.stdout.write(`${labPaths(parsed.stateDir).kubeconfig}\n`);
+  return 0;
+}
+
+/** Internal: the soak's load generator, inside a lab namespace (see src/lab/soak/load-generator.ts). */
+async function loadCommand(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: { config: { type: 'string' }, out: { type: 'string' } },
+      strict: true,
+    }));
+  } catch (e) {
+    return fail(`load: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (!values.config || !values.out) return fail('load: usage: lab load --config FILE --out FILE');
+  const { loadMain } = await import('../soak/load-generator.js');
+  return loadMain(values.config, values.out);
+}
+
+/** Internal: runs inside a node namespace, started by the lab (see src/lab/cluster/relay.ts). */
+async function relayCommand(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: { listen: { type: 'string' }, socket: { type: 'string' } },
+      strict: true,
+    }));
+  } catch (e) {
+    return fail(`relay: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const listen = parseHostPort(values.listen ?? '');
+  if (!listen || !values.socket) return fail('relay: usage: lab relay --listen HOST:PORT --socket PATH');
+  const pipe = await startRelay(listen, values.socket);
+  process.stderr.write(`relay: ${values.listen ?? ''} → ${values.socket}\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  await pipe.close();
+  return 0;
+}
+
+export async function labCommand(argv: readonly string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  switch (sub) {
+    case 'up':
+      return upCommand(rest);
+    case 'down':
+      return downCommand(rest);
+    case 'status':
+      return statusCommand(rest);
+    case 'exec':
+      return execCommand(rest);
+    case 'kubeconfig':
+      return kubeconfigCommand(rest);
+    case 'watch':
+      return watchCommand(rest);
+    case 'trace': {
+      const { labTraceCommand } = await import('./lab-trace.js');
+      return labTraceCommand(rest, defaultStateDir());
+    }
+    case 'soak': {
+      const { labSoakCommand } = await import('./lab-soak.js');
+      return labSoakCommand(rest, defaultStateDir());
+    }
+    case 'load':
+      return loadCommand(rest);
+    case 'web': {
+      const { labWebCommand } = await import('./lab-web.js');
+      return labWebCommand(rest, defaultStateDir());
+    }
+    case 'relay':
+      return relayCommand(rest);
+    case 'apiserver':
+      return labApiserverCommand([...rest]);
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(LAB_USAGE);
+      return sub === undefined ? 2 : 0;
+    default:
+      process.stderr.write(`lab: unknown command ${JSON.stringify(sub)}\n\n${LAB_USAGE}`);
+      return 2;
+  }
+}

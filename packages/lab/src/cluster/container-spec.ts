@@ -1,0 +1,110 @@
+// From a Pod's container spec to the argv and environment the lab's kubelet runs. The lab has no images and no
+// mount namespaces: a container's process sees the host's filesystem, so volumes become directories on the host
+// (a configMap volume is written out under the pod's state directory) and every argument that names a path under
+// a volume's mountPath is rewritten to that directory. `kube-proxy-ts` (the image deploy/ builds, whose entry point
+// is /usr/local/bin/kube-proxy-ts) is this checkout's own CLI. Environment variables follow the kubelet: literal
+// values and fieldRef, and $(VAR) in command and args expands to them ($$(VAR) stays literal).
+import { basename } from 'node:path';
+import { arr, child, isObject, str, type JsonObject } from '../apiserver/json.js';
+import { agentCliArgv } from './processes.js';
+
+/** A volume as the process sees it: mountPath in the spec → a directory (or file) on the host. */
+export interface VolumeMapping {
+  readonly mountPath: string;
+  readonly hostPath: string;
+}
+
+export interface ResolvedContainer {
+  readonly name: string;
+  readonly image: string;
+  /** undefined: the container names no command; the lab runs its pod server (an HTTP/UDP echo) instead. */
+  readonly argv: readonly string[] | undefined;
+  readonly env: Readonly<Record<string, string>>;
+  /** kubectl run -i / -t: the process gets a stdin the API server's attach can write to. */
+  readonly stdin: boolean;
+  readonly stdinOnce: boolean;
+  readonly tty: boolean;
+}
+
+/** The executables that mean "this checkout's kube-proxy-ts" (deploy/'s image and kubeadm's kube-proxy). */
+const KUBE_PROXY_EXECUTABLES = new Set(['kube-proxy-ts', 'kube-proxy']);
+
+function fieldValue(pod: JsonObject, path: string): string | undefined {
+  const meta = child(pod, 'metadata');
+  switch (path) {
+    case 'metadata.name':
+      return str(meta, 'name');
+    case 'metadata.namespace':
+      return str(meta, 'namespace');
+    case 'metadata.uid':
+      return str(meta, 'uid');
+    case 'spec.nodeName':
+      return str(child(pod, 'spec'), 'nodeName');
+    case 'spec.serviceAccountName':
+      return str(child(pod, 'spec'), 'serviceAccountName');
+    case 'status.podIP':
+      return str(child(pod, 'status'), 'podIP');
+    case 'status.hostIP':
+      return str(child(pod, 'status'), 'hostIP');
+    default:
+      return undefined;
+  }
+}
+
+/** Kubernetes' $(VAR) expansion: defined variables expand, $$ escapes, anything else stays as written. */
+export function expandVars(text: string, env: Readonly<Record<string, string>>): string {
+  return text.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (m, name: string | undefined) => {
+    if (m === '$$') return '$';
+    return name !== undefined && Object.prototype.hasOwnProperty.call(env, name) ? (env[name] ?? '') : m;
+  });
+}
+
+/** Rewrites a path (or `--flag=path`) under a mountPath to the volume's host directory. */
+export function rewritePaths(arg: string, volumes: readonly VolumeMapping[]): string {
+  // Longest mountPath first, so /var/lib/kube-proxy/x wins over /var/lib.
+  const sorted = [...volumes].sort((a, b) => b.mountPath.length - a.mountPath.length);
+  const rewrite = (path: string): string => {
+    for (const v of sorted) {
+      const mp = v.mountPath.replace(/\/+$/, '');
+      if (path === mp) return v.hostPath;
+      if (path.startsWith(`${mp}/`)) return `${v.hostPath}${path.slice(mp.length)}`;
+    }
+    return path;
+  };
+  const eq = arg.indexOf('=');
+  if (arg.startsWith('-') && eq > 0) return `${arg.slice(0, eq + 1)}${rewrite(arg.slice(eq + 1))}`;
+  return rewrite(arg);
+}
+
+export function resolveContainer(
+  pod: JsonObject,
+  container: JsonObject,
+  volumes: readonly VolumeMapping[],
+): ResolvedContainer {
+  const env: Record<string, string> = {};
+  for (const e of arr(container, 'env')) {
+    const name = str(e, 'name');
+    if (!name) continue;
+    const value = str(e, 'value');
+    const ref = str(child(child(e, 'valueFrom'), 'fieldRef'), 'fieldPath');
+    if (value !== undefined) env[name] = expandVars(value, env);
+    else if (ref !== undefined) env[name] = fieldValue(pod, ref) ?? '';
+  }
+  const words = [...arr(container, 'command'), ...arr(container, 'args')]
+    .filter((w): w is string => typeof w === 'string')
+    .map((w) => rewritePaths(expandVars(w, env), volumes));
+  let argv: string[] | undefined = words.length > 0 ? words : undefined;
+  // agnhost's netexec is what the pod server answers like; run that instead of a binary we do not have.
+  if (argv?.[0] === 'netexec' || (argv?.[0] === '/agnhost' && argv[1] === 'netexec')) argv = undefined;
+  else if (argv?.[0] !== undefined && KUBE_PROXY_EXECUTABLES.has(basename(argv[0])))
+    argv = agentCliArgv(argv.slice(1));
+  return {
+    name: str(container, 'name') ?? '',
+    image: str(container, 'image') ?? '',
+    argv,
+    env,
+    stdin: isObject(container) && container.stdin === true,
+    stdinOnce: isObject(container) && container.stdinOnce === true,
+    tty: isObject(container) && container.tty === true,
+  };
+}

@@ -1,0 +1,149 @@
+// The lab's names, addresses and paths in one place, so that `lab up`, `lab down`, `lab exec` and `lab status`
+// agree on them without talking to each other (down and exec also work after the lab process has died).
+//
+//   <prefix>-ul      underlay: bridge ul0 198.18.0.1/24; node n's uplink is 198.18.0.(10+n)
+//   <prefix>-client  the outside client, 198.18.1.10/24 on the same wire (for NodePort traffic)
+//   <prefix>-<node>  one per node (control-plane, worker, worker2, …): pod bridge cbr0 = .1 of its pod CIDR
+//   <prefix>-<ns>-<pod>  one per pod: eth0 on its node's bridge, default route via the bridge address
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defaultNodeNames } from '../apiserver/index.js';
+import { CLUSTER_CIDR, MAX_NODES } from '@kube-proxy-ts/netns/topology.js';
+
+// The address plan is the kernel tests' (src/lab/netns/topology.ts, README beside it); the lab uses its IPv4 half.
+// CLUSTER_CIDR holds every node's pod CIDR (198.18.10.0/24 … 198.18.15.0/24): kube-proxy's clusterCIDR.
+export { CLIENT_CIDR, CLUSTER_CIDR, UNDERLAY_CIDR, UNDERLAY_GATEWAY } from '@kube-proxy-ts/netns/topology.js';
+
+export const DEFAULT_PREFIX = 'kptslab';
+/** As many nodes as the address plan has pod CIDRs for. */
+export const MAX_LAB_NODES = MAX_NODES;
+export const CLIENT_IP = '198.18.1.10';
+/** Where each node's relay listens, inside the node's namespace: the proxies' kubeconfig points here. */
+export const NODE_APISERVER_ADDRESS = '127.0.0.1:6443';
+
+export interface LabNodeLayout {
+  readonly name: string;
+  readonly index: number;
+  readonly namespace: string;
+  readonly ip: string;
+  readonly podCIDR: string;
+  readonly gatewayIP: string;
+  /** The node's port on the underlay bridge (in the underlay namespace). */
+  readonly underlayLink: string;
+}
+
+export interface LabLayout {
+  readonly prefix: string;
+  readonly underlayNamespace: string;
+  readonly clientNamespace: string;
+  readonly nodes: readonly LabNodeLayout[];
+}
+
+export function labLayout(nodeCount: number, prefix = DEFAULT_PREFIX): LabLayout {
+  if (!Number.isInteger(nodeCount) || nodeCount < 1 || nodeCount > MAX_LAB_NODES)
+    throw new Error(
+      `--nodes: ${nodeCount} is outside 1…${MAX_LAB_NODES} (pod CIDRs must fit in ${CLUSTER_CIDR})`,
+    );
+  // `lab down` sweeps every namespace that starts with the prefix: it must be long and plain enough to be ours.
+  if (!/^[a-z][a-z0-9]{5,19}$/.test(prefix))
+    throw new Error(`prefix ${JSON.stringify(prefix)}: expected 6…20 lower-case letters and digits`);
+  return {
+    prefix,
+    underlayNamespace: `${prefix}-ul`,
+    clientNamespace: `${prefix}-client`,
+    nodes: defaultNodeNames(nodeCount).map((name, index) => ({
+      name,
+      index,
+      namespace: `${prefix}-${name}`,
+      ip: `198.18.0.${10 + index}`,
+      podCIDR: `198.18.${10 + index}.0/24`,
+      gatewayIP: `198.18.${10 + index}.1`,
+      underlayLink: `n${index}`,
+    })),
+  };
+}
+
+function shortHash(text: string, n: number): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, n);
+}
+
+/**
+ * The namespace of a pod: readable (`kptslab-svc-web-5d8c…-x2x4k`) when it fits `ip netns`'s 64 characters,
+ * else shortened with a hash of the full name so that it stays unique.
+ */
+export function podNamespaceName(prefix: string, podNamespace: string, podName: string): string {
+  const full = `${prefix}-${podNamespace}-${podName}`;
+  if (full.length <= 64) return full;
+  return `${full.slice(0, 55)}-${shortHash(full, 8)}`;
+}
+
+/** The node-side veth of a pod, unique per node and within IFNAMSIZ: "veth" + 8 hex of the pod's uid. */
+export function podVethName(podUID: string): string {
+  return `veth${shortHash(podUID, 8)}`;
+}
+
+/** The lab's state directory: /run/kube-proxy-ts-lab as root (gone at reboot, as the namespaces are), else tmp. */
+export function defaultStateDir(): string {
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  return isRoot ? '/run/kube-proxy-ts-lab' : join(tmpdir(), 'kube-proxy-ts-lab');
+}
+
+/**
+ * A machine-wide lock per prefix, beside any state directory: two labs with different state directories but one
+ * prefix would sweep each other's namespaces.
+ */
+export function prefixLockFile(prefix: string): string {
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  return join(isRoot ? '/run' : tmpdir(), `kube-proxy-ts-lab-${prefix}.lock`);
+}
+
+export interface LabPaths {
+  readonly stateDir: string;
+  readonly stateFile: string;
+  readonly lockFile: string;
+  readonly kubeconfig: string;
+  /** The API server's Unix socket: a path is reachable from every network namespace. */
+  readonly apiserverSocket: string;
+  readonly labLog: string;
+  nodeDir(node: string): string;
+  nodeKubeconfig(node: string): string;
+  nodeConfig(node: string): string;
+  proxyLog(node: string): string;
+  proxyPidFile(node: string): string;
+  relayLog(node: string): string;
+  /**
+   * The node's xtables lock (its proxy's $XTABLES_LOCKFILE): each lab node is a host of its own, so legacy
+   * iptables writers on one node wait for each other and never for the real host's /run/xtables.lock.
+   */
+  nodeXtablesLock(node: string): string;
+  /** Where `iptables`, `iptables-save`, … name one back end for the proxies (`lab up --iptables legacy|nft`). */
+  iptablesBinDir(backend: string): string;
+  podDir(): string;
+}
+
+export function labPaths(stateDir: string): LabPaths {
+  const nodeDir = (node: string): string => join(stateDir, 'nodes', node);
+  return {
+    stateDir,
+    stateFile: join(stateDir, 'state.json'),
+    lockFile: join(stateDir, 'lock'),
+    kubeconfig: join(stateDir, 'kubeconfig'),
+    apiserverSocket: join(stateDir, 'apiserver.sock'),
+    labLog: join(stateDir, 'lab.log'),
+    nodeDir,
+    nodeKubeconfig: (node) => join(nodeDir(node), 'kubeconfig'),
+    nodeConfig: (node) => join(nodeDir(node), 'config.conf'),
+    proxyLog: (node) => join(nodeDir(node), 'kube-proxy.log'),
+    proxyPidFile: (node) => join(nodeDir(node), 'kube-proxy.pid'),
+    relayLog: (node) => join(nodeDir(node), 'relay.log'),
+    nodeXtablesLock: (node) => join(nodeDir(node), 'xtables.lock'),
+    iptablesBinDir: (backend) => join(stateDir, `iptables-${backend}`, 'bin'),
+    podDir: () => join(stateDir, 'pods'),
+  };
+}
+
+/** iproute2 bind-mounts /etc/netns/NAME/* over /etc/* for commands run with `ip netns exec NAME`. */
+export function etcNetnsDir(namespace: string): string {
+  return join('/etc/netns', namespace);
+}

@@ -1,0 +1,428 @@
+// The lab's kubelet: the PodLifecycle plug backed by network namespaces. start() gives the Pod a namespace on its
+// node's bridge and runs the pod server there (HTTP answers the pod's name; UDP echoes it), resolving once the
+// server listens; stop() lets the Pod stay terminating for its grace period (its server keeps answering, as a
+// draining container would), then kills the server and removes the namespace.
+//
+// Containers that name a command run as processes instead (containers.ts): kube-proxy-ts as the pods of the
+// kube-proxy DaemonSet (hostNetwork: in the node's namespace), `kubectl run … -- CMD` in its pod's namespace.
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
+import type { Logger } from 'kube-proxy-ts/util/logger.js';
+import { arr, child, str, type JsonObject } from '../apiserver/json.js';
+import type { Pod } from '../apiserver/types.js';
+import type {
+  Kubelet,
+  KubeletContainer,
+  PodLifecycle,
+  PodStatusReport,
+  StreamingKubelet,
+} from '../controllers/pod-lifecycle.js';
+import { execInNamespace, followLog } from './streams.js';
+import { startPodServerIn, type PodServerHandle } from '@kube-proxy-ts/netns/pod-process.js';
+import { resolveContainer, type VolumeMapping } from './container-spec.js';
+import { ContainerProcess, podPhase, readinessProbeOf, type RestartPolicy } from './containers.js';
+import { podNamespaceName, podVethName, type LabLayout } from './layout.js';
+import { attachPod, detachPod } from './network.js';
+
+/** The port the pod server listens on when the Pod declares none (TCP and UDP). */
+export const DEFAULT_POD_PORT = 8080;
+/** Lab pod servers live as long as the lab; this only bounds an orphan after a crash without `lab down`. */
+const POD_SERVER_LIFETIME_SECONDS = 7 * 24 * 3600;
+
+export interface PodPorts {
+  readonly tcp: readonly number[];
+  readonly udp: readonly number[];
+}
+
+/** The ports a Pod's containers declare, by protocol; a Pod that declares none gets DEFAULT_POD_PORT on both. */
+export function podPorts(pod: Pod): PodPorts {
+  const tcp = new Set<number>();
+  const udp = new Set<number>();
+  for (const c of pod.spec?.containers ?? []) {
+    for (const p of c.ports ?? []) {
+      const n = p.containerPort;
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 65535) continue;
+      if ((p.protocol ?? 'TCP') === 'UDP') udp.add(n);
+      else if ((p.protocol ?? 'TCP') === 'TCP') tcp.add(n);
+    }
+  }
+  if (tcp.size + udp.size === 0) return { tcp: [DEFAULT_POD_PORT], udp: [DEFAULT_POD_PORT] };
+  return { tcp: [...tcp].sort((a, b) => a - b), udp: [...udp].sort((a, b) => a - b) };
+}
+
+export interface PodEvents {
+  /** A pod namespace now exists (hosts files follow it). */
+  added(namespace: string, pod: Pod): void;
+  removed(namespace: string): void;
+}
+
+/** What `kubectl logs` and `kubectl exec` need of a running Pod's container. */
+export type PodContainerView = KubeletContainer;
+
+export interface RunningPod {
+  readonly namespace: string;
+  readonly name: string;
+  readonly node: string;
+  readonly hostNetwork: boolean;
+  readonly netns: string;
+  readonly containers: readonly { readonly name: string; pid(): number | undefined }[];
+}
+
+/** The data of a ConfigMap, for configMap volumes; undefined when it does not exist. */
+export type ConfigMapLookup = (namespace: string, name: string) => Record<string, string> | undefined;
+
+export interface NamespacePodLifecycleOptions {
+  /** ConfigMaps for configMap volumes (bound late: the API server is made after its plug). */
+  readonly configMaps?: () => ConfigMapLookup;
+  /** A container process started (the lab follows its kube-proxy pods' PIDs and logs). */
+  readonly containerStarted?: (pod: Pod, container: ContainerProcess) => void;
+  readonly runner: CommandRunner;
+  readonly layout: LabLayout;
+  /** For the pod servers' ready files. */
+  readonly podStateDir: string;
+  readonly logger: Logger;
+  readonly events?: PodEvents;
+  /** Real time; the lab's API server runs on the real clock too. */
+  readonly now?: () => number;
+}
+
+export interface NamespacePodLifecycle extends PodLifecycle, Kubelet, StreamingKubelet {
+  /** Pod namespaces that exist now. */
+  namespaces(): string[];
+  /** Every Pod this kubelet runs, with its containers' main PIDs (for `kubectl top`). */
+  runningPods(): RunningPod[];
+  /** Rewrites every configMap volume of this ConfigMap (`lab up --follow-configmap`: the kubelet's volume sync). */
+  refreshConfigMap(namespace: string, name: string): void;
+  /** Stops waiting for grace periods (the lab is going down; its sweep removes the namespaces). */
+  close(): void;
+  /** Stops every container process (SIGTERM, SIGKILL after `graceMs`); none is restarted afterwards. */
+  stopProcesses(graceMs: number): Promise<void>;
+}
+
+export function namespacePodLifecycle(o: NamespacePodLifecycleOptions): NamespacePodLifecycle {
+  const now = o.now ?? Date.now;
+  const servers = new Map<string, PodServerHandle>();
+  interface PodRuntime {
+    readonly uid: string;
+    readonly namespace: string;
+    readonly name: string;
+    readonly node: string;
+    readonly netns: string;
+    readonly hostNetwork: boolean;
+    readonly pids: { readonly name: string; pid(): number | undefined }[];
+    readonly processes: ContainerProcess[];
+    readonly views: PodContainerView[];
+    /** Rewrites the pod's configMap volumes from the current ConfigMaps. */
+    readonly refreshVolumes: (namespace: string, name: string) => void;
+  }
+  // By "namespace/name" of the Pod.
+  const runtimes = new Map<string, PodRuntime>();
+  // One chain of work per namespace name: a Pod re-created under the same name waits for its predecessor's stop.
+  const chains = new Map<string, Promise<void>>();
+  const timers = new Set<NodeJS.Timeout>();
+  const waiters = new Set<() => void>();
+  let closed = false;
+
+  const serial = (ns: string, work: () => Promise<void>): Promise<void> => {
+    const prev = chains.get(ns) ?? Promise.resolve();
+    const next = prev.catch(() => undefined).then(work);
+    const settled = next.catch(() => undefined);
+    chains.set(ns, settled);
+    void settled.then(() => {
+      if (chains.get(ns) === settled) chains.delete(ns);
+    });
+    return next;
+  };
+
+  const sleepUntil = (deadline: number): Promise<void> =>
+    new Promise((resolve) => {
+      const wait = Math.max(0, deadline - now());
+      if (closed || wait === 0) return resolve();
+      const done = (): void => {
+        clearTimeout(t);
+        timers.delete(t);
+        waiters.delete(done);
+        resolve();
+      };
+      const t = setTimeout(done, wait);
+      timers.add(t);
+      waiters.add(done);
+    });
+
+  const nsOf = (pod: Pod): string =>
+    podNamespaceName(o.layout.prefix, pod.metadata.namespace ?? 'default', pod.metadata.name ?? '');
+
+  const keyOf = (pod: Pod): string => `${pod.metadata.namespace ?? 'default'}/${pod.metadata.name ?? ''}`;
+
+  /** Writes a configMap volume's keys (or its items) as files: the directory its mountPath stands for. */
+  const writeConfigMapVolume = (dir: string, volume: JsonObject, podNamespace: string): void => {
+    const cmName = str(child(volume, 'configMap'), 'name') ?? '';
+    const data = o.configMaps?.()(podNamespace, cmName);
+    if (!data) throw new Error(`configmap "${cmName}" not found (volume ${str(volume, 'name') ?? ''})`);
+    const items = arr(child(volume, 'configMap'), 'items');
+    const files: [string, string][] =
+      items.length > 0
+        ? items.flatMap((it) => {
+            const key = str(it, 'key') ?? '';
+            return key in data ? [[str(it, 'path') ?? key, data[key] ?? ''] as [string, string]] : [];
+          })
+        : Object.entries(data);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    for (const [path, text] of files) {
+      if (path.includes('..') || path.startsWith('/')) continue;
+      const target = join(dir, path);
+      // A rename, as the kubelet's atomic writer swaps ..data: a watcher never sees half a file.
+      writeFileSync(`${target}.tmp`, text, { mode: 0o600 });
+      renameSync(`${target}.tmp`, target);
+    }
+  };
+
+  /** The pod's volumes as host paths (configMap and emptyDir under its state directory, hostPath as given). */
+  const volumeMappings = (podObj: JsonObject, podDir: string, container: JsonObject): VolumeMapping[] => {
+    const volumes = new Map(
+      arr(child(podObj, 'spec'), 'volumes').map((v) => [str(v, 'name') ?? '', v as JsonObject]),
+    );
+    return arr(container, 'volumeMounts').flatMap((m) => {
+      const v = volumes.get(str(m, 'name') ?? '');
+      const mountPath = str(m, 'mountPath');
+      if (!v || !mountPath) return [];
+      const hostPath = str(child(v, 'hostPath'), 'path');
+      const dir = join(podDir, 'volumes', str(v, 'name') ?? '');
+      const sub = str(m, 'subPath');
+      if (hostPath !== undefined) return [{ mountPath, hostPath }];
+      if ('configMap' in v || 'emptyDir' in v) return [{ mountPath, hostPath: sub ? join(dir, sub) : dir }];
+      return [];
+    });
+  };
+
+  return {
+    start(pod, report) {
+      const ns = nsOf(pod);
+      return serial(ns, async () => {
+        if (closed) throw new Error('the lab is shutting down');
+        const podObj = pod as unknown as JsonObject;
+        const name = pod.metadata.name ?? '';
+        const podNamespace = pod.metadata.namespace ?? 'default';
+        const nodeName = pod.spec?.nodeName;
+        const node = o.layout.nodes.find((n) => n.name === nodeName);
+        if (!node) throw new Error(`pod ${name}: node ${nodeName ?? '(none)'} is not a lab node`);
+        const ip = pod.status?.podIP;
+        if (!ip) throw new Error(`pod ${name}: no podIP`);
+        const uid = pod.metadata.uid ?? ns;
+        const podDir = join(o.podStateDir, `${podNamespace}_${name}_${uid}`);
+        mkdirSync(podDir, { recursive: true, mode: 0o700 });
+
+        const specVolumes = arr(child(podObj, 'spec'), 'volumes');
+        const refreshVolumes = (cmNamespace: string, cmName: string): void => {
+          if (cmNamespace !== podNamespace) return;
+          for (const v of specVolumes)
+            if (str(child(v, 'configMap'), 'name') === cmName)
+              writeConfigMapVolume(
+                join(podDir, 'volumes', str(v, 'name') ?? ''),
+                v as JsonObject,
+                podNamespace,
+              );
+        };
+        for (const v of specVolumes) {
+          const dir = join(podDir, 'volumes', str(v, 'name') ?? '');
+          if ('configMap' in (v as JsonObject)) writeConfigMapVolume(dir, v as JsonObject, podNamespace);
+          else if ('emptyDir' in (v as JsonObject)) mkdirSync(dir, { recursive: true, mode: 0o700 });
+        }
+        const containers = arr(child(podObj, 'spec'), 'containers').map((c) => c as JsonObject);
+        const resolved = containers.map((c) =>
+          resolveContainer(podObj, c, volumeMappings(podObj, podDir, c)),
+        );
+        const needsServer = resolved.some((r) => r.argv === undefined);
+        const hostNetwork = pod.spec?.hostNetwork === true;
+        // A host-network pod shares its node's namespace: the lab runs only commands there, never a pod server
+        // (its ports would collide with the node's).
+        if (hostNetwork && needsServer)
+          throw new Error(`pod ${name}: hostNetwork pods must name a command for every container in the lab`);
+        const netns = hostNetwork ? node.namespace : ns;
+        if (!hostNetwork) {
+          // A namespace left by a Pod of the same name (removed at its deadline while its stop still ran) goes first.
+          await detachPod(o.runner, ns);
+          await attachPod(o.runner, { namespace: ns, node, veth: podVethName(uid), ip });
+          o.events?.added(ns, pod);
+        }
+        const views: PodContainerView[] = [];
+        if (needsServer) {
+          const serverName = resolved.find((r) => r.argv === undefined)?.name ?? 'pod-server';
+          const logDir = join(podDir, 'containers', serverName);
+          mkdirSync(logDir, { recursive: true, mode: 0o700 });
+          const ports = podPorts(pod);
+          const server = await startPodServerIn(o.runner, ns, {
+            name,
+            tcpPorts: ports.tcp,
+            udpPorts: ports.udp,
+            stateDir: o.podStateDir,
+            maxLifetimeSeconds: POD_SERVER_LIFETIME_SECONDS,
+            readyTimeoutMs: 60_000,
+            logFile: join(logDir, '0.log'),
+          });
+          servers.set(ns, server);
+          views.push({
+            name: serverName,
+            restartCount: 0,
+            netns,
+            logFile: (previous) => (previous ? undefined : join(logDir, '0.log')),
+          });
+        }
+        const policy: RestartPolicy =
+          pod.spec?.restartPolicy === 'Never' || pod.spec?.restartPolicy === 'OnFailure'
+            ? pod.spec.restartPolicy
+            : 'Always';
+        const processes: ContainerProcess[] = [];
+        const sendReport = (): void => {
+          if (!report) return;
+          const statuses = resolved.map((r): JsonObject => {
+            const p = processes.find((x) => x.name === r.name);
+            if (p) return p.status();
+            return {
+              name: r.name,
+              image: r.image,
+              imageID: '',
+              ready: true,
+              started: true,
+              restartCount: 0,
+              state: { running: { startedAt: pod.status?.startTime ?? '' } },
+              lastState: {},
+            };
+          });
+          const phase = processes.length > 0 && !needsServer ? podPhase(processes) : 'Running';
+          const r: PodStatusReport = { phase, containerStatuses: statuses };
+          report(r);
+        };
+        for (const r of resolved) {
+          if (r.argv === undefined) continue;
+          const p = new ContainerProcess(
+            o.runner,
+            netns,
+            { ...r, argv: r.argv },
+            podDir,
+            policy,
+            `${name}_${podNamespace}(${uid})`,
+            {
+              started: (c) => o.containerStarted?.(pod, c),
+              changed: sendReport,
+            },
+            o.logger,
+            readinessProbeOf(containers.find((c) => str(c, 'name') === r.name) ?? {}),
+          );
+          processes.push(p);
+          views.push({
+            name: p.name,
+            get restartCount() {
+              return p.restartCount;
+            },
+            netns,
+            logFile: (previous) => p.logFile(previous),
+          });
+        }
+        // Views in the order the Pod lists its containers (kubectl logs names the first by default).
+        views.sort(
+          (a, b) =>
+            resolved.findIndex((r) => r.name === a.name) - resolved.findIndex((r) => r.name === b.name),
+        );
+        const pids = resolved.map((r) => {
+          const p = processes.find((x) => x.name === r.name);
+          return { name: r.name, pid: () => (p ? p.pid() : servers.get(ns)?.pid) };
+        });
+        runtimes.set(keyOf(pod), {
+          uid,
+          namespace: podNamespace,
+          name,
+          node: node.name,
+          netns,
+          hostNetwork,
+          pids,
+          processes,
+          views,
+          refreshVolumes,
+        });
+        for (const p of processes) p.start();
+        o.logger.v(2, () => ({
+          msg: 'pod started',
+          fields: { pod: name, ns: netns, ip, node: node.name, processes: processes.length },
+        }));
+      });
+    },
+    stop(pod) {
+      const ns = nsOf(pod);
+      const deadline = Date.parse(pod.metadata.deletionTimestamp ?? '');
+      const key = keyOf(pod);
+      return serial(ns, async () => {
+        const rt = runtimes.get(key);
+        if (rt && rt.uid === (pod.metadata.uid ?? ns)) {
+          // Processes get SIGTERM at once and the rest of the grace period to exit, as a container runtime gives.
+          const grace = Number.isNaN(deadline) ? 1000 : Math.max(1000, deadline - now());
+          await Promise.all(rt.processes.map((p) => p.stop(grace)));
+        }
+        if (!Number.isNaN(deadline) && servers.has(ns)) await sleepUntil(deadline);
+        if (closed) return;
+        if (rt && rt.uid === (pod.metadata.uid ?? ns)) runtimes.delete(key);
+        const server = servers.get(ns);
+        servers.delete(ns);
+        await server?.stop(1000);
+        if (pod.spec?.hostNetwork !== true) {
+          await detachPod(o.runner, ns);
+          o.events?.removed(ns);
+        }
+        o.logger.v(2, () => ({ msg: 'pod stopped', fields: { pod: pod.metadata.name, ns } }));
+      });
+    },
+    containers: (podNamespace, podName) => runtimes.get(`${podNamespace}/${podName}`)?.views,
+    runningPods: () =>
+      [...runtimes.values()].map((rt) => ({
+        namespace: rt.namespace,
+        name: rt.name,
+        node: rt.node,
+        hostNetwork: rt.hostNetwork,
+        netns: rt.netns,
+        containers: rt.pids,
+      })),
+    exec(podNamespace, podName, container, command, session) {
+      const rt = runtimes.get(`${podNamespace}/${podName}`);
+      const view = rt?.views.find((v) => v.name === container);
+      if (!rt || !view)
+        return session.finish({ error: `container ${container} of pod ${podName} is not running` });
+      void execInNamespace(view.netns, command, session);
+    },
+    attach(podNamespace, podName, container, session) {
+      const rt = runtimes.get(`${podNamespace}/${podName}`);
+      const p = rt?.processes.find((x) => x.name === container);
+      if (p) return p.attach(session);
+      // The pod server: its request log from now on, for as long as the pod runs.
+      const log = rt?.views.find((v) => v.name === container)?.logFile(false);
+      const server = servers.get(rt?.netns ?? '');
+      if (!rt || log === undefined || !server)
+        return session.finish({ error: `container ${container} of pod ${podName} is not running` });
+      followLog(
+        log,
+        session,
+        server.exited.then((r) => r.code),
+      );
+    },
+    refreshConfigMap(namespace, name) {
+      for (const rt of runtimes.values()) {
+        try {
+          rt.refreshVolumes(namespace, name);
+        } catch (e) {
+          o.logger.warn('cannot refresh a configMap volume', {
+            configMap: `${namespace}/${name}`,
+            error: String(e),
+          });
+        }
+      }
+    },
+    namespaces: () => [...servers.keys()],
+    close() {
+      closed = true;
+      for (const w of [...waiters]) w();
+    },
+    async stopProcesses(graceMs) {
+      await Promise.all([...runtimes.values()].flatMap((rt) => rt.processes.map((p) => p.stop(graceMs))));
+    },
+  };
+}

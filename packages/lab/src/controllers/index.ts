@@ -1,0 +1,71 @@
+// The lab's controllers, started together against one registry.
+import type { Clock } from 'kube-proxy-ts/util/clock.js';
+import type { Logger } from 'kube-proxy-ts/util/logger.js';
+import type { Registry } from '../apiserver/registry.js';
+import { DaemonSetController } from './daemonset.js';
+import { DeploymentController } from './deployment.js';
+import { EndpointSliceController } from './endpointslice.js';
+import { EndpointsController } from './endpoints.js';
+import { NodePicker } from './node-picker.js';
+import type { PodLifecycle } from './pod-lifecycle.js';
+import { PodController } from './pods.js';
+
+export { readyPodLifecycle, lingeringPodLifecycle, type PodLifecycle } from './pod-lifecycle.js';
+
+export interface ControllerOptions {
+  readonly registry: Registry;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly podLifecycle: PodLifecycle;
+  readonly maxEndpointsPerSlice: number;
+}
+
+export interface Controllers {
+  /** Resolves once no controller has work queued (the cluster has settled, until the next change or timer). */
+  idle(): Promise<void>;
+  stop(): void;
+}
+
+export function startControllers(o: ControllerOptions): Controllers {
+  const picker = new NodePicker(o.registry.store);
+  const pods = new PodController({
+    registry: o.registry,
+    clock: o.clock,
+    lifecycle: o.podLifecycle,
+    picker,
+    logger: o.logger,
+  });
+  const deployments = new DeploymentController({
+    registry: o.registry,
+    picker,
+    clock: o.clock,
+    logger: o.logger,
+  });
+  const slices = new EndpointSliceController({
+    registry: o.registry,
+    clock: o.clock,
+    logger: o.logger,
+    maxEndpointsPerSlice: o.maxEndpointsPerSlice,
+  });
+  const daemonSets = new DaemonSetController({ registry: o.registry, logger: o.logger });
+  const endpoints = new EndpointsController(o.registry, o.logger);
+  const queues = [pods.queue, deployments.queue, daemonSets.queue, slices.queue, endpoints.queue];
+  return {
+    async idle() {
+      // One queue's work can feed another's; settle only when all are quiet at once, after pending promise
+      // callbacks (a plug's start/stop) have had their turn.
+      for (let round = 0; round < 1000; round++) {
+        await Promise.all(queues.map((q) => q.idle()));
+        await new Promise((resolve) => setImmediate(resolve));
+        if (queues.every((q) => !q.busy)) return;
+      }
+    },
+    stop() {
+      pods.stop();
+      deployments.stop();
+      daemonSets.stop();
+      slices.stop();
+      endpoints.stop();
+    },
+  };
+}

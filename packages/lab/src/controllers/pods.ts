@@ -1,0 +1,302 @@
+// The scheduler and kubelet of the lab, in one small controller: Pods without a node get one (round-robin),
+// Pods on a node get an address from the node's podCIDR and are started through the PodLifecycle plug; deleted
+// Pods are stopped and removed when the plug says they are gone or their grace period ends.
+import type { Clock, TimerHandle } from 'kube-proxy-ts/util/clock.js';
+import type { Logger } from 'kube-proxy-ts/util/logger.js';
+import { arr, child, cloneJson, str, type JsonObject } from '../apiserver/json.js';
+import { bigIntToIp, cidrContains, cidrSize, parseCidr } from '../apiserver/ipnet.js';
+import { rfc3339, type Registry } from '../apiserver/registry.js';
+import { resourceByKind } from '../apiserver/resources.js';
+import { storedPod } from '../apiserver/types.js';
+import type { NodePicker } from './node-picker.js';
+import type { PodLifecycle, PodStatusReport } from './pod-lifecycle.js';
+import { WorkQueue } from './work-queue.js';
+
+const POD = resourceByKind('Pod');
+const NODE = resourceByKind('Node');
+const meta = (o: unknown): JsonObject => child(o, 'metadata');
+const keyOf = (o: unknown): string => `${str(meta(o), 'namespace') ?? ''}/${str(meta(o), 'name') ?? ''}`;
+
+export interface PodControllerOptions {
+  readonly registry: Registry;
+  readonly clock: Clock;
+  readonly lifecycle: PodLifecycle;
+  readonly picker: NodePicker;
+  readonly logger: Logger;
+}
+
+export function isPodReady(pod: unknown): boolean {
+  return arr(child(pod, 'status'), 'conditions').some(
+    (c) => str(c, 'type') === 'Ready' && str(c, 'status') === 'True',
+  );
+}
+
+export class PodController {
+  readonly queue: WorkQueue;
+  private readonly started = new Set<string>();
+  /** The plug's latest report per Pod uid, and whether start() has resolved (the Pod was marked running). */
+  private readonly reports = new Map<string, PodStatusReport>();
+  private readonly running = new Set<string>();
+  private readonly stopping = new Map<string, TimerHandle | undefined>();
+  /**
+   * Every Pod started on the plug whose stop has not finished, by uid: its key, node and address. The address
+   * stays taken until then (as a CNI plugin's IPAM frees one only on the sandbox's teardown), even after the API
+   * object is gone: two pod namespaces with one address on a node's bridge would answer each other's traffic.
+   * A Pod removed without a grace period (`kubectl delete --grace-period=0 --force`) is found here and stopped.
+   */
+  private readonly sandboxes = new Map<
+    string,
+    {
+      readonly key: string;
+      readonly node: string;
+      readonly ip: string;
+      readonly pod: JsonObject;
+      stopRequested: boolean;
+    }
+  >();
+  private readonly unsubscribe: () => void;
+  private stopped = false;
+
+  constructor(private readonly o: PodControllerOptions) {
+    this.queue = new WorkQueue('pods', (k) => this.reconcile(k), o.logger);
+    this.unsubscribe = o.registry.store.subscribe((ev) => {
+      if (ev.resource.kind === 'Pod') this.queue.add(keyOf(ev.object));
+    });
+    for (const p of o.registry.store.list(POD)) this.queue.add(keyOf(p));
+  }
+
+  private get(key: string): JsonObject | undefined {
+    const [ns = '', name = ''] = key.split('/');
+    return this.o.registry.store.get(POD, ns, name);
+  }
+
+  private reconcile(key: string): void {
+    const pod = this.get(key);
+    const uid = str(meta(pod), 'uid') ?? '';
+    // Sandboxes of this key whose Pod left the store without being stopped (deleted with grace 0).
+    for (const [sandboxUid, s] of this.sandboxes)
+      if (s.key === key && sandboxUid !== uid && !s.stopRequested) this.stopRemoved(sandboxUid, s);
+    if (!pod) return;
+    if (str(meta(pod), 'deletionTimestamp')) return this.terminate(key, uid, pod);
+    const nodeName = str(child(pod, 'spec'), 'nodeName');
+    if (!nodeName) return this.schedule(pod);
+    const status = child(pod, 'status');
+    const phase = str(status, 'phase');
+    if (phase !== 'Pending' || this.started.has(uid)) return;
+    if (!str(status, 'podIP')) return this.assignAddress(pod, nodeName);
+    this.started.add(uid);
+    this.sandboxes.set(uid, {
+      key,
+      node: nodeName,
+      ip: str(status, 'podIP') ?? '',
+      pod,
+      stopRequested: false,
+    });
+    this.o.lifecycle
+      .start(storedPod(pod), (r) => this.report(key, uid, r))
+      .then(
+        () => this.markRunning(key, uid),
+        (e: unknown) => this.markFailed(key, uid, String(e)),
+      );
+  }
+
+  private schedule(pod: JsonObject): void {
+    const node = this.o.picker.pick();
+    if (!node) return; // stays Pending until a node appears
+    const next = cloneJson(pod);
+    next.spec = { ...child(next, 'spec'), nodeName: node };
+    const r = this.o.registry.update(
+      POD,
+      str(meta(pod), 'namespace') ?? '',
+      str(meta(pod), 'name') ?? '',
+      next,
+    );
+    if (!r.ok) this.o.logger.warn('cannot schedule pod', { pod: keyOf(pod), error: r.error.message });
+  }
+
+  /** Lowest free address of the node's podCIDR, after the network address and the gateway (.1). */
+  private allocateIP(nodeName: string, node: JsonObject): string | undefined {
+    const cidrText =
+      str(child(node, 'spec'), 'podCIDR') ?? (arr(child(node, 'spec'), 'podCIDRs')[0] as string | undefined);
+    const cidr = cidrText ? parseCidr(cidrText) : undefined;
+    if (!cidr) return undefined;
+    const used = new Set<string>();
+    for (const sb of this.sandboxes.values()) if (sb.node === nodeName) used.add(sb.ip);
+    for (const p of this.o.registry.store.list(POD)) {
+      if (str(child(p, 'spec'), 'nodeName') !== nodeName) continue;
+      const ip = str(child(p, 'status'), 'podIP');
+      if (ip && cidrContains(cidr, ip)) used.add(ip);
+    }
+    const last = cidrSize(cidr) - (cidr.family === 4 ? 1n : 0n);
+    for (let i = 2n; i < last; i++) {
+      const ip = bigIntToIp(cidr.family, cidr.base + i);
+      if (!used.has(ip)) return ip;
+    }
+    return undefined;
+  }
+
+  private assignAddress(pod: JsonObject, nodeName: string): void {
+    const node = this.o.registry.store.get(NODE, '', nodeName);
+    if (!node) return;
+    const hostIP = arr(child(node, 'status'), 'addresses')
+      .filter((a) => str(a, 'type') === 'InternalIP')
+      .map((a) => str(a, 'address'))[0];
+    const ip = child(pod, 'spec').hostNetwork === true ? hostIP : this.allocateIP(nodeName, node);
+    if (!ip) {
+      this.o.logger.warn('no address for pod', { pod: keyOf(pod), node: nodeName });
+      return;
+    }
+    const now = rfc3339(this.o.clock.now());
+    const status = {
+      ...child(pod, 'status'),
+      phase: 'Pending',
+      podIP: ip,
+      podIPs: [{ ip }],
+      ...(hostIP ? { hostIP, hostIPs: [{ ip: hostIP }] } : {}),
+      startTime: now,
+      conditions: [
+        { type: 'PodScheduled', status: 'True', lastTransitionTime: now },
+        { type: 'Initialized', status: 'True', lastTransitionTime: now },
+        { type: 'ContainersReady', status: 'False', lastTransitionTime: now },
+        { type: 'Ready', status: 'False', lastTransitionTime: now },
+      ],
+    };
+    this.writeStatus(pod, status);
+  }
+
+  private writeStatus(pod: JsonObject, status: JsonObject): void {
+    const r = this.o.registry.update(
+      POD,
+      str(meta(pod), 'namespace') ?? '',
+      str(meta(pod), 'name') ?? '',
+      { ...pod, status },
+      'status',
+    );
+    if (!r.ok) this.o.logger.warn('cannot update pod status', { pod: keyOf(pod), error: r.error.message });
+  }
+
+  /** A container changed state (exit, restart, back-off): the Pod's status says so, as the kubelet's would. */
+  private report(key: string, uid: string, r: PodStatusReport): void {
+    this.reports.set(uid, r);
+    if (!this.running.has(uid)) return; // markRunning writes it
+    const pod = this.get(key);
+    if (this.stopped || !pod || str(meta(pod), 'uid') !== uid) return;
+    this.writeReport(pod, r);
+  }
+
+  private writeReport(pod: JsonObject, r: PodStatusReport): void {
+    const now = rfc3339(this.o.clock.now());
+    const ready =
+      r.phase === 'Running' &&
+      r.containerStatuses.length > 0 &&
+      r.containerStatuses.every((c) => c.ready === true);
+    const old = arr(child(pod, 'status'), 'conditions');
+    const condition = (type: string, status: string): JsonObject => {
+      const prev = old.find((c) => str(c, 'type') === type);
+      return {
+        type,
+        status,
+        lastTransitionTime: str(prev, 'status') === status ? (str(prev, 'lastTransitionTime') ?? now) : now,
+      };
+    };
+    this.writeStatus(pod, {
+      ...child(pod, 'status'),
+      phase: r.phase,
+      conditions: [
+        condition('PodScheduled', 'True'),
+        condition('Initialized', 'True'),
+        condition('ContainersReady', ready ? 'True' : 'False'),
+        condition('Ready', ready ? 'True' : 'False'),
+      ],
+      containerStatuses: r.containerStatuses,
+    });
+  }
+
+  private markRunning(key: string, uid: string): void {
+    const pod = this.get(key);
+    if (this.stopped || !pod || str(meta(pod), 'uid') !== uid || str(meta(pod), 'deletionTimestamp')) return;
+    this.running.add(uid);
+    const reported = this.reports.get(uid);
+    if (reported) return this.writeReport(pod, reported);
+    const now = rfc3339(this.o.clock.now());
+    const containers = arr(child(pod, 'spec'), 'containers');
+    this.writeStatus(pod, {
+      ...child(pod, 'status'),
+      phase: 'Running',
+      conditions: ['PodScheduled', 'Initialized', 'ContainersReady', 'Ready'].map((type) => ({
+        type,
+        status: 'True',
+        lastTransitionTime: now,
+      })),
+      containerStatuses: containers.map((c) => ({
+        name: str(c, 'name') ?? '',
+        image: str(c, 'image') ?? '',
+        imageID: '',
+        ready: true,
+        started: true,
+        restartCount: 0,
+        state: { running: { startedAt: now } },
+      })),
+    });
+  }
+
+  private markFailed(key: string, uid: string, reason: string): void {
+    const pod = this.get(key);
+    if (this.stopped || !pod || str(meta(pod), 'uid') !== uid) return;
+    this.o.logger.warn('pod failed to start', { pod: key, reason });
+    this.writeStatus(pod, { ...child(pod, 'status'), phase: 'Failed', message: reason });
+  }
+
+  private terminate(key: string, uid: string, pod: JsonObject): void {
+    if (this.stopping.has(uid)) return;
+    const removeNow = (): void => {
+      const cur = this.get(key);
+      const timer = this.stopping.get(uid);
+      if (timer) this.o.clock.clearTimeout(timer);
+      this.stopping.delete(uid);
+      this.started.delete(uid);
+      this.reports.delete(uid);
+      this.running.delete(uid);
+      if (this.stopped || !cur || str(meta(cur), 'uid') !== uid) return;
+      this.o.registry.remove(POD, cur, cur);
+    };
+    const deadline = Date.parse(str(meta(pod), 'deletionTimestamp') ?? '');
+    const wait = Number.isNaN(deadline) ? 0 : Math.max(0, deadline - this.o.clock.now());
+    this.stopping.set(uid, this.o.clock.setTimeout(removeNow, wait));
+    // A Pod that never started (no address yet) has nothing to stop.
+    const sandbox = this.sandboxes.get(uid);
+    if (sandbox) sandbox.stopRequested = true;
+    const stop = this.started.has(uid) ? this.o.lifecycle.stop(storedPod(pod)) : Promise.resolve();
+    stop.then(
+      () => {
+        this.sandboxes.delete(uid);
+        removeNow();
+      },
+      (e: unknown) => {
+        this.sandboxes.delete(uid);
+        this.o.logger.warn('pod stop failed; waiting for its grace period', { pod: key, error: String(e) });
+      },
+    );
+  }
+
+  /** Stops the sandbox of a Pod that is no longer in the store (it was removed without a grace period). */
+  private stopRemoved(uid: string, sandbox: { readonly pod: JsonObject; stopRequested: boolean }): void {
+    sandbox.stopRequested = true;
+    this.started.delete(uid);
+    this.reports.delete(uid);
+    this.running.delete(uid);
+    const done = (): void => void this.sandboxes.delete(uid);
+    this.o.lifecycle.stop(storedPod(sandbox.pod)).then(done, (e: unknown) => {
+      this.o.logger.warn('stopping a removed pod failed', { pod: keyOf(sandbox.pod), error: String(e) });
+      done();
+    });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.unsubscribe();
+    this.queue.stop();
+    for (const t of this.stopping.values()) if (t) this.o.clock.clearTimeout(t);
+    this.stopping.clear();
+  }
+}

@@ -1,0 +1,504 @@
+// From what the soak saw to what it reports: every request classified (answered by an eligible endpoint, or
+// refused / timed out / reset / answered by a pod that was not a ready or serving endpoint then), per Service and
+// per kind of churn; each node's proxy as its metrics tell it (network programming latency, syncs, lock waits);
+// what the proxy restarts did to long-lived connections; and the guarantees the soak holds the proxy to.
+import { histogram, type HistogramSummary, type Sample } from 'kube-proxy-ts/inspect/doctor/prometheus.js';
+import type { ChurnRecord } from './churn.js';
+import type { EligibilityTimeline } from './eligibility.js';
+import type { ProxyRestart } from './faults.js';
+import { CONTROL_SERVICE, type LoadRecord, type LoadTarget, type LongTarget } from './load-generator.js';
+import { HISTOGRAMS, type NodeSeries } from './node-sampler.js';
+import type { ChurnKind } from './workload.js';
+
+export interface Generator {
+  /** "client" (the host outside the cluster) or "pod/NAME". */
+  readonly where: string;
+  readonly targets: readonly LoadTarget[];
+  readonly long: readonly LongTarget[];
+  readonly records: readonly LoadRecord[];
+}
+
+export interface SoakInputs {
+  readonly settings: SoakSettings;
+  readonly startedAt: number;
+  readonly endedAt: number;
+  readonly generators: readonly Generator[];
+  readonly churnOf: ReadonlyMap<string, ChurnKind>;
+  readonly timeline: EligibilityTimeline;
+  readonly churn: readonly ChurnRecord[];
+  readonly nodes: ReadonlyMap<string, NodeSeries>;
+  readonly restarts: readonly ProxyRestart[];
+  readonly apiOutages: readonly number[];
+  readonly staleUdpConntrack: { readonly count: number; readonly evidence: readonly string[] };
+  /** Container restarts of each node's kube-proxy that the soak did not cause. */
+  readonly unexpectedProxyExits: number;
+}
+
+export interface SoakSettings {
+  readonly mode: string;
+  readonly layout?: string;
+  readonly iptables?: string;
+  readonly durationSeconds: number;
+  readonly services: number;
+  readonly churnPerSecond: number;
+  readonly ratePerSecond: number;
+  readonly competingLockHolder: boolean;
+  readonly restartProxyEverySeconds?: number;
+  readonly apiserverOutageEverySeconds?: number;
+}
+
+export interface Failed {
+  refused: number;
+  timeout: number;
+  reset: number;
+  wrongEndpoint: number;
+  other: number;
+}
+
+export interface Tally {
+  sent: number;
+  succeeded: number;
+  failed: Failed;
+}
+
+export interface FailureSample {
+  /** Seconds since the soak's start. */
+  readonly at: number;
+  readonly from: string;
+  readonly service: string;
+  readonly to: string;
+  readonly kind: keyof Failed;
+  readonly pod?: string;
+}
+
+export interface LatencyMs {
+  readonly count: number;
+  readonly p50?: number;
+  readonly p99?: number;
+  /** The upper bound of the highest histogram bucket observed (bucket precision). */
+  readonly max?: number;
+}
+
+export interface SoakReport {
+  readonly settings: SoakSettings;
+  readonly durationSeconds: number;
+  readonly requests: Tally & {
+    readonly byChurn: Record<ChurnKind, Tally>;
+    readonly byService: Record<string, Tally & { churn: ChurnKind; alwaysReady: boolean }>;
+    /** How long the answering pod had been out of the Service's eligible endpoints, at most (ms). */
+    readonly wrongEndpointLagMaxMs: number;
+    /**
+     * Failures to always-ready Services within 2 s of a failed control request (straight to a pod's address):
+     * the machine's, not the rules'; left out of the guarantee and counted here.
+     */
+    readonly failedNearControlFailure: number;
+    /**
+     * Failures to always-ready Services whose path's node had its proxy down (restarting, until a second after
+     * its first sync): the cost of the restart, left out of the guarantee and counted here.
+     */
+    readonly failedWhileProxyDown: number;
+    /** The first failures, each with where it was sent from and to (at most 50). */
+    readonly failureSamples: readonly FailureSample[];
+  };
+  /** Requests straight to pod addresses, beside the Service traffic: what the machine itself delivered. */
+  readonly control: Tally;
+  readonly programmingLatencyMs: LatencyMs & { readonly byNode: Record<string, LatencyMs> };
+  readonly syncs: Record<string, LatencyMs & { readonly metricsUnanswered: number }>;
+  readonly lockWaits: Record<string, LatencyMs & { readonly totalMs: number }>;
+  readonly churn: {
+    readonly changes: number;
+    /** Changes per second reached (the API server's pace can keep it under --churn). */
+    readonly perSecond: number;
+    readonly failedWrites: number;
+    readonly byKind: Record<string, number>;
+  };
+  readonly proxyRestarts: {
+    readonly count: number;
+    readonly connectionsOpen: number;
+    readonly connectionsSurvived: number;
+    /** Restarts whose proxy synced again only after the load ended (survival not measurable). */
+    readonly unmeasured: number;
+    readonly restarts: readonly ProxyRestart[];
+  };
+  readonly apiserverOutages: number;
+  readonly staleUdpConntrack: number;
+  readonly staleUdpConntrackEvidence: readonly string[];
+  readonly unexpectedProxyExits: number;
+  /** What the soak holds every proxy to; `ok` is false when one of them does not hold. */
+  readonly guarantees: {
+    readonly ok: boolean;
+    /** Requests that failed to Services that always had a ready endpoint and only graceful churn (or none). */
+    readonly failedToAlwaysReadyServices: number;
+    readonly connectionsLostToProxyRestarts: number;
+    readonly staleUdpConntrack: number;
+    readonly unexpectedProxyExits: number;
+  };
+  /** One entry per second of the run: requests and failures, and each node's pending endpoint changes. */
+  readonly perSecond: readonly {
+    readonly t: number;
+    readonly sent: number;
+    readonly failed: number;
+    readonly pending: Record<string, number>;
+  }[];
+  readonly marks: readonly { readonly t: number; readonly what: string }[];
+}
+
+function emptyTally(): Tally {
+  return { sent: 0, succeeded: 0, failed: { refused: 0, timeout: 0, reset: 0, wrongEndpoint: 0, other: 0 } };
+}
+
+export function failedTotal(t: Tally): number {
+  const f = t.failed;
+  return f.refused + f.timeout + f.reset + f.wrongEndpoint + f.other;
+}
+
+function toMs(h: HistogramSummary | undefined): LatencyMs {
+  if (!h) return { count: 0 };
+  const ms = (s: number | undefined): number | undefined =>
+    s === undefined ? undefined : Math.round(s * 10_000) / 10;
+  const p50 = ms(h.p50);
+  const p99 = ms(h.p99);
+  const max = ms(h.maxBucket === Infinity ? undefined : h.maxBucket);
+  return {
+    count: h.count,
+    ...(p50 !== undefined ? { p50 } : {}),
+    ...(p99 !== undefined ? { p99 } : {}),
+    ...(max !== undefined ? { max } : {}),
+  };
+}
+
+/** A long-lived connection's answers, in order. */
+type LongHistory = { t: number; ok: boolean }[];
+
+function longHistories(generators: readonly Generator[]): LongHistory[] {
+  const byKey = new Map<string, LongHistory>();
+  generators.forEach((g, gi) => {
+    for (const r of g.records) {
+      if (r.k !== 'long') continue;
+      const key = `${gi}/${r.i}/${r.c}`;
+      const h = byKey.get(key) ?? [];
+      h.push({ t: r.t, ok: r.r === 'ok' });
+      byKey.set(key, h);
+    }
+  });
+  return [...byKey.values()].map((h) => h.sort((a, b) => a.t - b.t));
+}
+
+/** Connections open when the proxy stopped, and those that answered after its resync without failing between. */
+export function restartSurvival(
+  histories: readonly LongHistory[],
+  stoppedAt: number,
+  syncedAt: number | undefined,
+): { open: number; survived: number } {
+  let open = 0;
+  let survived = 0;
+  for (const h of histories) {
+    const before = h.filter((x) => x.t <= stoppedAt);
+    if (before.length === 0 || before.some((x) => !x.ok)) continue;
+    open++;
+    if (syncedAt === undefined) continue;
+    const after = h.filter((x) => x.t > stoppedAt);
+    const firstFailure = after.find((x) => !x.ok)?.t ?? Infinity;
+    if (after.some((x) => x.ok && x.t > syncedAt && x.t < firstFailure)) survived++;
+  }
+  return { open, survived };
+}
+
+export function buildReport(o: SoakInputs): SoakReport {
+  const total = emptyTally();
+  const byChurn: Record<ChurnKind, Tally> = {
+    graceful: emptyTally(),
+    readiness: emptyTally(),
+    none: emptyTally(),
+  };
+  const byService: SoakReport['requests']['byService'] = {};
+  let lagMax = 0;
+  const failureSamples: FailureSample[] = [];
+  const seconds = Math.max(1, Math.ceil((o.endedAt - o.startedAt) / 1000));
+  const perSecond = Array.from({ length: seconds }, (_, i) => ({
+    t: i,
+    sent: 0,
+    failed: 0,
+    pending: {} as Record<string, number>,
+  }));
+  const control = emptyTally();
+  const controlFailedSeconds = new Set<number>();
+  const secondOf = (t: number): number => Math.floor((t - o.startedAt) / 1000);
+  for (const g of o.generators)
+    for (const r of g.records) {
+      const target = r.k === 'req' ? g.targets[r.i] : undefined;
+      if (r.k !== 'req' || target?.service !== CONTROL_SERVICE) continue;
+      control.sent++;
+      if (r.r === 'ok') control.succeeded++;
+      else {
+        control.failed[r.r]++;
+        controlFailedSeconds.add(secondOf(r.t0));
+      }
+    }
+  // While a node's proxy is down (from its stop to a second after its first sync), its rules stand still: a pod
+  // that dies meanwhile is still in them. Such failures are the restart's cost, counted on their own.
+  const downWindows = o.restarts.map((r) => ({
+    node: r.node,
+    from: r.at,
+    to: (r.syncedAt ?? o.endedAt) + 1000,
+  }));
+  const whileProxyDown = (node: string | undefined, t: number): boolean =>
+    node !== undefined && downWindows.some((w) => w.node === node && t >= w.from && t <= w.to);
+  let failedWhileProxyDown = 0;
+  const nearControlFailure = (t: number): boolean => {
+    const s = secondOf(t);
+    for (let d = -2; d <= 2; d++) if (controlFailedSeconds.has(s + d)) return true;
+    return false;
+  };
+  let failedNearControlFailure = 0;
+  const excused = new Set<FailureSample>();
+  for (const g of o.generators) {
+    for (const r of g.records) {
+      if (r.k !== 'req') continue;
+      const target = g.targets[r.i];
+      if (!target || target.service === CONTROL_SERVICE) continue;
+      const churn = o.churnOf.get(target.service) ?? 'none';
+      const svc = (byService[target.service] ??= {
+        ...emptyTally(),
+        churn,
+        alwaysReady: o.timeline.alwaysReady(target.service, o.startedAt, o.endedAt),
+      });
+      const tallies = [total, byChurn[churn], svc];
+      let failure: keyof Failed | undefined;
+      if (r.r === 'ok') {
+        if (r.pod === undefined || !o.timeline.eligibleDuring(target.service, r.pod, r.t0, r.t1)) {
+          failure = 'wrongEndpoint';
+          const lag = r.pod === undefined ? undefined : o.timeline.ineligibleFor(target.service, r.pod, r.t0);
+          if (lag !== undefined) lagMax = Math.max(lagMax, lag);
+        }
+      } else failure = r.r;
+      if (failure !== undefined) {
+        const sample: FailureSample = {
+          at: Math.round((r.t0 - o.startedAt) / 100) / 10,
+          from: g.where,
+          service: target.service,
+          to: `${target.protocol} ${target.host}:${target.port} (${target.via})`,
+          kind: failure,
+          ...(r.pod !== undefined ? { pod: r.pod } : {}),
+        };
+        failureSamples.push(sample);
+        if (churn !== 'readiness' && nearControlFailure(r.t0)) {
+          failedNearControlFailure++;
+          excused.add(sample);
+        } else if (churn !== 'readiness' && whileProxyDown(target.node, r.t0)) {
+          failedWhileProxyDown++;
+          excused.add(sample);
+        }
+      }
+      for (const t of tallies) {
+        t.sent++;
+        if (failure === undefined) t.succeeded++;
+        else t.failed[failure]++;
+      }
+      const bin = perSecond[Math.min(seconds - 1, Math.max(0, Math.floor((r.t0 - o.startedAt) / 1000)))];
+      if (bin) {
+        bin.sent++;
+        if (failure !== undefined) bin.failed++;
+      }
+    }
+  }
+  for (const [node, series] of o.nodes)
+    for (const p of series.points) {
+      const bin = perSecond[Math.floor((p.t - o.startedAt) / 1000)];
+      if (bin) bin.pending[node] = Math.max(bin.pending[node] ?? 0, p.pendingEndpoints);
+    }
+
+  const allProgramming: Sample[] = [];
+  const byNode: Record<string, LatencyMs> = {};
+  const syncs: SoakReport['syncs'] = {};
+  const lockWaits: SoakReport['lockWaits'] = {};
+  for (const [node, series] of o.nodes) {
+    allProgramming.push(
+      ...series.samples(HISTOGRAMS.programming).map((s) => ({ ...s, labels: { ...s.labels, node } })),
+    );
+    byNode[node] = toMs(series.histogram(HISTOGRAMS.programming));
+    syncs[node] = { ...toMs(series.histogram(HISTOGRAMS.sync)), metricsUnanswered: series.unanswered };
+    const lock = series.histogram(HISTOGRAMS.lockWait);
+    lockWaits[node] = { ...toMs(lock), totalMs: Math.round((lock?.sum ?? 0) * 1000) };
+  }
+
+  const histories = longHistories(o.generators);
+  let open = 0;
+  let survived = 0;
+  const lastAnswer = Math.max(0, ...histories.flatMap((h) => h.map((x) => x.t)));
+  let unmeasured = 0;
+  const restarts = o.restarts.map((r) => {
+    // A proxy that synced again only after the load ended leaves nothing to tell survival by.
+    if (r.syncedAt === undefined || r.syncedAt >= lastAnswer) {
+      unmeasured++;
+      return { ...r };
+    }
+    const s = restartSurvival(histories, r.at, r.syncedAt);
+    open += s.open;
+    survived += s.survived;
+    return { ...r, connectionsOpen: s.open, connectionsSurvived: s.survived };
+  });
+
+  const byKind: Record<string, number> = {};
+  for (const c of o.churn) byKind[c.change] = (byKind[c.change] ?? 0) + 1;
+
+  const alwaysReadyNames = new Set(
+    Object.entries(byService)
+      .filter(([, s]) => s.churn !== 'readiness' && s.alwaysReady)
+      .map(([name]) => name),
+  );
+  const failedToAlwaysReady = failureSamples.filter(
+    (f) => alwaysReadyNames.has(f.service) && !excused.has(f),
+  ).length;
+  const guarantees = {
+    failedToAlwaysReadyServices: failedToAlwaysReady,
+    connectionsLostToProxyRestarts: open - survived,
+    staleUdpConntrack: o.staleUdpConntrack.count,
+    unexpectedProxyExits: o.unexpectedProxyExits,
+  };
+  const marks = [
+    ...o.restarts.map((r) => ({ t: r.at - o.startedAt, what: `${r.signal} kube-proxy on ${r.node}` })),
+    ...o.apiOutages.map((t) => ({ t: t - o.startedAt, what: 'API server outage' })),
+    ...o.churn
+      .filter((c) => c.change !== 'ready' && c.change !== 'unready')
+      .map((c) => ({ t: c.t - o.startedAt, what: `${c.change} ${c.target}` })),
+  ].sort((a, b) => a.t - b.t);
+
+  return {
+    settings: o.settings,
+    durationSeconds: Math.round((o.endedAt - o.startedAt) / 100) / 10,
+    requests: {
+      ...total,
+      byChurn,
+      byService,
+      wrongEndpointLagMaxMs: lagMax,
+      failedNearControlFailure,
+      failedWhileProxyDown,
+      // Failures to Services that must not fail first (they break a guarantee), then the others; in time order.
+      failureSamples: failureSamples
+        .map((f) => ({ f, key: byService[f.service]?.churn === 'readiness' ? 1 : 0 }))
+        .sort((a, b) => a.key - b.key || a.f.at - b.f.at)
+        .slice(0, 50)
+        .map((x) => x.f),
+    },
+    control,
+    programmingLatencyMs: { ...toMs(histogram({ samples: allProgramming }, HISTOGRAMS.programming)), byNode },
+    syncs,
+    lockWaits,
+    churn: {
+      changes: o.churn.length,
+      perSecond: Math.round((o.churn.length / Math.max(1, (o.endedAt - o.startedAt) / 1000)) * 10) / 10,
+      failedWrites: o.churn.filter((c) => c.error !== undefined).length,
+      byKind,
+    },
+    proxyRestarts: {
+      count: o.restarts.length,
+      connectionsOpen: open,
+      connectionsSurvived: survived,
+      unmeasured,
+      restarts,
+    },
+    apiserverOutages: o.apiOutages.length,
+    staleUdpConntrack: o.staleUdpConntrack.count,
+    staleUdpConntrackEvidence: o.staleUdpConntrack.evidence,
+    unexpectedProxyExits: o.unexpectedProxyExits,
+    guarantees: { ok: Object.values(guarantees).every((v) => v === 0), ...guarantees },
+    perSecond,
+    marks,
+  };
+}
+
+function latency(l: LatencyMs): string {
+  if (l.count === 0) return 'none observed';
+  const f = (v: number | undefined): string => (v === undefined ? '?' : `${v} ms`);
+  return `p50 ${f(l.p50)}, p99 ${f(l.p99)}, max ≤ ${f(l.max)} (${l.count})`;
+}
+
+function failures(t: Tally): string {
+  const f = t.failed;
+  return `refused ${f.refused}, timeout ${f.timeout}, reset ${f.reset}, wrong endpoint ${f.wrongEndpoint}, other ${f.other}`;
+}
+
+export function formatReport(r: SoakReport): string {
+  const s = r.settings;
+  const lines = [
+    `soak: ${s.mode}${s.layout ? ` (${s.layout} layout)` : ''}${s.iptables ? ` (iptables-${s.iptables})` : ''}, ` +
+      `${r.durationSeconds} s, ${s.services} Services, churn ${s.churnPerSecond}/s, load ${s.ratePerSecond} req/s` +
+      `${s.competingLockHolder ? ', competing xtables lock holder' : ''}`,
+    '',
+    `requests: ${r.requests.sent} sent, ${r.requests.succeeded} succeeded, ${failedTotal(r.requests)} failed (${failures(r.requests)})`,
+  ];
+  for (const kind of ['graceful', 'readiness', 'none'] as const) {
+    const t = r.requests.byChurn[kind];
+    if (t.sent > 0)
+      lines.push(
+        `  to Services with ${kind} churn: ${t.sent} sent, ${failedTotal(t)} failed (${failures(t)})`,
+      );
+  }
+  if (r.requests.failed.wrongEndpoint > 0)
+    lines.push(
+      `  wrong endpoint: the answering pod had left the Service's endpoints up to ${r.requests.wrongEndpointLagMaxMs} ms before`,
+    );
+  if (r.control.sent > 0)
+    lines.push(
+      `  control (straight to pod addresses, no Service rule): ${r.control.sent} sent, ${failedTotal(r.control)} failed` +
+        (r.requests.failedNearControlFailure > 0
+          ? `; ${r.requests.failedNearControlFailure} failures to always-ready Services came within 2 s of a control failure (the machine's, left out of the guarantee)`
+          : ''),
+    );
+  if (r.requests.failedWhileProxyDown > 0)
+    lines.push(
+      `  ${r.requests.failedWhileProxyDown} failures to always-ready Services while their node's proxy was down (restarting): rules stand still meanwhile`,
+    );
+  const samples = r.requests.failureSamples;
+  if (samples.length > 0) lines.push(`  first failures (of ${failedTotal(r.requests)}):`);
+  for (const f of samples.slice(0, 10))
+    lines.push(
+      `    ${f.at.toFixed(1)} s ${f.kind}: ${f.from} → ${f.service} ${f.to}${f.pod !== undefined ? `, answered by ${f.pod}` : ''}`,
+    );
+  lines.push('', `network programming latency: ${latency(r.programmingLatencyMs)}`);
+  for (const [node, l] of Object.entries(r.programmingLatencyMs.byNode))
+    lines.push(`  ${node}: ${latency(l)}`);
+  lines.push('syncs:');
+  for (const [node, l] of Object.entries(r.syncs))
+    lines.push(
+      `  ${node}: ${latency(l)}${l.metricsUnanswered > 0 ? `, /metrics unanswered ${l.metricsUnanswered}×` : ''}`,
+    );
+  if (Object.values(r.lockWaits).some((l) => l.count > 0)) {
+    lines.push('xtables lock waits:');
+    for (const [node, l] of Object.entries(r.lockWaits))
+      lines.push(`  ${node}: ${latency(l)}, ${l.totalMs} ms in all`);
+  }
+  lines.push(
+    '',
+    `churn: ${r.churn.changes} changes, ${r.churn.perSecond}/s of ${r.settings.churnPerSecond}/s asked (${Object.entries(
+      r.churn.byKind,
+    )
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')})` +
+      `${r.churn.failedWrites > 0 ? `, ${r.churn.failedWrites} refused by the API server` : ''}`,
+  );
+  if (r.proxyRestarts.count > 0)
+    lines.push(
+      `proxy restarts: ${r.proxyRestarts.count}; long-lived connections open ${r.proxyRestarts.connectionsOpen}, survived ${r.proxyRestarts.connectionsSurvived}` +
+        (r.proxyRestarts.unmeasured > 0
+          ? ` (${r.proxyRestarts.unmeasured} restarts synced only after the load ended: not measured)`
+          : ''),
+    );
+  for (const x of r.proxyRestarts.restarts)
+    lines.push(
+      `  ${x.signal} ${x.node} (pid ${x.pid}): ${x.syncedAt === undefined ? 'no sync afterwards' : `synced again after ${((x.syncedAt - x.at) / 1000).toFixed(1)} s`}, ${x.connectionsSurvived}/${x.connectionsOpen} connections survived`,
+    );
+  if (r.apiserverOutages > 0) lines.push(`API server outages: ${r.apiserverOutages}`);
+  lines.push(`stale UDP conntrack entries after the run: ${r.staleUdpConntrack}`);
+  for (const e of r.staleUdpConntrackEvidence) lines.push(`  ${e}`);
+  lines.push(`unexpected kube-proxy exits: ${r.unexpectedProxyExits}`);
+  const g = r.guarantees;
+  lines.push(
+    '',
+    g.ok
+      ? 'guarantees: all held (no failed request to an always-ready Service, every connection survived the restarts, no stale UDP entry, no unexpected exit)'
+      : `guarantees: NOT held: ${g.failedToAlwaysReadyServices} failed requests to always-ready Services, ${g.connectionsLostToProxyRestarts} connections lost to proxy restarts, ${g.staleUdpConntrack} stale UDP entries, ${g.unexpectedProxyExits} unexpected exits`,
+  );
+  return `${lines.join('\n')}\n`;
+}
