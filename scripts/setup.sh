@@ -65,4 +65,28 @@ echo "setup: installing npm dependencies"
 npm ci --no-audit --no-fund --loglevel=error
 echo "setup: building"
 npm run --silent build
+
+# The CLI on PATH, as every banner and doc types it: kube-proxy-ts (the agent package's bin) and
+# kube-proxy-ts-lab (the lab package's, which `kube-proxy-ts lab …` runs). Each is a small wrapper that runs this
+# checkout's build with the Node.js found above and, for the agent, the V8 flags the agent is measured with
+# (AGENT_NODE_FLAGS, read from the build itself).
+bin_dir="${KPTS_BIN_DIR:-/usr/local/bin}"
+if [ -w "$bin_dir" ] || { [ "$(id -u)" = 0 ] && mkdir -p "$bin_dir"; }; then
+  node_bin="$(command -v node)"
+  repo="$(pwd)"
+  flags="$(node --input-type=module -e "const m = await import('$repo/packages/agent/dist/util/node-flags.js'); console.log(m.AGENT_NODE_FLAGS.join(' '))")"
+  write_wrapper() { # NAME, then what follows `exec` in the wrapper
+    local name="$1"
+    shift
+    printf '#!/bin/sh\n# Written by scripts/setup.sh of the kube-proxy-ts checkout at %s.\nexec %s "$@"\n' "$repo" "$*" \
+      >"$bin_dir/$name.tmp"
+    chmod 0755 "$bin_dir/$name.tmp"
+    mv -f "$bin_dir/$name.tmp" "$bin_dir/$name"
+  }
+  write_wrapper kube-proxy-ts "'$node_bin'" "$flags" "'$repo/packages/agent/dist/cli/main.js'"
+  write_wrapper kube-proxy-ts-lab "'$node_bin'" "'$repo/packages/lab/dist/cli/main.js'"
+  echo "setup: kube-proxy-ts and kube-proxy-ts-lab are in $bin_dir"
+else
+  echo "setup: cannot write $bin_dir: run packages/agent/dist/cli/main.js (and packages/lab/dist/cli/main.js) yourself" >&2
+fi
 echo "setup: done"

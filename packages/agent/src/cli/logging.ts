@@ -15,10 +15,28 @@ function two(n: number): string {
   return String(n).padStart(2, '0');
 }
 
-/** klog's header: Lmmdd hh:mm:ss.uuuuuu */
-function klogHeader(level: 'I' | 'W' | 'E', d: Date): string {
+/** klog's header: `Lmmdd hh:mm:ss.uuuuuu threadid file:line]`, the process ID standing in for the thread's. */
+function klogHeader(level: 'I' | 'W' | 'E', d: Date, caller: string): string {
   const micros = String(d.getMilliseconds() * 1000).padStart(6, '0');
-  return `${level}${two(d.getMonth() + 1)}${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}.${micros}`;
+  const time = `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}.${micros}`;
+  return `${level}${two(d.getMonth() + 1)}${two(d.getDate())} ${time} ${String(process.pid).padStart(7)} ${caller}]`;
+}
+
+type LogMethod = (...args: never[]) => void;
+
+/**
+ * `file:line` of the code that called `method` (the logger's own function), as klog prints the Go caller's:
+ * `proxier.js:140]` (the compiled file; under tsx the source's). klog's `???:1` when the stack says nothing.
+ */
+export function callerLocation(method: LogMethod): string {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 1;
+  const holder: { stack?: string } = {};
+  Error.captureStackTrace(holder, method);
+  Error.stackTraceLimit = limit;
+  const frame = holder.stack?.split('\n')[1] ?? '';
+  const m = /([^/\\\s(]+):(\d+):\d+\)?$/.exec(frame);
+  return m ? `${m[1]}:${m[2]}` : '???:1';
 }
 
 function textValue(v: unknown): string {
@@ -37,10 +55,17 @@ function textValue(v: unknown): string {
 export function processLogger(options: ProcessLoggerOptions): Logger {
   const write = options.write ?? ((line: string) => process.stderr.write(line));
   const now = options.now ?? (() => new Date());
-  const emit = (level: 'I' | 'W' | 'E', v: number, msg: string, fields: LogFields): void => {
+  const emit = (
+    level: 'I' | 'W' | 'E',
+    v: number,
+    msg: string,
+    fields: LogFields,
+    method: LogMethod,
+  ): void => {
     const d = now();
+    const caller = callerLocation(method);
     if (options.format === 'json') {
-      const record: Record<string, unknown> = { ts: d.getTime() / 1000, v, msg, ...fields };
+      const record: Record<string, unknown> = { ts: d.getTime() / 1000, caller, v, msg, ...fields };
       if (level === 'E') record.err = fields.error;
       if (level !== 'I') record.level = level === 'E' ? 'error' : 'warning';
       write(`${JSON.stringify(record)}\n`);
@@ -49,19 +74,20 @@ export function processLogger(options: ProcessLoggerOptions): Logger {
     const kv = Object.entries(fields)
       .map(([k, val]) => ` ${k}=${textValue(val)}`)
       .join('');
-    write(`${klogHeader(level, d)} ${String(process.pid).padStart(7)}] ${JSON.stringify(msg)}${kv}\n`);
+    write(`${klogHeader(level, d, caller)} ${JSON.stringify(msg)}${kv}\n`);
   };
-  const make = (ctx: LogFields): Logger => ({
-    info: (msg, fields = {}) => emit('I', 0, msg, { ...ctx, ...fields }),
-    warn: (msg, fields = {}) => emit('W', 0, msg, { ...ctx, ...fields }),
-    error: (msg, fields = {}) => emit('E', 0, msg, { ...ctx, ...fields }),
-    v: (level, build) => {
+  // Each method hands itself to emit, so the caller found is the frame just outside the logger.
+  const make = (ctx: LogFields): Logger => {
+    const info: Logger['info'] = (msg, fields = {}) => emit('I', 0, msg, { ...ctx, ...fields }, info);
+    const warn: Logger['warn'] = (msg, fields = {}) => emit('W', 0, msg, { ...ctx, ...fields }, warn);
+    const error: Logger['error'] = (msg, fields = {}) => emit('E', 0, msg, { ...ctx, ...fields }, error);
+    const v: Logger['v'] = (level, build) => {
       if (level > options.verbosity) return;
       const { msg, fields = {} } = build();
-      emit('I', level, msg, { ...ctx, ...fields });
-    },
-    child: (fields) => make({ ...ctx, ...fields }),
-  });
+      emit('I', level, msg, { ...ctx, ...fields }, v);
+    };
+    return { info, warn, error, v, child: (fields) => make({ ...ctx, ...fields }) };
+  };
   return make({});
 }
 

@@ -68,7 +68,7 @@ import type { Logger } from '../util/logger.js';
 import { nodeNetworkConfig } from '../sync/node-network.js';
 import { Proxier } from '../sync/proxier.js';
 import { processLogger } from './logging.js';
-import { VERSION } from './version.js';
+import { VERSION, versionText } from './version.js';
 
 export interface RunDeps {
   readonly commands: CommandRunner;
@@ -90,9 +90,7 @@ export async function runCommand(argv: readonly string[], deps: RunDeps = defaul
     return 0;
   }
   if (early.version) {
-    process.stdout.write(
-      early.version === 'raw' ? `${JSON.stringify({ gitVersion: VERSION })}\n` : `kube-proxy-ts ${VERSION}\n`,
-    );
+    process.stdout.write(await versionText(early.version === 'raw', deps.commands));
     return 0;
   }
   const loaded = loadProxyConfig(argv, { readFile: deps.readFile, hostname: deps.hostname });
@@ -108,11 +106,7 @@ export async function runCommand(argv: readonly string[], deps: RunDeps = defaul
     return 0;
   }
   if (options.version) {
-    process.stdout.write(
-      options.version === 'raw'
-        ? `${JSON.stringify({ gitVersion: VERSION })}\n`
-        : `kube-proxy-ts ${VERSION}\n`,
-    );
+    process.stdout.write(await versionText(options.version === 'raw', deps.commands));
     return 0;
   }
   if (options.writeConfigTo !== undefined) {

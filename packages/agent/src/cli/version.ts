@@ -1,5 +1,6 @@
 // The version kube-proxy-ts reports (--version, logs, the build-info metric).
 import { readFileSync } from 'node:fs';
+import type { CommandRunner } from '../netfilter/command.js';
 
 function readVersion(): string {
   for (const rel of ['../../package.json', '../../../package.json']) {
@@ -17,3 +18,28 @@ function readVersion(): string {
 }
 
 export const VERSION = readVersion();
+
+/** The kernel tools the agent drives, as `--version` reports them: what a node's image must carry. */
+const KERNEL_TOOLS = ['nft', 'iptables-legacy', 'iptables-nft'] as const;
+
+/** Each tool's own first line of `--version` (e.g. "nftables v1.0.6 (Lester Gooch #5)"), or "not found". */
+export async function kernelToolVersions(commands: CommandRunner): Promise<Record<string, string>> {
+  const found: Record<string, string> = {};
+  for (const tool of KERNEL_TOOLS) {
+    const r = await commands.run(tool, ['--version']);
+    const line = r.stdout.trim().split('\n')[0] ?? '';
+    found[tool] = r.code === 0 && line !== '' ? line : 'not found';
+  }
+  return found;
+}
+
+/**
+ * What `--version` prints: ours on the first line, then the kernel tools found; `--version=raw` is one JSON object
+ * ({gitVersion, …tools}), as kube-proxy's raw form is.
+ */
+export async function versionText(raw: boolean, commands: CommandRunner): Promise<string> {
+  const tools = await kernelToolVersions(commands);
+  if (raw) return `${JSON.stringify({ gitVersion: VERSION, tools })}\n`;
+  const lines = Object.entries(tools).map(([tool, version]) => `${tool}: ${version}`);
+  return `kube-proxy-ts ${VERSION}\n${lines.join('\n')}\n`;
+}

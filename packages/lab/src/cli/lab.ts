@@ -23,6 +23,7 @@ import { labLayout, labPaths } from '../cluster/layout.js';
 import { WatchView } from '../cluster/watch-view.js';
 import { IPTABLES_BACKENDS, isIptablesBackendName, nodeEnvironment } from '../cluster/node-env.js';
 import { labApiserverCommand } from './lab-apiserver.js';
+import { shellQuote } from '../cluster/streams.js';
 
 export const LAB_USAGE = `Usage: kube-proxy-ts lab COMMAND
 
@@ -139,6 +140,9 @@ async function upCommand(argv: string[]): Promise<number> {
     return fail(`up failed: ${e instanceof Error ? e.message : String(e)}`, 1);
   }
   const running = lab;
+  // A lab with its own state directory prints commands that name it, so that each runs as printed.
+  const stateFlag = stateDir === defaultStateDir() ? '' : ` --state-dir ${shellQuote(stateDir)}`;
+  const labCli = (verb: string): string => `kube-proxy-ts lab ${verb}${stateFlag}`;
   process.stdout.write(`
 The lab is up: ${running.nodes.length} nodes, kube-proxy-ts in ${mode} mode${nftablesLayout === 'flat' ? ' (flat layout)' : ''} on each.
 
@@ -148,11 +152,11 @@ The lab is up: ${running.nodes.length} nodes, kube-proxy-ts in ${mode} mode${nft
   kubectl -n kube-system get ds kube-proxy
   kubectl -n kube-system logs -l k8s-app=kube-proxy --tail=5
   kubectl -n svc exec $(kubectl -n svc get pods -o name | head -1 | cut -d/ -f2) -- curl -s http://web.svc/hostname
-  kube-proxy-ts lab exec worker -- nft list table ip kube-proxy
-  kube-proxy-ts lab status
+  ${labCli('exec')} ${running.nodes.at(-1)?.name ?? 'worker'} -- nft list table ip kube-proxy
+  ${labCli('status')}
 
 Proxy logs: kubectl -n kube-system logs -l k8s-app=kube-proxy (files: ${labPaths(stateDir).nodeDir('NODE')}/kube-proxy.log)
-Ctrl-C (or \`kube-proxy-ts lab down\`) removes everything. Walkthrough: docs/lab-walkthrough.md
+Ctrl-C (or \`${labCli('down')}\`) removes everything. Walkthrough: docs/lab-walkthrough.md
 `);
   // `lab soak --apiserver-outage-every D` (from another process) asks for an API server outage with SIGUSR2.
   const onOutage = (): void => running.apiServerOutage(API_OUTAGE_MS);
