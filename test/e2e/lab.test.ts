@@ -9,7 +9,7 @@ import { mkdtempSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parse, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
 import { labDown } from '../../packages/lab/src/cluster/down.js';
 import { podNamespaceName, prefixLockFile } from '../../packages/lab/src/cluster/layout.js';
@@ -29,32 +29,10 @@ import {
   waitFor,
 } from './helpers.js';
 import { labTurn } from './helpers/lab-turn.js';
+import { churnExperiment, podViews, type PodView } from './helpers/churn.js';
 import { AGENT_MAIN, LAB_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 
 const gate = kernelOptions(['ip', 'nft', 'iptables', 'iptables-save', 'curl', 'kubectl']);
-
-interface PodView {
-  readonly name: string;
-  readonly node: string;
-  readonly ip: string;
-  readonly ready: boolean;
-  readonly terminating: boolean;
-}
-
-function podViews(list: unknown): PodView[] {
-  return items(list).map((p) => {
-    const conditions = field(p, 'status', 'conditions');
-    return {
-      name: String(field(p, 'metadata', 'name')),
-      node: String(field(p, 'spec', 'nodeName') ?? ''),
-      ip: String(field(p, 'status', 'podIP') ?? ''),
-      ready:
-        Array.isArray(conditions) &&
-        conditions.some((c) => field(c, 'type') === 'Ready' && field(c, 'status') === 'True'),
-      terminating: field(p, 'metadata', 'deletionTimestamp') !== undefined,
-    };
-  });
-}
 
 /** Root-namespace facts the lab must never change: link names and nftables tables. */
 async function rootNetworkFacts(): Promise<{ links: string[]; tables: string }> {
@@ -460,101 +438,11 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 1_200_000 }, 
 
   test('churn: pending endpoint changes pile up between syncs (minSyncPeriod 15s) and clear in one sync', async () => {
     assert.ok(lab);
-    const starts = lab.nodes.map((n) => n.proxy.starts);
-    await k().sh(
-      `kubectl -n kube-system get configmap kube-proxy -o yaml | sed 's/minSyncPeriod: 1s/minSyncPeriod: 15s/' | kubectl replace -f - && ` +
-        'kubectl -n kube-system rollout restart ds kube-proxy && kubectl -n kube-system rollout status ds kube-proxy --timeout=90s',
-    );
-    const conf = parse(readFileSync(lab.paths.nodeConfig('worker'), 'utf8')) as unknown;
-    assert.equal(
-      field(conf, 'nftables', 'minSyncPeriod'),
-      '15s',
-      'the node’s config file follows the ConfigMap',
-    );
+    await churnExperiment(lab, prefix);
     const node = 'worker';
-    await waitFor('proxies restarted with minSyncPeriod 15s and settled', 90_000, async () => {
-      if (!lab?.nodes.every((n, i) => n.proxy.starts > (starts[i] ?? 0) && n.proxy.running)) return undefined;
-      const text = await fetchProxyMetrics(mustRunner, nsOfNode(node));
-      if (!text) return undefined;
-      const synced = (metricValue(text, 'kubeproxy_sync_proxy_rules_last_timestamp_seconds') ?? 0) > 0;
-      return synced && metricValue(text, 'kubeproxy_sync_proxy_rules_endpoint_changes_pending') === 0
-        ? true
-        : undefined;
+    const read = async (): Promise<{ syncs: number }> => ({
+      syncs: metricValue(await metricsOf(node), 'kubeproxy_sync_proxy_rules_duration_seconds_count') ?? NaN,
     });
-    const read = async (): Promise<{ pending: number; total: number; syncs: number; services: number }> => {
-      const text = await metricsOf(node);
-      return {
-        pending: metricValue(text, 'kubeproxy_sync_proxy_rules_endpoint_changes_pending') ?? NaN,
-        total: metricValue(text, 'kubeproxy_sync_proxy_rules_endpoint_changes_total') ?? NaN,
-        syncs: metricValue(text, 'kubeproxy_sync_proxy_rules_duration_seconds_count') ?? NaN,
-        services: metricValue(text, 'kubeproxy_sync_proxy_rules_service_changes_total') ?? NaN,
-      };
-    };
-    const before = await read();
-    type Point = Awaited<ReturnType<typeof read>>;
-    const series: Point[] = [before];
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        series.push(await read());
-        await delay(250);
-      }
-    })();
-    try {
-      await k().run(['-n', 'svc', 'scale', 'deployment', 'web', '--replicas=12']);
-      await waitFor('12 ready web pods', 90_000, async () =>
-        (await webPods()).filter((p) => p.ready && !p.terminating).length >= 12 ? true : undefined,
-      );
-      await k().run(['-n', 'svc', 'scale', 'deployment', 'web', '--replicas=3']);
-      await k().run(['-n', 'svc', 'delete', 'pod', '-l', 'app=web', '--wait=false']);
-      await waitFor('3 ready web pods and nothing terminating', 120_000, async () => {
-        const pods = await webPods();
-        return pods.length === 3 && pods.every((p) => p.ready) ? true : undefined;
-      });
-      // The last change waits up to minSyncPeriod before a sync takes it.
-      await waitFor('no pending endpoint changes', 40_000, async () =>
-        (await read()).pending === 0 ? true : undefined,
-      );
-    } finally {
-      sampling = false;
-      await sampler;
-    }
-    // The sampler may have stopped just before the last sync; the final reading belongs to the series too. The
-    // gauge drops when a sync *starts* (checkout) and the sync counter moves when it *ends*, so let a sync in flight
-    // finish first (minSyncPeriod 15s: no new one starts meanwhile without new changes).
-    await delay(5_000);
-    const end = await read();
-    series.push(end);
-    const pending = series.map((p) => p.pending);
-    const peak = Math.max(...pending);
-    console.log(
-      `# churn on ${node}: pending series ${pending.join(',')}; endpoint changes +${end.total - before.total}, syncs +${end.syncs - before.syncs}, service changes +${end.services - before.services}`,
-    );
-    assert.ok(peak >= 10, `pending climbs into double figures (peak ${peak})`);
-    // Between syncs the gauge only grows. A sync checks out everything pending at once: a drop happens only across
-    // a sync, and what is left after it can only be changes that arrived since the previous sample.
-    let clearedBacklog = false;
-    for (let i = 1; i < series.length; i++) {
-      const [a, b] = [series[i - 1], series[i]];
-      if (!a || !b || b.pending >= a.pending) continue;
-      // The drop is a sync's checkout; that sync is counted when it finishes, in this sample or a later one.
-      assert.ok(
-        series.slice(i).some((later) => later.syncs > a.syncs),
-        `pending fell from ${a.pending} to ${b.pending} without a sync`,
-      );
-      assert.ok(
-        b.pending <= b.total - a.total,
-        `pending fell from ${a.pending} to ${b.pending} but only ${b.total - a.total} changes arrived since: not all was cleared`,
-      );
-      if (a.pending >= 10) clearedBacklog = true;
-    }
-    assert.ok(clearedBacklog, 'a double-figure backlog was cleared by one sync');
-    assert.equal(end.pending, 0);
-    const changes = end.total - before.total;
-    const syncs = end.syncs - before.syncs;
-    assert.ok(syncs >= 1, 'at least one sync ran');
-    assert.ok(changes >= 5 * syncs, `endpoint changes (${changes}) far outnumber syncs (${syncs})`);
-    assert.equal(end.services - before.services, 0, 'no Service changed');
 
     // Idle: upstream's only periodic sync without changes is the hourly full sync (FullSyncPeriod); over a quiet
     // window longer than minSyncPeriod nothing syncs, and the proxy stays healthy.

@@ -1,4 +1,4 @@
-// The agent's V8 flags are decided once (src/util/node-flags.ts); the two places that cannot import it, the CLI's
+// The agent's V8 flags are decided once (packages/agent/src/util/node-flags.ts); the two places that cannot import it, the CLI's
 // shebang line and the image's wrapper script, must carry the same flags, or what runs on a node is not what the
 // bench measured.
 import assert from 'node:assert/strict';
@@ -15,10 +15,10 @@ describe('the agent V8 flags', () => {
   });
 
   test("the image's wrapper runs node with exactly AGENT_NODE_FLAGS", () => {
-    const wrapper = read('deploy/Dockerfile')
+    const wrapper = read('scripts/image.sh')
       .split('\n')
-      .find((l) => l.includes('exec /usr/local/bin/node'));
-    assert.ok(wrapper !== undefined, 'no node wrapper in deploy/Dockerfile');
+      .find((l) => l.startsWith('exec /usr/local/bin/node'));
+    assert.ok(wrapper !== undefined, 'no node wrapper in scripts/image.sh');
     const flags = /exec \/usr\/local\/bin\/node (.*?) \/opt\//.exec(wrapper)?.[1];
     assert.equal(flags, AGENT_NODE_FLAGS.join(' '));
   });

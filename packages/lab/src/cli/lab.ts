@@ -24,12 +24,15 @@ import { WatchView } from '../cluster/watch-view.js';
 import { IPTABLES_BACKENDS, isIptablesBackendName, nodeEnvironment } from '../cluster/node-env.js';
 import { labApiserverCommand } from './lab-apiserver.js';
 import { shellQuote } from '../cluster/streams.js';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { findOnPath } from 'kube-proxy-ts/cli/plugin.js';
 
 export const LAB_USAGE = `Usage: kube-proxy-ts lab COMMAND
 
 Commands:
   up [--nodes 2] [--mode nftables|iptables] [--nftables-layout upstream|flat] [--iptables legacy|nft]
-     [--zones zone-a,zone-b] [--follow-configmap]
+     [--zones zone-a,zone-b] [--follow-configmap] [--image FILE]
             start a cluster on this host (needs root): nodes and pods as network namespaces,
             kube-proxy-ts as the pods of DaemonSet kube-system/kube-proxy, Service svc/web; runs in the
             foreground, Ctrl-C removes everything.
@@ -40,6 +43,8 @@ Commands:
             Service; see docs/nftables-layouts.md)
             --iptables legacy|nft: the iptables back end the proxies run (default: the host's); legacy
             is the one that serialises writers on the xtables lock (each node has its own lock file)
+            --image FILE: run each node's kube-proxy from the node image (the OCI archive that
+            scripts/image.sh writes) with runc, as a node's runtime would (needs runc and umoci)
   down      stop the lab (also after it crashed) and remove every namespace, link and process it made
   status    nodes, proxies (pid, mode, last sync) and pods
   watch [--rounds N]
@@ -88,6 +93,7 @@ async function upCommand(argv: string[]): Promise<number> {
         iptables: { type: 'string' },
         zones: { type: 'string' },
         'follow-configmap': { type: 'boolean' },
+        image: { type: 'string' },
         'state-dir': { type: 'string' },
         // Undocumented: tests run a lab beside a user's own under another prefix.
         prefix: { type: 'string' },
@@ -117,6 +123,17 @@ async function upCommand(argv: string[]): Promise<number> {
   if (badZone !== undefined)
     return fail(`up: --zones: ${JSON.stringify(badZone)} is not a label value (letters, digits, - _ .)`);
   if (!isRoot()) return fail('up: the lab creates network namespaces and needs root (try sudo)', 1);
+  const image = values.image === undefined ? undefined : resolve(values.image);
+  if (image !== undefined) {
+    if (!existsSync(image))
+      return fail(`up: --image ${values.image}: no such file (bash scripts/image.sh writes one)`);
+    const missing = ['runc', 'umoci', 'tar'].filter((tool) => findOnPath(tool) === undefined);
+    if (missing.length > 0)
+      return fail(
+        `up: --image needs ${missing.join(', ')} on PATH (apt-get install ${missing.join(' ')})`,
+        1,
+      );
+  }
   const stateDir = values['state-dir'] ?? defaultStateDir();
   const started = Date.now();
   const progress = (line: string): void =>
@@ -130,6 +147,7 @@ async function upCommand(argv: string[]): Promise<number> {
       ...(iptables !== undefined ? { iptables } : {}),
       ...(zones.length > 0 ? { zones } : {}),
       ...(values['follow-configmap'] === true ? { followConfigMap: true } : {}),
+      ...(image !== undefined ? { image } : {}),
       stateDir,
       ...(values.prefix !== undefined ? { prefix: values.prefix } : {}),
       progress,
@@ -144,7 +162,7 @@ async function upCommand(argv: string[]): Promise<number> {
   const stateFlag = stateDir === defaultStateDir() ? '' : ` --state-dir ${shellQuote(stateDir)}`;
   const labCli = (verb: string): string => `kube-proxy-ts lab ${verb}${stateFlag}`;
   process.stdout.write(`
-The lab is up: ${running.nodes.length} nodes, kube-proxy-ts in ${mode} mode${nftablesLayout === 'flat' ? ' (flat layout)' : ''} on each.
+The lab is up: ${running.nodes.length} nodes, kube-proxy-ts in ${mode} mode${nftablesLayout === 'flat' ? ' (flat layout)' : ''} on each${image !== undefined ? `, from the image ${image}` : ''}.
 
   export KUBECONFIG=${running.kubeconfigPath}
   kubectl get nodes,pods -A -o wide

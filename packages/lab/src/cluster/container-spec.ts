@@ -12,7 +12,20 @@ import { agentCliArgv } from './processes.js';
 export interface VolumeMapping {
   readonly mountPath: string;
   readonly hostPath: string;
+  /** A hostPath volume's `type` (FileOrCreate, DirectoryOrCreate, …), where the spec gives one. */
+  readonly hostPathType?: string;
 }
+
+/**
+ * How a kube-proxy container runs when the lab runs it from an image (`lab up --image`): its argv for the command
+ * as the Pod spec writes it (paths not rewritten: the runtime mounts the volumes at their mountPaths).
+ */
+export type ImageLauncher = (
+  words: readonly string[],
+  env: Readonly<Record<string, string>>,
+  volumes: readonly VolumeMapping[],
+  container: string,
+) => string[];
 
 export interface ResolvedContainer {
   readonly name: string;
@@ -24,6 +37,8 @@ export interface ResolvedContainer {
   readonly stdin: boolean;
   readonly stdinOnce: boolean;
   readonly tty: boolean;
+  /** The argv is a container runtime's that joins the Pod's network namespace itself (`lab up --image`). */
+  readonly joinsNamespace?: boolean;
 }
 
 /** The executables that mean "this checkout's kube-proxy-ts" (deploy/'s image and kubeadm's kube-proxy). */
@@ -80,6 +95,7 @@ export function resolveContainer(
   pod: JsonObject,
   container: JsonObject,
   volumes: readonly VolumeMapping[],
+  imageLauncher?: ImageLauncher,
 ): ResolvedContainer {
   const env: Record<string, string> = {};
   for (const e of arr(container, 'env')) {
@@ -90,14 +106,17 @@ export function resolveContainer(
     if (value !== undefined) env[name] = expandVars(value, env);
     else if (ref !== undefined) env[name] = fieldValue(pod, ref) ?? '';
   }
-  const words = [...arr(container, 'command'), ...arr(container, 'args')]
+  const expanded = [...arr(container, 'command'), ...arr(container, 'args')]
     .filter((w): w is string => typeof w === 'string')
-    .map((w) => rewritePaths(expandVars(w, env), volumes));
+    .map((w) => expandVars(w, env));
+  const words = expanded.map((w) => rewritePaths(w, volumes));
   let argv: string[] | undefined = words.length > 0 ? words : undefined;
+  const isKubeProxy = words[0] !== undefined && KUBE_PROXY_EXECUTABLES.has(basename(words[0]));
   // agnhost's netexec is what the pod server answers like; run that instead of a binary we do not have.
   if (argv?.[0] === 'netexec' || (argv?.[0] === '/agnhost' && argv[1] === 'netexec')) argv = undefined;
-  else if (argv?.[0] !== undefined && KUBE_PROXY_EXECUTABLES.has(basename(argv[0])))
-    argv = agentCliArgv(argv.slice(1));
+  else if (isKubeProxy && imageLauncher)
+    argv = imageLauncher(expanded, env, volumes, str(container, 'name') ?? '');
+  else if (isKubeProxy) argv = agentCliArgv(words.slice(1));
   return {
     name: str(container, 'name') ?? '',
     image: str(container, 'image') ?? '',
@@ -106,5 +125,6 @@ export function resolveContainer(
     stdin: isObject(container) && container.stdin === true,
     stdinOnce: isObject(container) && container.stdinOnce === true,
     tty: isObject(container) && container.tty === true,
+    ...(isKubeProxy && imageLauncher ? { joinsNamespace: true } : {}),
   };
 }

@@ -148,9 +148,11 @@ export class ContainerProcess {
       launched = { exited: p.exited.then((r) => ({ code: r.code, stdout: '', stderr: r.stderr })) };
     } else {
       this.interactive = undefined;
+      // A container runtime (runc, under `lab up --image`) joins the namespace itself and needs the host's
+      // mounts: `ip netns exec` would hide /sys/fs/cgroup behind the namespace's own /sys.
       launched = launchInNamespace(
         this.runner,
-        this.namespace,
+        this.spec.joinsNamespace === true ? undefined : this.namespace,
         this.spec.argv,
         { pidFile: this.pidFile, log },
         this.spec.env,
@@ -228,6 +230,8 @@ export class ContainerProcess {
     };
     if (this.stopping) {
       this.state = { terminated };
+      // As the kubelet reports a container it killed: how it ended (a proxy that honours SIGTERM exits 0).
+      this.logger.info('container stopped', { pod: this.podRef, container: this.name, exitCode });
       this.events.changed();
       return;
     }

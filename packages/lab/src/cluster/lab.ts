@@ -32,6 +32,7 @@ import { buildLabNetwork } from './network.js';
 import { nodeEnvironment, prepareIptablesBinDir, type IptablesBackendName } from './node-env.js';
 import { namespacePodLifecycle, type NamespacePodLifecycle } from './pod-lifecycle.js';
 import { labCliArgv } from './processes.js';
+import { openImageRuntime, type ImageRuntime } from './image-runtime.js';
 import {
   CONFIGMAP_NAME,
   CONFIGMAP_NAMESPACE,
@@ -92,6 +93,11 @@ export interface LabOptions {
    * (`lab web` prints it). `port` picks its port (default: a free one).
    */
   readonly web?: boolean | { readonly port?: number };
+  /**
+   * An OCI archive of the node image (scripts/image.sh): each node's kube-proxy container runs from it, by runc,
+   * with the DaemonSet's container spec (`lab up --image FILE`). Default: this checkout's CLI on the host's files.
+   */
+  readonly image?: string;
 }
 
 /** How long one API server outage lasts when `lab up` is sent SIGUSR2 (the soak's --apiserver-outage-every). */
@@ -243,6 +249,11 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
       `building the network: ${layout.nodes.length} nodes (${layout.nodes.map((n) => n.name).join(', ')}), underlay, client`,
     );
     if (options.iptables !== undefined) prepareIptablesBinDir(paths, options.iptables);
+    let image: ImageRuntime | undefined;
+    if (options.image !== undefined) {
+      progress(`unpacking the node image ${options.image} (kube-proxy runs from it, by runc)`);
+      image = await openImageRuntime(options.image, paths.stateDir);
+    }
     await buildLabNetwork(runner, layout);
 
     const hosts = new HostsFiles();
@@ -255,6 +266,7 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     lifecycle = namespacePodLifecycle({
       runner,
       layout,
+      ...(image ? { image } : {}),
       podStateDir: paths.podDir(),
       logger: logger.child({ component: 'pods' }),
       configMaps: () => (namespace, name) => {

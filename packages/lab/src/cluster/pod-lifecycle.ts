@@ -20,7 +20,8 @@ import type {
 } from '../controllers/pod-lifecycle.js';
 import { execInNamespace, followLog } from './streams.js';
 import { startPodServerIn, type PodServerHandle } from '@kube-proxy-ts/netns/pod-process.js';
-import { resolveContainer, type VolumeMapping } from './container-spec.js';
+import { resolveContainer, type ImageLauncher, type VolumeMapping } from './container-spec.js';
+import { imageContainerArgv, type ImageRuntime } from './image-runtime.js';
 import { ContainerProcess, podPhase, readinessProbeOf, type RestartPolicy } from './containers.js';
 import { podNamespaceName, podVethName, type LabLayout } from './layout.js';
 import { attachPod, detachPod } from './network.js';
@@ -85,6 +86,8 @@ export interface NamespacePodLifecycleOptions {
   readonly events?: PodEvents;
   /** Real time; the lab's API server runs on the real clock too. */
   readonly now?: () => number;
+  /** `lab up --image`: kube-proxy containers run from this image, by runc. */
+  readonly image?: ImageRuntime;
 }
 
 export interface NamespacePodLifecycle extends PodLifecycle, Kubelet, StreamingKubelet {
@@ -98,6 +101,23 @@ export interface NamespacePodLifecycle extends PodLifecycle, Kubelet, StreamingK
   close(): void;
   /** Stops every container process (SIGTERM, SIGKILL after `graceMs`); none is restarted afterwards. */
   stopProcesses(graceMs: number): Promise<void>;
+}
+
+/** The launcher of a Pod's kube-proxy containers under `lab up --image`: one bundle per container, in its dir. */
+function imageLauncher(
+  runtime: ImageRuntime,
+  pod: { readonly podDir: string; readonly netns: string; readonly hostname: string; readonly uid: string },
+): ImageLauncher {
+  return (words, env, volumes, container) =>
+    imageContainerArgv(runtime, {
+      dir: join(pod.podDir, 'containers', container),
+      id: `${pod.uid}-${container}`,
+      words,
+      env,
+      volumes,
+      netns: pod.netns,
+      hostname: pod.hostname,
+    });
 }
 
 export function namespacePodLifecycle(o: NamespacePodLifecycleOptions): NamespacePodLifecycle {
@@ -190,7 +210,8 @@ export function namespacePodLifecycle(o: NamespacePodLifecycleOptions): Namespac
       const hostPath = str(child(v, 'hostPath'), 'path');
       const dir = join(podDir, 'volumes', str(v, 'name') ?? '');
       const sub = str(m, 'subPath');
-      if (hostPath !== undefined) return [{ mountPath, hostPath }];
+      const hostPathType = str(child(v, 'hostPath'), 'type');
+      if (hostPath !== undefined) return [{ mountPath, hostPath, ...(hostPathType ? { hostPathType } : {}) }];
       if ('configMap' in v || 'emptyDir' in v) return [{ mountPath, hostPath: sub ? join(dir, sub) : dir }];
       return [];
     });
@@ -230,11 +251,19 @@ export function namespacePodLifecycle(o: NamespacePodLifecycleOptions): Namespac
           else if ('emptyDir' in (v as JsonObject)) mkdirSync(dir, { recursive: true, mode: 0o700 });
         }
         const containers = arr(child(podObj, 'spec'), 'containers').map((c) => c as JsonObject);
+        const hostNetwork = pod.spec?.hostNetwork === true;
+        const launcher = o.image
+          ? imageLauncher(o.image, {
+              podDir,
+              netns: hostNetwork ? node.namespace : ns,
+              hostname: node.name,
+              uid,
+            })
+          : undefined;
         const resolved = containers.map((c) =>
-          resolveContainer(podObj, c, volumeMappings(podObj, podDir, c)),
+          resolveContainer(podObj, c, volumeMappings(podObj, podDir, c), launcher),
         );
         const needsServer = resolved.some((r) => r.argv === undefined);
-        const hostNetwork = pod.spec?.hostNetwork === true;
         // A host-network pod shares its node's namespace: the lab runs only commands there, never a pod server
         // (its ports would collide with the node's).
         if (hostNetwork && needsServer)

@@ -17,18 +17,18 @@ export interface LaunchedProcess {
   readonly pidFile: string;
 }
 
+/** Starts `argv` inside `namespace` (or, with none, on the host) with its PID and output in `files`. */
 export function launchInNamespace(
   runner: CommandRunner,
-  namespace: string,
+  namespace: string | undefined,
   argv: readonly string[],
   files: { readonly pidFile: string; readonly log: string },
   env: Readonly<Record<string, string>> = {},
 ): LaunchedProcess {
-  const exited = runner.run(
-    'sh',
-    ['-c', LAUNCH, 'sh', 'ip', 'netns', 'exec', checkNamespaceName(namespace), ...argv],
-    { env: { ...env, KPTS_PIDFILE: files.pidFile, KPTS_LOG: files.log } },
-  );
+  const inNamespace = namespace === undefined ? [] : ['ip', 'netns', 'exec', checkNamespaceName(namespace)];
+  const exited = runner.run('sh', ['-c', LAUNCH, 'sh', ...inNamespace, ...argv], {
+    env: { ...env, KPTS_PIDFILE: files.pidFile, KPTS_LOG: files.log },
+  });
   return { exited, pidFile: files.pidFile };
 }
 
