@@ -15,6 +15,10 @@ command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v modprobe >/dev/null 2>&1 || need_apt+=(kmod)
 # The lab web view's browser tests drive Debian's chromium (playwright-core never downloads a browser).
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+# The node image (scripts/image.sh) and the OCI runtime that runs it (its tests, `lab up --image`).
+command -v mmdebstrap >/dev/null 2>&1 || need_apt+=(mmdebstrap)
+command -v umoci >/dev/null 2>&1 || need_apt+=(umoci)
+command -v runc >/dev/null 2>&1 || need_apt+=(runc)
 
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
