@@ -11,8 +11,8 @@
 #
 # Reproducible: the same inputs (tarball, Node.js version, the mirror's packages, SOURCE_DATE_EPOCH) give the same
 # layer and manifest digests. SOURCE_DATE_EPOCH is the environment's, else the last commit's time; npm resolves the
-# dependencies as the registry was at that time (--before) when it can. Runs as root (mmdebstrap --mode=root makes
-# root-owned files and device nodes; umoci records them as they are).
+# dependencies as the registry was at that time (--before) when it can. Runs as root: mmdebstrap --mode=root and
+# chroot need it, and umoci records the files' owners as they are.
 set -euo pipefail
 
 # The Node.js in the image: the version this repo's machines run (setup.sh's node@20 resolves to it); change both
