@@ -133,3 +133,27 @@ export function items(list: unknown): unknown[] {
   const xs = field(list, 'items');
   return Array.isArray(xs) ? xs : [];
 }
+
+/** A Pod as the lab tests look at it, from `kubectl get pods -o json`. */
+export interface PodView {
+  readonly name: string;
+  readonly node: string;
+  readonly ip: string;
+  readonly ready: boolean;
+  readonly terminating: boolean;
+}
+
+export function podViews(list: unknown): PodView[] {
+  return items(list).map((p) => {
+    const conditions = field(p, 'status', 'conditions');
+    return {
+      name: String(field(p, 'metadata', 'name')),
+      node: String(field(p, 'spec', 'nodeName') ?? ''),
+      ip: String(field(p, 'status', 'podIP') ?? ''),
+      ready:
+        Array.isArray(conditions) &&
+        conditions.some((c) => field(c, 'type') === 'Ready' && field(c, 'status') === 'True'),
+      terminating: field(p, 'metadata', 'deletionTimestamp') !== undefined,
+    };
+  });
+}

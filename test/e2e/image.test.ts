@@ -19,8 +19,8 @@ import { startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
 import { labDown } from '../../packages/lab/src/cluster/down.js';
 import { recordingLogger } from '../../packages/agent/src/util/logger.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
-import { inNetns, kubectlFor, mustRun, waitFor } from './helpers.js';
-import { churnExperiment, podViews } from './helpers/churn.js';
+import { inNetns, kubectlFor, mustRun, podViews, waitFor } from './helpers.js';
+import { churnExperiment } from './helpers/churn.js';
 import { labTurn } from './helpers/lab-turn.js';
 
 const execFileP = promisify(execFile);

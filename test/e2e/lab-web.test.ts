@@ -20,7 +20,7 @@ import { startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
 import { labDown } from '../../packages/lab/src/cluster/down.js';
 import { labWebCommand } from '../../packages/lab/src/cli/lab-web.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
-import { field, items, kubectlFor, waitFor } from './helpers.js';
+import { kubectlFor, podViews, waitFor, type PodView } from './helpers.js';
 import { labTurn } from './helpers/lab-turn.js';
 import { launchBrowser, type Browser } from './helpers/browser.js';
 
@@ -29,14 +29,6 @@ const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/lab-web/', import.
 const measure = process.env.KPTS_LAB_WEB_MEASURE === '1';
 // In-page expressions are strings: this project's TypeScript has no DOM types (the page's own code is JavaScript).
 const ALL_SERVICES = `Number(document.querySelector('#svc-count')?.getAttribute('data-count')) >= 1001`;
-
-interface PodView {
-  readonly name: string;
-  readonly ip: string;
-  readonly node: string;
-  readonly ready: boolean;
-  readonly terminating: boolean;
-}
 
 /** utime+stime of this process (the lab runs in it) and of its reaped children (curl, ip, nft), in seconds. */
 function cpuSeconds(): { self: number; children: number } {
@@ -81,18 +73,7 @@ describe('lab web: the lab, seen in a browser', { skip: gate.skip, timeout: 1_80
   };
 
   const webPods = async (): Promise<PodView[]> =>
-    items(await k().json(['-n', 'svc', 'get', 'pods', '-l', 'app=web'])).map((x) => {
-      const conds = field(x, 'status', 'conditions');
-      return {
-        name: String(field(x, 'metadata', 'name')),
-        ip: String(field(x, 'status', 'podIP') ?? ''),
-        node: String(field(x, 'spec', 'nodeName') ?? ''),
-        ready:
-          Array.isArray(conds) &&
-          conds.some((c) => field(c, 'type') === 'Ready' && field(c, 'status') === 'True'),
-        terminating: field(x, 'metadata', 'deletionTimestamp') !== undefined,
-      };
-    });
+    podViews(await k().json(['-n', 'svc', 'get', 'pods', '-l', 'app=web']));
 
   /** Waits (bounded polling, in the page) until a JavaScript expression over the page's DOM is true. */
   const inPage = async (expression: string, timeout: number, polling = 250): Promise<void> => {

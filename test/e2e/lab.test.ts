@@ -24,12 +24,14 @@ import {
   items,
   kubectlFor,
   mustRun,
+  podViews,
   run,
   sorted,
   waitFor,
+  type PodView,
 } from './helpers.js';
 import { labTurn } from './helpers/lab-turn.js';
-import { churnExperiment, podViews, type PodView } from './helpers/churn.js';
+import { churnExperiment } from './helpers/churn.js';
 import { AGENT_MAIN, LAB_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 
 const gate = kernelOptions(['ip', 'nft', 'iptables', 'iptables-save', 'curl', 'kubectl']);

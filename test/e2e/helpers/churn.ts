@@ -7,30 +7,7 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import type { Lab } from '../../../packages/lab/src/cluster/index.js';
 import { fetchProxyMetrics, metricValue } from '../../../packages/lab/src/cluster/metrics.js';
-import { delay, field, items, kubectlFor, run, waitFor } from '../helpers.js';
-
-export interface PodView {
-  readonly name: string;
-  readonly node: string;
-  readonly ip: string;
-  readonly ready: boolean;
-  readonly terminating: boolean;
-}
-
-export function podViews(list: unknown): PodView[] {
-  return items(list).map((p) => {
-    const conditions = field(p, 'status', 'conditions');
-    return {
-      name: String(field(p, 'metadata', 'name')),
-      node: String(field(p, 'spec', 'nodeName') ?? ''),
-      ip: String(field(p, 'status', 'podIP') ?? ''),
-      ready:
-        Array.isArray(conditions) &&
-        conditions.some((c) => field(c, 'type') === 'Ready' && field(c, 'status') === 'True'),
-      terminating: field(p, 'metadata', 'deletionTimestamp') !== undefined,
-    };
-  });
-}
+import { delay, field, kubectlFor, podViews, run, waitFor, type PodView } from '../helpers.js';
 
 export interface ChurnFigures {
   /** The pending gauge, sampled every 250 ms through the experiment. */
