@@ -60,7 +60,7 @@ describe('the kube-proxy container from an image', () => {
   test('the bundle: the command as written, the node namespace, the volumes and state directory mounted', () => {
     const dir = join(stateDir, 'pods', 'p', 'containers', 'kube-proxy');
     const words = ['/usr/local/bin/kube-proxy-ts', '--config=/var/lib/kube-proxy/config.conf', '--v=2'];
-    const argv = imageContainerArgv(runtime, {
+    const { argv, afterExit } = imageContainerArgv(runtime, {
       dir,
       id: 'uid-1-kube-proxy',
       words,
@@ -71,6 +71,14 @@ describe('the kube-proxy container from an image', () => {
     });
     assert.deepEqual(argv.slice(0, 3), ['env', 'ID=uid-1-kube-proxy', `BUNDLE=${join(dir, 'bundle')}`]);
     assert.deepEqual(argv.slice(-3), ['runc', '--root', runtime.runcRoot]);
+    assert.deepEqual(afterExit, [
+      'runc',
+      '--root',
+      runtime.runcRoot,
+      'delete',
+      '--force',
+      'uid-1-kube-proxy',
+    ]);
     const spec = JSON.parse(readFileSync(join(dir, 'bundle', 'config.json'), 'utf8')) as RuntimeSpec;
     assert.deepEqual(spec.process.args, words, 'no path of the command is rewritten');
     assert.ok(spec.process.env.includes('NODE_NAME=worker'));
@@ -94,9 +102,9 @@ describe('the kube-proxy container from an image', () => {
 
   test('resolveContainer hands only kube-proxy containers to the image, with unrewritten words', () => {
     const seen: string[][] = [];
-    const launcher = (words: readonly string[]): string[] => {
+    const launcher = (words: readonly string[]): { argv: string[]; afterExit: string[] } => {
       seen.push([...words]);
-      return ['runc', 'run'];
+      return { argv: ['runc', 'run'], afterExit: ['runc', 'delete'] };
     };
     const pod = { metadata: { name: 'kube-proxy-x' }, spec: { nodeName: 'worker' } };
     const kubeProxy = {
@@ -108,6 +116,8 @@ describe('the kube-proxy container from an image', () => {
     const other = { name: 'sidecar', command: ['/bin/sleep', '/var/lib/kube-proxy/x'] };
     const r = resolveContainer(pod, kubeProxy, volumes, launcher);
     assert.deepEqual(r.argv, ['runc', 'run']);
+    assert.equal(r.joinsNamespace, true, 'runc joins the namespace itself');
+    assert.deepEqual(r.afterExit, ['runc', 'delete']);
     assert.deepEqual(seen, [
       [
         '/usr/local/bin/kube-proxy-ts',
@@ -117,6 +127,7 @@ describe('the kube-proxy container from an image', () => {
     ]);
     const s = resolveContainer(pod, other, volumes, launcher);
     assert.deepEqual(s.argv, ['/bin/sleep', `${volumes[0]?.hostPath}/x`], 'other containers as before');
+    assert.equal(s.joinsNamespace, undefined);
     assert.equal(seen.length, 1);
   });
 });

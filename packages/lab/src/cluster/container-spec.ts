@@ -25,7 +25,7 @@ export type ImageLauncher = (
   env: Readonly<Record<string, string>>,
   volumes: readonly VolumeMapping[],
   container: string,
-) => string[];
+) => { readonly argv: string[]; readonly afterExit: string[] };
 
 export interface ResolvedContainer {
   readonly name: string;
@@ -39,6 +39,8 @@ export interface ResolvedContainer {
   readonly tty: boolean;
   /** The argv is a container runtime's that joins the Pod's network namespace itself (`lab up --image`). */
   readonly joinsNamespace?: boolean;
+  /** Run after each run ends, however it ended: the runtime's removal of what a killed run left. */
+  readonly afterExit?: readonly string[];
 }
 
 /** The executables that mean "this checkout's kube-proxy-ts" (deploy/'s image and kubeadm's kube-proxy). */
@@ -112,10 +114,13 @@ export function resolveContainer(
   const words = expanded.map((w) => rewritePaths(w, volumes));
   let argv: string[] | undefined = words.length > 0 ? words : undefined;
   const isKubeProxy = words[0] !== undefined && KUBE_PROXY_EXECUTABLES.has(basename(words[0]));
+  const fromImage =
+    isKubeProxy && imageLauncher
+      ? imageLauncher(expanded, env, volumes, str(container, 'name') ?? '')
+      : undefined;
   // agnhost's netexec is what the pod server answers like; run that instead of a binary we do not have.
   if (argv?.[0] === 'netexec' || (argv?.[0] === '/agnhost' && argv[1] === 'netexec')) argv = undefined;
-  else if (isKubeProxy && imageLauncher)
-    argv = imageLauncher(expanded, env, volumes, str(container, 'name') ?? '');
+  else if (fromImage) argv = fromImage.argv;
   else if (isKubeProxy) argv = agentCliArgv(words.slice(1));
   return {
     name: str(container, 'name') ?? '',
@@ -125,6 +130,6 @@ export function resolveContainer(
     stdin: isObject(container) && container.stdin === true,
     stdinOnce: isObject(container) && container.stdinOnce === true,
     tty: isObject(container) && container.tty === true,
-    ...(isKubeProxy && imageLauncher ? { joinsNamespace: true } : {}),
+    ...(fromImage ? { joinsNamespace: true, afterExit: fromImage.afterExit } : {}),
   };
 }

@@ -221,6 +221,11 @@ export class ContainerProcess {
     this.current = undefined;
     this.probeReady = false;
     if (this.probeTimer) clearTimeout(this.probeTimer);
+    // A runtime killed with SIGKILL (the kubelet's last resort) leaves its container behind: its clean-up ends it.
+    if (this.spec.afterExit) {
+      const [cmd = 'true', ...args] = this.spec.afterExit;
+      void this.runner.run(cmd, args);
+    }
     const exitCode = exitCodeOf(r);
     const terminated = {
       exitCode,

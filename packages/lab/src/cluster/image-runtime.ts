@@ -71,9 +71,13 @@ function createHostPath(v: VolumeMapping): void {
 
 /**
  * Writes the container's bundle (config.json; the root file system is the image's, read-only) and returns the argv
- * the lab's kubelet launches: `runc run` after removing a container of the same id a killed run may have left.
+ * the lab's kubelet launches, `runc run` after removing a container of the same id a killed run may have left,
+ * and the argv that removes it after a run (`runc delete --force` kills what a SIGKILLed runc left running).
  */
-export function imageContainerArgv(runtime: ImageRuntime, c: ImageContainer): string[] {
+export function imageContainerArgv(
+  runtime: ImageRuntime,
+  c: ImageContainer,
+): { readonly argv: string[]; readonly afterExit: string[] } {
   const bundle = join(c.dir, 'bundle');
   mkdirSync(bundle, { recursive: true, mode: 0o700 });
   for (const v of c.volumes) createHostPath(v);
@@ -95,5 +99,8 @@ export function imageContainerArgv(runtime: ImageRuntime, c: ImageContainer): st
   writeFileSync(join(bundle, 'config.json'), `${JSON.stringify(spec, null, 2)}\n`);
   const runc = ['runc', '--root', runtime.runcRoot];
   const script = '"$@" delete --force "$ID" >/dev/null 2>&1; exec "$@" run --bundle "$BUNDLE" "$ID"';
-  return ['env', `ID=${c.id}`, `BUNDLE=${bundle}`, 'sh', '-c', script, 'sh', ...runc];
+  return {
+    argv: ['env', `ID=${c.id}`, `BUNDLE=${bundle}`, 'sh', '-c', script, 'sh', ...runc],
+    afterExit: [...runc, 'delete', '--force', c.id],
+  };
 }
