@@ -45,6 +45,11 @@ async function buildImage(out: string): Promise<Build> {
   const manifest = /^image: manifest (sha256:[0-9a-f]{64})$/m.exec(r.stdout)?.[1];
   const layer = /^image: layer +(sha256:[0-9a-f]{64})/m.exec(r.stdout)?.[1];
   assert.ok(manifest && layer, `image.sh printed no digests:\n${r.stdout}`);
+  // image.sh runs the image's `kube-proxy-ts --version` in its root file system: ours, then the tools it found.
+  assert.match(
+    r.stdout,
+    /kube-proxy-ts v\d+\.\d+\.\d+\nnft: nftables v[\d.]+.*\niptables-legacy: iptables v[\d.]+ \(legacy\)\niptables-nft: iptables v[\d.]+ \(nf_tables\)/,
+  );
   return { archive: out, manifest, layer };
 }
 
