@@ -4,8 +4,8 @@ import type {
   CommandOptions,
   CommandResult,
   CommandRunner,
-} from '../../../packages/agent/src/netfilter/command.js';
-import { cidrContains } from '../../../packages/agent/src/model/ip.js';
+} from '../../packages/agent/src/netfilter/command.js';
+import { cidrContains } from '../../packages/agent/src/model/ip.js';
 import {
   CLUSTER_CIDR,
   SERVICE_CIDR,
@@ -13,8 +13,8 @@ import {
   destroyTopology,
   planNamespaces,
   planTopology,
-} from '../../../packages/netns/src/topology.js';
-import { MAX_INTERFACE_NAME } from '../../../packages/netns/src/names.js';
+} from '../../packages/netns/src/topology.js';
+import { MAX_INTERFACE_NAME } from '../../packages/netns/src/names.js';
 
 /** Keeps every command; answers `ip -json netns list` from the namespaces it saw added, `sysctl -n` with "1". */
 function recordingRunner(): CommandRunner & { commands: string[][] } {
