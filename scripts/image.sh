@@ -184,7 +184,9 @@ chroot "$rootfs" /usr/local/bin/node -e 'require("/opt/kube-proxy-ts/node_module
   fail "koffi did not load libnftables.so.1 with the image's Node.js"
 agent_version="$(chroot "$rootfs" /usr/local/bin/kube-proxy-ts --version)" ||
   fail "/usr/local/bin/kube-proxy-ts --version failed in the root file system"
-stage "checked: koffi loads libnftables.so.1; kube-proxy-ts --version says ${agent_version%%$'\n'*}"
+stage "checked: koffi loads libnftables.so.1; kube-proxy-ts --version says:"
+# Ours, then the kernel tools the image carries, as each reports itself.
+printf '%s\n' "$agent_version"
 
 # --- What varies between two builds of the same inputs -----------------------------------------------------------
 # The host's resolv.conf and hostname (the runtime mounts its own), apt's lists and sources (there is no apt),
