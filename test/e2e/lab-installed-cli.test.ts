@@ -12,9 +12,8 @@ import { labDown } from '../../packages/lab/src/cluster/down.js';
 import { kernelOptions, kernelRequired, runPrefix } from '../helpers/kernel.js';
 import { run, waitFor } from './helpers.js';
 import { labTurn } from './helpers/lab-turn.js';
+import { SYSTEM_PATH } from '../helpers/cli.js';
 
-/** What a new login shell of root has on a Debian machine. */
-const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const NEW_SHELL_ENV = { PATH: SYSTEM_PATH, HOME: '/root', LANG: 'C.UTF-8' };
 
 /** Runs `script` in a new bash with nothing of this process's environment but NEW_SHELL_ENV. */
@@ -39,15 +38,11 @@ export function bannerCommands(output: string): string[] {
     .map((l) => l.trim());
 }
 
-function installedCliSkip(): string | false {
-  const gate = kernelOptions(['ip', 'nft', 'kubectl', 'curl']).skip;
-  if (gate !== false) return gate;
-  return false;
-}
+const gate = kernelOptions(['ip', 'nft', 'kubectl', 'curl']);
 
 describe(
   'the installed CLI: kube-proxy-ts on PATH and the lab banner (issue 23)',
-  { skip: installedCliSkip(), timeout: 600_000 },
+  { skip: gate.skip, timeout: 600_000 },
   () => {
     const prefix = runPrefix();
     const stateDir = join(mkdtempSync(join(tmpdir(), `${prefix}-`)), 'state');

@@ -12,3 +12,6 @@ export const LAB_MAIN = fileURLToPath(new URL('../../packages/lab/src/cli/main.t
  * `kube-proxy-ts/…` and `@kube-proxy-ts/…` imports resolve to each package's src/ rather than its compiled dist/.
  */
 export const SOURCE_FLAGS = ['--import', 'tsx', '--conditions=kpts-source'] as const;
+
+/** What a new login shell of root has on PATH on a Debian machine: nothing of this repository or test runner. */
+export const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';

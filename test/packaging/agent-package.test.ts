@@ -10,12 +10,13 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
+import { SYSTEM_PATH } from '../helpers/cli.js';
 
 const execFileP = promisify(execFile);
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const LIMITS = { cwd: REPO, timeout: 300_000, maxBuffer: 16 * 1024 * 1024 };
 /** What a new shell has, plus the directory of this Node.js (the bin's `#!/usr/bin/env node` needs one ≥ 20). */
-const CLEAN_PATH = `${dirname(process.execPath)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
+const CLEAN_PATH = `${dirname(process.execPath)}:${SYSTEM_PATH}`;
 
 /** The agent package's own production dependencies, read from its package.json. */
 const AGENT_DEPENDENCIES = Object.keys(

@@ -11,6 +11,7 @@ import { resolveContainer } from '../../../packages/lab/src/cluster/container-sp
 import {
   containerPath,
   imageContainerArgv,
+  openImageRuntime,
   type ImageRuntime,
 } from '../../../packages/lab/src/cluster/image-runtime.js';
 import type { RuntimeSpec } from '../../../packages/lab/src/oci/runc.js';
@@ -48,6 +49,18 @@ describe('the kube-proxy container from an image', () => {
     XTABLES_LOCKFILE: join(stateDir, 'nodes', 'worker', 'xtables.lock'),
     PATH: `${stateDir}/iptables-legacy/bin:/usr/local/bin:/usr/bin:/bin`,
   };
+
+  test('a missing archive is refused before anything runs, naming what writes one', async () => {
+    const ran: string[] = [];
+    const runner = {
+      run: (cmd: string) => (ran.push(cmd), Promise.resolve({ code: 0, stdout: '', stderr: '' })),
+    };
+    await assert.rejects(
+      openImageRuntime(runner, join(work, 'no-such.oci.tar'), stateDir),
+      /--image .*no-such\.oci\.tar: no such file \(bash scripts\/image\.sh writes one\)/,
+    );
+    assert.deepEqual(ran, []);
+  });
 
   test('PATH: the lab’s back-end directory first, then the image’s own, never the host’s', () => {
     assert.equal(

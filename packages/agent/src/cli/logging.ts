@@ -28,7 +28,7 @@ type LogMethod = (...args: never[]) => void;
  * `file:line` of the code that called `method` (the logger's own function), as klog prints the Go caller's:
  * `proxier.js:140]` (the compiled file; under tsx the source's). klog's `???:1` when the stack says nothing.
  */
-export function callerLocation(method: LogMethod): string {
+function callerLocation(method: LogMethod): string {
   const limit = Error.stackTraceLimit;
   Error.stackTraceLimit = 1;
   const holder: { stack?: string } = {};

@@ -2,26 +2,10 @@
 // runs `kubectl-foo` for `kubectl foo`, the agent's CLI runs the `kube-proxy-ts-lab` executable it finds on PATH,
 // so a node that has only the agent has no lab code, and a machine with the lab keeps the commands people type.
 import { spawn } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
 import { constants as os } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { findOnPath } from '../util/find-on-path.js';
 
 export const LAB_COMMAND = 'kube-proxy-ts-lab';
-
-/** The first executable called `name` in the directories of `path` (a PATH value), or undefined. */
-export function findOnPath(name: string, path = process.env.PATH ?? ''): string | undefined {
-  for (const dir of path.split(delimiter)) {
-    if (dir === '') continue;
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here: the next directory
-    }
-  }
-  return undefined;
-}
 
 const FORWARDED = ['SIGTERM', 'SIGHUP'] as const;
 

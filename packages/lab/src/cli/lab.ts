@@ -24,9 +24,7 @@ import { WatchView } from '../cluster/watch-view.js';
 import { IPTABLES_BACKENDS, isIptablesBackendName, nodeEnvironment } from '../cluster/node-env.js';
 import { labApiserverCommand } from './lab-apiserver.js';
 import { shellQuote } from '../cluster/streams.js';
-import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { findOnPath } from 'kube-proxy-ts/cli/plugin.js';
 
 export const LAB_USAGE = `Usage: kube-proxy-ts lab COMMAND
 
@@ -124,16 +122,6 @@ async function upCommand(argv: string[]): Promise<number> {
     return fail(`up: --zones: ${JSON.stringify(badZone)} is not a label value (letters, digits, - _ .)`);
   if (!isRoot()) return fail('up: the lab creates network namespaces and needs root (try sudo)', 1);
   const image = values.image === undefined ? undefined : resolve(values.image);
-  if (image !== undefined) {
-    if (!existsSync(image))
-      return fail(`up: --image ${values.image}: no such file (bash scripts/image.sh writes one)`);
-    const missing = ['runc', 'umoci', 'tar'].filter((tool) => findOnPath(tool) === undefined);
-    if (missing.length > 0)
-      return fail(
-        `up: --image needs ${missing.join(', ')} on PATH (apt-get install ${missing.join(' ')})`,
-        1,
-      );
-  }
   const stateDir = values['state-dir'] ?? defaultStateDir();
   const started = Date.now();
   const progress = (line: string): void =>

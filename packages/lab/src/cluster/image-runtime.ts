@@ -8,6 +8,8 @@
 // process it tracks is `runc run`, which passes SIGTERM to the agent and exits with the agent's code.
 import { closeSync, existsSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import type { CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
+import { findOnPath } from 'kube-proxy-ts/util/find-on-path.js';
 import { runcSpec, unpackImage, type BindMount, type OciBundle } from '../oci/runc.js';
 import type { VolumeMapping } from './container-spec.js';
 
@@ -36,11 +38,23 @@ export interface ImageContainer {
   readonly hostname: string;
 }
 
+/** The tools the image runtime runs, each from the Debian package of the same name. */
+const RUNTIME_TOOLS = ['runc', 'umoci', 'tar'] as const;
+
 /** Unpacks `archive` into the lab's state directory; an error names the missing tool or the bad archive. */
-export async function openImageRuntime(archive: string, stateDir: string): Promise<ImageRuntime> {
+export async function openImageRuntime(
+  runner: CommandRunner,
+  archive: string,
+  stateDir: string,
+): Promise<ImageRuntime> {
+  if (!existsSync(archive))
+    throw new Error(`--image ${archive}: no such file (bash scripts/image.sh writes one)`);
+  const missing = RUNTIME_TOOLS.filter((tool) => findOnPath(tool) === undefined);
+  if (missing.length > 0)
+    throw new Error(`--image needs ${missing.join(', ')} on PATH (apt-get install ${missing.join(' ')})`);
   // A lab that was killed leaves its unpacked image behind; this one unpacks afresh.
   rmSync(join(stateDir, 'image'), { recursive: true, force: true });
-  const image = await unpackImage(archive, join(stateDir, 'image'));
+  const image = await unpackImage(runner, archive, join(stateDir, 'image'));
   return { archive, image, runcRoot: join(stateDir, 'runc'), stateDir };
 }
 

@@ -252,7 +252,7 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     let image: ImageRuntime | undefined;
     if (options.image !== undefined) {
       progress(`unpacking the node image ${options.image} (kube-proxy runs from it, by runc)`);
-      image = await openImageRuntime(options.image, paths.stateDir);
+      image = await openImageRuntime(runner, options.image, paths.stateDir);
     }
     await buildLabNetwork(runner, layout);
 
