@@ -7,6 +7,7 @@ import {
   CONTROL_SERVICE,
   type LoadRecord,
   type LoadTarget,
+  type LongTarget,
 } from '../../../packages/lab/src/soak/load-generator.js';
 import { NodeSeries } from '../../../packages/lab/src/soak/node-sampler.js';
 import { soakSvg } from '../../../packages/lab/src/soak/plot.js';
@@ -14,6 +15,7 @@ import {
   buildReport,
   formatReport,
   restartSurvival,
+  type LongHistory,
   type SoakInputs,
 } from '../../../packages/lab/src/soak/report.js';
 
@@ -187,7 +189,13 @@ describe('soak report', () => {
   });
 
   test('a long-lived connection survives a restart when it answers after the resync without failing', () => {
-    const h = (points: [number, boolean][]) => points.map(([t, ok]) => ({ t, ok }));
+    // Each generator ends on its own clock: a connection that kept answering until its load ended, before a late
+    // resync, was neither lost nor shown to survive. (CI saw 12 of 16 "survived": one generator's connections.)
+    let n = 0;
+    const h = (points: [number, boolean][]): LongHistory => ({
+      label: `c${n++}`,
+      points: points.map(([t, ok]) => ({ t, r: ok ? 'ok' : 'timeout' })),
+    });
     const histories = [
       h([
         [100, true],
@@ -203,14 +211,56 @@ describe('soak report', () => {
         [100, true],
         [900, true],
         [1100, true],
-      ]), // open, no answer after the resync: not survived
+      ]), // open, answering until its load ended before the resync: unmeasured
+      h([
+        [100, true],
+        [900, true],
+        [6100, false],
+      ]), // open, then a timeout recorded after the resync with no answer between: lost
       h([
         [1500, true],
         [2500, true],
       ]), // opened after the stop: not counted
     ];
-    assert.deepEqual(restartSurvival(histories, 1000, 2000), { open: 3, survived: 1 });
-    assert.deepEqual(restartSurvival(histories, 1000, undefined), { open: 3, survived: 0 });
+    const lost = [
+      { connection: 'c1', outcome: 'timeout', failedAfterMs: 200, lastAnswerAfterMs: -900 },
+      { connection: 'c3', outcome: 'timeout', failedAfterMs: 5100, lastAnswerAfterMs: -100 },
+    ];
+    assert.deepEqual(restartSurvival(histories, 1000, 2000), { open: 3, survived: 1, unmeasured: 1, lost });
+    assert.deepEqual(restartSurvival(histories, 1000, undefined), {
+      open: 2,
+      survived: 0,
+      unmeasured: 2,
+      lost,
+    });
+  });
+
+  test("a late resync between two generators' ends loses nothing: the earlier one's connections are unmeasured", () => {
+    const long = (c: number, ts: number[]): LoadRecord[] =>
+      ts.map((t) => ({ k: 'long', i: 0, c, t: T0 + t, r: 'ok', pod: 'a' }) as const);
+    const client = [...long(0, [100, 1500, 2800]), ...long(1, [100, 1500, 2800])]; // its load ended at 2.8 s
+    const pod = [...long(0, [300, 1700, 3400]), ...long(1, [300, 1700, 3400])]; // this one's at 3.4 s
+    const anchor: LongTarget = {
+      service: 'anchor',
+      via: 'clusterIP',
+      host: '198.19.0.9',
+      port: 80,
+      connections: 2,
+    };
+    const r = buildReport(
+      inputs([...client, ...pod], {
+        generators: [
+          { where: 'client', targets: [], long: [anchor], records: client },
+          { where: 'pod/c', targets: [], long: [anchor], records: pod },
+        ],
+        restarts: [{ node: 'worker', signal: 'SIGKILL', at: T0 + 1000, pid: 42, syncedAt: T0 + 3000 }],
+      }),
+    );
+    assert.equal(r.proxyRestarts.connectionsOpen, 2, "the pod's two, measured across the resync");
+    assert.equal(r.proxyRestarts.connectionsSurvived, 2);
+    assert.equal(r.proxyRestarts.restarts[0]?.connectionsUnmeasured, 2, "the client's two");
+    assert.equal(r.guarantees.connectionsLostToProxyRestarts, 0);
+    assert.match(formatReport(r), /2\/2 connections survived \(2 ended with the load before the resync\)/);
   });
 
   test('restarts are counted with the connections open and surviving, and marked on the picture', () => {
@@ -241,6 +291,18 @@ describe('soak report', () => {
     assert.equal(r.proxyRestarts.connectionsOpen, 2);
     assert.equal(r.proxyRestarts.connectionsSurvived, 1);
     assert.equal(r.guarantees.connectionsLostToProxyRestarts, 1);
+    assert.deepEqual(r.proxyRestarts.restarts[0]?.connectionsLost, [
+      {
+        connection: 'client → anchor via nodePort 198.18.0.10:30080 #1',
+        outcome: 'reset',
+        failedAfterMs: 500,
+        lastAnswerAfterMs: -900,
+      },
+    ]);
+    assert.match(
+      formatReport(r),
+      /lost: client → anchor via nodePort 198\.18\.0\.10:30080 #1: reset 0\.5 s after the stop/,
+    );
     assert.deepEqual(
       r.perSecond.map((p) => p.pending.worker),
       [12, 0, undefined, undefined, undefined],

@@ -9,6 +9,7 @@
 import { readlinkSync } from 'node:fs';
 import type { CommandRunner, StreamHandle, StreamRunner } from 'kube-proxy-ts/netfilter/command.js';
 import { readPidFile } from '../cluster/processes.js';
+import type { Outcome } from './load-generator.js';
 
 export const LOCK_HOLD_MS = 400;
 export const LOCK_GAP_MS = 200;
@@ -29,6 +30,15 @@ export function startLockHolders(
   };
 }
 
+/** A connection open at a restart that failed after it. */
+export interface LostConnection {
+  readonly connection: string;
+  readonly outcome: Outcome;
+  /** The failure's time and the connection's last answer before it, in ms after the stop. */
+  readonly failedAfterMs: number;
+  readonly lastAnswerAfterMs: number;
+}
+
 export interface ProxyRestart {
   readonly node: string;
   readonly signal: 'SIGTERM' | 'SIGKILL';
@@ -39,6 +49,10 @@ export interface ProxyRestart {
   /** Long-lived connections open when the proxy was stopped, and those still answering after its resync. */
   connectionsOpen?: number;
   connectionsSurvived?: number;
+  /** Connections open at the stop whose load ended, answering, before the resync: neither survived nor lost. */
+  connectionsUnmeasured?: number;
+  /** The connections it broke: which, how, and when after the stop. */
+  connectionsLost?: readonly LostConnection[];
 }
 
 /** The PID of the node's kube-proxy now (its PID file, linked by the lab to the current container's). */

@@ -5,8 +5,14 @@
 import { histogram, type HistogramSummary, type Sample } from 'kube-proxy-ts/inspect/doctor/prometheus.js';
 import type { ChurnRecord } from './churn.js';
 import type { EligibilityTimeline } from './eligibility.js';
-import type { ProxyRestart } from './faults.js';
-import { CONTROL_SERVICE, type LoadRecord, type LoadTarget, type LongTarget } from './load-generator.js';
+import type { LostConnection, ProxyRestart } from './faults.js';
+import {
+  CONTROL_SERVICE,
+  type LoadRecord,
+  type LoadTarget,
+  type LongTarget,
+  type Outcome,
+} from './load-generator.js';
 import { HISTOGRAMS, type NodeSeries } from './node-sampler.js';
 import type { ChurnKind } from './workload.js';
 
@@ -116,7 +122,7 @@ export interface SoakReport {
     readonly count: number;
     readonly connectionsOpen: number;
     readonly connectionsSurvived: number;
-    /** Restarts whose proxy synced again only after the load ended (survival not measurable). */
+    /** Restarts whose proxy synced again only after every connection open at it had ended (or had none open). */
     readonly unmeasured: number;
     readonly restarts: readonly ProxyRestart[];
   };
@@ -167,41 +173,74 @@ function toMs(h: HistogramSummary | undefined): LatencyMs {
   };
 }
 
-/** A long-lived connection's answers, in order. */
-type LongHistory = { t: number; ok: boolean }[];
+/** A long-lived connection's answers, in order, and what it was (generator, target, connection). */
+export interface LongHistory {
+  readonly label: string;
+  readonly points: readonly { readonly t: number; readonly r: Outcome }[];
+}
 
 function longHistories(generators: readonly Generator[]): LongHistory[] {
-  const byKey = new Map<string, LongHistory>();
+  const byKey = new Map<string, { t: number; r: Outcome }[]>();
+  const labels = new Map<string, string>();
   generators.forEach((g, gi) => {
     for (const r of g.records) {
       if (r.k !== 'long') continue;
       const key = `${gi}/${r.i}/${r.c}`;
+      const t = g.long[r.i];
+      labels.set(
+        key,
+        `${g.where} → ${t?.service ?? '?'} via ${t?.via ?? '?'} ${t?.host ?? '?'}:${t?.port ?? '?'} #${r.c}`,
+      );
       const h = byKey.get(key) ?? [];
-      h.push({ t: r.t, ok: r.r === 'ok' });
+      h.push({ t: r.t, r: r.r });
       byKey.set(key, h);
     }
   });
-  return [...byKey.values()].map((h) => h.sort((a, b) => a.t - b.t));
+  return [...byKey].map(([key, h]) => ({
+    label: labels.get(key) ?? key,
+    points: h.sort((a, b) => a.t - b.t),
+  }));
 }
 
-/** Connections open when the proxy stopped, and those that answered after its resync without failing between. */
+/**
+ * What a proxy restart did to the long-lived connections open when the proxy stopped: each either survived (it
+ * answered after the new process synced, with no failure between), was lost (it failed after the stop), or is
+ * unmeasured: it kept answering until its load generator ended, and that was before the resync (each generator
+ * ends on its own clock, so one's connections can end before a late resync and the other's after it).
+ */
 export function restartSurvival(
   histories: readonly LongHistory[],
   stoppedAt: number,
   syncedAt: number | undefined,
-): { open: number; survived: number } {
+): { open: number; survived: number; unmeasured: number; lost: LostConnection[] } {
   let open = 0;
   let survived = 0;
-  for (const h of histories) {
-    const before = h.filter((x) => x.t <= stoppedAt);
-    if (before.length === 0 || before.some((x) => !x.ok)) continue;
+  let unmeasured = 0;
+  const lost: LostConnection[] = [];
+  for (const { label, points } of histories) {
+    const before = points.filter((x) => x.t <= stoppedAt);
+    if (before.length === 0 || before.some((x) => x.r !== 'ok')) continue;
+    const after = points.filter((x) => x.t > stoppedAt);
+    const failure = after.find((x) => x.r !== 'ok');
+    const lastAnswer = points[points.length - 1]?.t ?? 0;
+    if (failure === undefined && (syncedAt === undefined || lastAnswer <= syncedAt)) {
+      unmeasured++;
+      continue;
+    }
     open++;
-    if (syncedAt === undefined) continue;
-    const after = h.filter((x) => x.t > stoppedAt);
-    const firstFailure = after.find((x) => !x.ok)?.t ?? Infinity;
-    if (after.some((x) => x.ok && x.t > syncedAt && x.t < firstFailure)) survived++;
+    const firstFailure = failure?.t ?? Infinity;
+    if (syncedAt !== undefined && after.some((x) => x.r === 'ok' && x.t > syncedAt && x.t < firstFailure))
+      survived++;
+    else if (failure !== undefined)
+      lost.push({
+        connection: label,
+        outcome: failure.r,
+        failedAfterMs: failure.t - stoppedAt,
+        lastAnswerAfterMs:
+          (before.concat(after.filter((x) => x.t < failure.t)).at(-1)?.t ?? stoppedAt) - stoppedAt,
+      });
   }
-  return { open, survived };
+  return { open, survived, unmeasured, lost };
 }
 
 export function buildReport(o: SoakInputs): SoakReport {
@@ -325,18 +364,20 @@ export function buildReport(o: SoakInputs): SoakReport {
   const histories = longHistories(o.generators);
   let open = 0;
   let survived = 0;
-  const lastAnswer = Math.max(0, ...histories.flatMap((h) => h.map((x) => x.t)));
   let unmeasured = 0;
   const restarts = o.restarts.map((r) => {
-    // A proxy that synced again only after the load ended leaves nothing to tell survival by.
-    if (r.syncedAt === undefined || r.syncedAt >= lastAnswer) {
-      unmeasured++;
-      return { ...r };
-    }
     const s = restartSurvival(histories, r.at, r.syncedAt);
+    // A restart with no connection measured across it (none open, or all ended before the resync) tells nothing.
+    if (s.open === 0) unmeasured++;
     open += s.open;
     survived += s.survived;
-    return { ...r, connectionsOpen: s.open, connectionsSurvived: s.survived };
+    return {
+      ...r,
+      connectionsOpen: s.open,
+      connectionsSurvived: s.survived,
+      ...(s.unmeasured > 0 ? { connectionsUnmeasured: s.unmeasured } : {}),
+      ...(s.lost.length > 0 ? { connectionsLost: s.lost } : {}),
+    };
   });
 
   const byKind: Record<string, number> = {};
@@ -487,7 +528,14 @@ export function formatReport(r: SoakReport): string {
     );
   for (const x of r.proxyRestarts.restarts)
     lines.push(
-      `  ${x.signal} ${x.node} (pid ${x.pid}): ${x.syncedAt === undefined ? 'no sync afterwards' : `synced again after ${((x.syncedAt - x.at) / 1000).toFixed(1)} s`}, ${x.connectionsSurvived}/${x.connectionsOpen} connections survived`,
+      `  ${x.signal} ${x.node} (pid ${x.pid}): ${x.syncedAt === undefined ? 'no sync afterwards' : `synced again after ${((x.syncedAt - x.at) / 1000).toFixed(1)} s`}, ${x.connectionsSurvived}/${x.connectionsOpen} connections survived` +
+        (x.connectionsUnmeasured
+          ? ` (${x.connectionsUnmeasured} ended with the load before the resync)`
+          : ''),
+      ...(x.connectionsLost ?? []).map(
+        (l) =>
+          `    lost: ${l.connection}: ${l.outcome} ${(l.failedAfterMs / 1000).toFixed(1)} s after the stop (last answer ${(l.lastAnswerAfterMs / 1000).toFixed(1)} s)`,
+      ),
     );
   if (r.apiserverOutages > 0) lines.push(`API server outages: ${r.apiserverOutages}`);
   lines.push(`stale UDP conntrack entries after the run: ${r.staleUdpConntrack}`);
