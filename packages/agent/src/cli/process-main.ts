@@ -5,8 +5,31 @@
 /** What a shell reports for a command killed by SIGPIPE (128 + 13), which is how a reader closing early ends us. */
 const EXIT_READER_GONE = 141;
 
-function isBrokenPipe(error: unknown): boolean {
-  return error instanceof Error && (error as NodeJS.ErrnoException).code === 'EPIPE';
+/** EPIPE: a pipe's reader closed; EIO: the terminal closed. Either way nobody reads what we write any more. */
+function isReaderGone(error: unknown): boolean {
+  const code = error instanceof Error ? (error as NodeJS.ErrnoException).code : undefined;
+  return code === 'EPIPE' || code === 'EIO';
+}
+
+let whenReaderGone: (() => void) | undefined;
+let readerGone = false;
+
+/**
+ * For a command that runs until it is stopped and must clean up first (`lab up`): when the reader of its stdout or
+ * stderr goes away, `stop` runs instead of the immediate exit, and what is written afterwards is dropped, so the
+ * clean-up runs to its end. (`lab up | tee lab.log` and Ctrl-C: the same SIGINT ends tee, and the lab's next
+ * progress line has no reader.) The process then exits with 141, as one ended by SIGPIPE. Returns the undo.
+ */
+export function stopWhenReaderGone(stop: () => void): () => void {
+  whenReaderGone = stop;
+  return () => {
+    if (whenReaderGone === stop) whenReaderGone = undefined;
+  };
+}
+
+/** Whether stdout's or stderr's reader went away while a stopWhenReaderGone handler was in place. */
+export function outputReaderGone(): boolean {
+  return readerGone;
 }
 
 /**
@@ -21,13 +44,15 @@ function flushed(stream: NodeJS.WriteStream): Promise<void> {
       return;
     }
     stream.write('', (error) => {
-      // A reader that closed early is handled by runMain's 'error' listener; anything else cannot be reported.
-      if (!isBrokenPipe(error)) resolve();
+      // A reader that closed early is handled by runMain's 'error' listener (which exits unless a command asked
+      // to stop instead); anything else cannot be reported.
+      if (!isReaderGone(error) || whenReaderGone !== undefined) resolve();
     });
   });
 }
 
-async function exitWhenFlushed(code: number): Promise<never> {
+async function exitWhenFlushed(exit: number): Promise<never> {
+  const code = readerGone && exit === 0 ? EXIT_READER_GONE : exit;
   process.exitCode = code;
   await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
   // Exit explicitly even so: the agent has closed what it owns, and a pooled keep-alive socket to the API server
@@ -44,8 +69,11 @@ export function runMain(name: string, main: (argv: readonly string[]) => Promise
   // ours: stop at once and quietly, as a Unix tool killed by SIGPIPE would (Node.js ignores the signal itself).
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (error: unknown) => {
-      if (isBrokenPipe(error)) process.exit(EXIT_READER_GONE);
-      throw error;
+      if (!isReaderGone(error)) throw error;
+      if (whenReaderGone === undefined) process.exit(EXIT_READER_GONE);
+      if (readerGone) return;
+      readerGone = true;
+      whenReaderGone();
     });
   }
   void main(process.argv.slice(2)).then(exitWhenFlushed, (error: unknown) => {

@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { defaultNodes, startApiServer } from '../apiserver/index.js';
 import { readyPodLifecycle } from '../controllers/pod-lifecycle.js';
 import { stderrLogger } from 'kube-proxy-ts/cli/logging.js';
-import { untilSignal } from 'kube-proxy-ts/cli/signals.js';
+import { stopRequests } from './stop-requests.js';
 
 const USAGE = `usage: kube-proxy-ts lab apiserver [--listen 127.0.0.1:PORT] [--kubeconfig-out PATH] [--nodes N]
                                   [--service-cidr CIDR] [--max-endpoints-per-slice N]
@@ -69,8 +69,10 @@ export async function labApiserverCommand(argv: string[]): Promise<number> {
     `${JSON.stringify({ url: server.url, kubeconfig: server.kubeconfigPath ?? null, nodes: Number(nodes) })}\n`,
   );
   const running = server;
-  await untilSignal();
+  const stop = stopRequests();
+  await stop.requested;
   await running.stop();
+  stop.release();
   return 0;
 }
 

@@ -3,7 +3,7 @@ import { isNftablesLayout, NFTABLES_LAYOUTS } from 'kube-proxy-ts/config/nftable
 import { parseArgs } from 'node:util';
 import { hostCommandRunner } from 'kube-proxy-ts/netfilter/command.js';
 import { stderrLogger } from 'kube-proxy-ts/cli/logging.js';
-import { untilSignal } from 'kube-proxy-ts/cli/signals.js';
+import { SIGNAL_EXIT, stopRequests, type StopReason } from './stop-requests.js';
 import {
   API_OUTAGE_MS,
   LabAlreadyUpError,
@@ -126,6 +126,10 @@ async function upCommand(argv: string[]): Promise<number> {
   const started = Date.now();
   const progress = (line: string): void =>
     void process.stdout.write(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${line}\n`);
+  // Listening for Ctrl-C (and the rest) from here on: a lab stopped while it comes up removes what it built.
+  const stop = stopRequests((line) => progress(line));
+  const starting = new AbortController();
+  void stop.requested.then((reason) => starting.abort(new LabStartStopped(reason)));
   let lab;
   try {
     lab = await startLab({
@@ -140,8 +144,11 @@ async function upCommand(argv: string[]): Promise<number> {
       ...(values.prefix !== undefined ? { prefix: values.prefix } : {}),
       progress,
       logger: stderrLogger({ component: 'lab' }),
+      signal: starting.signal,
     });
   } catch (e) {
+    stop.release();
+    if (e instanceof LabStartStopped) return fail(e.message, SIGNAL_EXIT[e.reason]);
     if (e instanceof LabAlreadyUpError) return fail(e.message, 1);
     return fail(`up failed: ${e instanceof Error ? e.message : String(e)}`, 1);
   }
@@ -167,10 +174,18 @@ Ctrl-C (or \`${labCli('down')}\`) removes everything. Walkthrough: docs/lab-walk
   // `lab soak --apiserver-outage-every D` (from another process) asks for an API server outage with SIGUSR2.
   const onOutage = (): void => running.apiServerOutage(API_OUTAGE_MS);
   process.on('SIGUSR2', onOutage);
-  await untilSignal(running.stopped);
+  await Promise.race([stop.requested, running.stopped]);
   process.off('SIGUSR2', onOutage);
   await running.stop();
+  stop.release();
   return 0;
+}
+
+/** `lab up` asked to stop before the lab was up. */
+class LabStartStopped extends Error {
+  constructor(readonly reason: StopReason) {
+    super(`up: stopped (${reason}) before the lab was up; what was built is removed`);
+  }
 }
 
 function stateDirArg(argv: string[]): { stateDir: string; rest: string[] } | string {

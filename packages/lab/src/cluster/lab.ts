@@ -98,6 +98,11 @@ export interface LabOptions {
    * with the DaemonSet's container spec (`lab up --image FILE`). Default: this checkout's CLI on the host's files.
    */
   readonly image?: string;
+  /**
+   * Aborting it stops the start at its next step (`lab up` and Ctrl-C before the lab is up): what was built is
+   * removed, and startLab throws the signal's reason.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** How long one API server outage lasts when `lab up` is sent SIGUSR2 (the soak's --apiserver-outage-every). */
@@ -173,6 +178,11 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
   const runner = options.runner ?? hostCommandRunner;
   const logger = options.logger ?? SILENT_LOGGER;
   const progress = options.progress ?? ((): void => undefined);
+  // A start step: first, whether the start was called off.
+  const step = (line: string): void => {
+    options.signal?.throwIfAborted();
+    progress(line);
+  };
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   const mode = options.mode ?? 'nftables';
   const layout = labLayout(options.nodes ?? 2, prefix);
@@ -245,13 +255,13 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     })());
 
   try {
-    progress(
+    step(
       `building the network: ${layout.nodes.length} nodes (${layout.nodes.map((n) => n.name).join(', ')}), underlay, client`,
     );
     if (options.iptables !== undefined) prepareIptablesBinDir(paths, options.iptables);
     let image: ImageRuntime | undefined;
     if (options.image !== undefined) {
-      progress(`unpacking the node image ${options.image} (kube-proxy runs from it, by runc)`);
+      step(`unpacking the node image ${options.image} (kube-proxy runs from it, by runc)`);
       image = await openImageRuntime(runner, options.image, paths.stateDir);
     }
     await buildLabNetwork(runner, layout);
@@ -326,7 +336,7 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     });
     mkdirSync(paths.podDir(), { recursive: true, mode: 0o700 });
 
-    progress('starting the API server');
+    step('starting the API server');
     // kubectl top: each pod's processes (its namespace's, or its containers' on the host network), each node's.
     const pidsOf = async (netns: string): Promise<number[]> => namespacePids(runner, netns).catch(() => []);
     const usage = new UsageSampler(async () => {
@@ -480,7 +490,7 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
       writeLabState(paths.stateFile, { ...serverState, webURL: web.url });
       progress(`web view (this host only, with its token): ${web.url}`);
     }
-    progress('starting a relay on every node, and DaemonSet kube-system/kube-proxy');
+    step('starting a relay on every node, and DaemonSet kube-system/kube-proxy');
     for (const n of nodes) n.relay.start();
     for (const [kind, obj] of [
       [
@@ -548,6 +558,7 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
       options.workload !== false,
       options.readyTimeoutMs ?? 120_000,
       progress,
+      options.signal,
     );
     const lab: Lab = {
       layout,
@@ -597,12 +608,14 @@ async function waitUntilReady(
   workload: boolean,
   timeoutMs: number,
   progress: (line: string) => void,
+  signal: AbortSignal | undefined,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const synced = new Set<string>();
   let lastPods = -1;
   const POD = resourceByKind('Pod');
   for (;;) {
+    signal?.throwIfAborted();
     for (const n of nodes) {
       if (synced.has(n.name)) continue;
       const text = await fetchProxyMetrics(runner, n.namespace);
