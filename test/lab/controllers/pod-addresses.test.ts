@@ -62,6 +62,44 @@ describe('pod addresses', () => {
     await new Promise((resolve) => setTimeout(resolve, 20));
     assert.ok(s.registry.create(POD, 'default', pod('third')).ok);
     const third = await until('third pod address', () => ipOf('third'));
-    assert.equal(third, first, 'once stopped, the lowest free address is the first one again');
+    assert.notEqual(third, first, 'even once stopped, a freed address is not handed out again at once');
+  });
+
+  test('addresses go round robin, as host-local IPAM: a freed one comes back only when the range wraps', async () => {
+    const lifecycle: PodLifecycle = { start: async () => undefined, stop: async () => undefined };
+    const s = await startApiServer({ nodes: defaultNodes(1), podLifecycle: lifecycle, tls: false });
+    try {
+      const ipOf = (name: string): string | undefined =>
+        str(child(s.store.get(POD, 'default', name), 'status'), 'podIP');
+      const last = (ip: string): number => Number(ip.split('.').at(-1));
+      const started = async (name: string): Promise<number> => {
+        assert.ok(s.registry.create(POD, 'default', pod(name)).ok);
+        return last(await until(name, () => ipOf(name)));
+      };
+      const gone = async (name: string): Promise<void> => {
+        assert.ok(s.registry.delete(POD, 'default', name, { gracePeriodSeconds: 0 }).ok);
+        await until(`${name} gone`, () => (s.store.get(POD, 'default', name) ? undefined : true));
+        await s.idle();
+      };
+      assert.equal(await started('a'), 2, "the first pod of the node's /24 gets .2 (.1 is the gateway)");
+      await gone('a');
+      // A rollout's replacement, started once the old pod is gone: the proxies may still route to the old
+      // address until their next sync, so the new pod must not be there.
+      assert.equal(await started('b'), 3, 'the next address, not the one just freed');
+      const seen: number[] = [];
+      for (let i = 4; i <= 254; i++) {
+        seen.push(await started(`p${i}`));
+        await gone(`p${i}`);
+      }
+      assert.deepEqual(
+        seen,
+        Array.from({ length: 251 }, (_, k) => k + 4),
+        '.4 … .254, in turn',
+      );
+      assert.equal(await started('wrapped'), 2, 'past .254 the range wraps to .2');
+      assert.equal(await started('skips'), 4, ".3 is b's, still in use: skipped");
+    } finally {
+      await s.stop();
+    }
   });
 });

@@ -54,6 +54,8 @@ export class PodController {
       stopRequested: boolean;
     }
   >();
+  /** Per node, the offset in its podCIDR of the address given out last. */
+  private readonly lastAllocated = new Map<string, bigint>();
   private readonly unsubscribe: () => void;
   private stopped = false;
 
@@ -114,7 +116,12 @@ export class PodController {
     if (!r.ok) this.o.logger.warn('cannot schedule pod', { pod: keyOf(pod), error: r.error.message });
   }
 
-  /** Lowest free address of the node's podCIDR, after the network address and the gateway (.1). */
+  /**
+   * The next free address of the node's podCIDR after the one given out last, round robin (after the network
+   * address and the gateway, .1), as CNI's host-local IPAM allocates: a freed address comes back only when the
+   * range has wrapped around. Lowest-free handed a deleted pod's address to the next pod at once, so a proxy that
+   * had not yet synced the removal sent the old pod's traffic to the new one (the soak's "wrong endpoint").
+   */
   private allocateIP(nodeName: string, node: JsonObject): string | undefined {
     const cidrText =
       str(child(node, 'spec'), 'podCIDR') ?? (arr(child(node, 'spec'), 'podCIDRs')[0] as string | undefined);
@@ -127,10 +134,17 @@ export class PodController {
       const ip = str(child(p, 'status'), 'podIP');
       if (ip && cidrContains(cidr, ip)) used.add(ip);
     }
-    const last = cidrSize(cidr) - (cidr.family === 4 ? 1n : 0n);
-    for (let i = 2n; i < last; i++) {
+    const first = 2n;
+    const end = cidrSize(cidr) - (cidr.family === 4 ? 1n : 0n);
+    if (end <= first) return undefined;
+    const previous = this.lastAllocated.get(nodeName);
+    const start = previous === undefined || previous + 1n >= end ? first : previous + 1n;
+    // At most one pass over the range (a /64's is endless in practice: the first free address is near `start`).
+    for (let i = start, n = 0n; n < end - first; n++, i = i + 1n >= end ? first : i + 1n) {
       const ip = bigIntToIp(cidr.family, cidr.base + i);
-      if (!used.has(ip)) return ip;
+      if (used.has(ip)) continue;
+      this.lastAllocated.set(nodeName, i);
+      return ip;
     }
     return undefined;
   }
