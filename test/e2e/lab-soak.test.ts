@@ -47,7 +47,15 @@ function guarantees(r: SoakReport): void {
     JSON.stringify(r.requests.failureSamples.slice(0, 10)),
   );
   for (const kind of ['graceful', 'none'] as const)
-    assert.equal(r.requests.byChurn[kind].failed.wrongEndpoint, 0, `no wrong endpoint with ${kind} churn`);
+    assert.equal(
+      r.requests.byChurn[kind].failed.wrongEndpoint,
+      0,
+      `no wrong endpoint with ${kind} churn: ${JSON.stringify(
+        r.requests.failureSamples.filter(
+          (f) => f.kind === 'wrongEndpoint' && r.requests.byService[f.service]?.churn === kind,
+        ),
+      )}`,
+    );
   assert.ok(r.proxyRestarts.count >= 2, `the proxies were restarted (${r.proxyRestarts.count})`);
   assert.ok(
     r.proxyRestarts.count - r.proxyRestarts.unmeasured >= 1,

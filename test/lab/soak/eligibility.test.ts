@@ -7,9 +7,21 @@ function slice(
   name: string,
   service: string,
   endpoints: { pod: string; ready?: boolean; serving?: boolean; terminating?: boolean }[],
+  triggeredAt?: number,
 ): object {
   return {
-    metadata: { name, namespace: 'soak', labels: { 'kubernetes.io/service-name': service } },
+    metadata: {
+      name,
+      namespace: 'soak',
+      labels: { 'kubernetes.io/service-name': service },
+      ...(triggeredAt !== undefined
+        ? {
+            annotations: {
+              'endpoints.kubernetes.io/last-change-trigger-time': new Date(triggeredAt).toISOString(),
+            },
+          }
+        : {}),
+    },
     endpoints: endpoints.map((e) => ({
       addresses: ['198.18.10.2'],
       targetRef: { kind: 'Pod', name: e.pod },
@@ -99,5 +111,53 @@ describe('soak eligibility', () => {
     assert.equal(t.alwaysReady('web', 1500, 4000), false, 'only a terminating endpoint from 3000 to 3500');
     assert.equal(t.alwaysReady('web', 3600, 5000), true);
     assert.equal(t.alwaysReady('web', 500, 900), false, 'nothing known before the first slice');
+  });
+
+  test("a pod is eligible from the slice's trigger time when the soak's watch delivered the change later", () => {
+    // The soak's event loop was busy: the write adding c (triggered at 5.2 s) reached it at 6.5 s, and removed b
+    // in the same write. A proxy had c by 5.6 s: c answering at 5.8 s was right. b stays eligible until 6.5 s.
+    const base = Date.UTC(2026, 11, 2);
+    const t = new EligibilityTimeline();
+    t.observe(
+      'ADDED',
+      slice('s1', 'web', [
+        { pod: 'a', ready: true },
+        { pod: 'b', ready: true },
+      ]),
+      base + 1000,
+    );
+    const update = slice(
+      's1',
+      'web',
+      [
+        { pod: 'a', ready: true },
+        { pod: 'c', ready: true },
+      ],
+      base + 5200,
+    );
+    t.observe('MODIFIED', update, base + 6500);
+    assert.equal(t.eligibleDuring('web', 'c', base + 5700, base + 5800), true, 'c, after its trigger');
+    assert.equal(t.eligibleDuring('web', 'c', base + 5000, base + 5100), false, 'c, before it');
+    assert.equal(t.eligibleDuring('web', 'b', base + 6000, base + 6100), true, 'b, until the soak saw it go');
+    assert.equal(t.eligibleDuring('web', 'b', base + 6600, base + 6700), false);
+    assert.equal(t.eligibleAfter('web', 'c', base + 5100), 100, 'c became eligible 100 ms after 5.1 s');
+    assert.equal(t.alwaysReady('web', base + 2000, base + 7000), true);
+    // A trigger time before the previous state (a slow controller) never reorders the history.
+    t.observe(
+      'MODIFIED',
+      slice(
+        's1',
+        'web',
+        [
+          { pod: 'a', ready: true },
+          { pod: 'c', ready: true },
+          { pod: 'd', ready: true },
+        ],
+        base,
+      ),
+      base + 8000,
+    );
+    assert.equal(t.eligibleDuring('web', 'd', base + 6000, base + 6400), false, 'd, before the last state');
+    assert.equal(t.eligibleDuring('web', 'd', base + 6600, base + 6700), true, 'd, from the last state on');
   });
 });

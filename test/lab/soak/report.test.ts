@@ -122,8 +122,10 @@ describe('soak report', () => {
       to: 'udp 198.19.0.11:80 (clusterIP)',
       kind: 'wrongEndpoint',
       pod: 'f1',
+      leftMsBefore: 500, // f1 was set unready at 2 s
     });
     const text = formatReport(r);
+    assert.match(text, /answered by f1 \(it had left 500 ms before\)/);
     assert.match(
       text,
       /requests: 8 sent, 4 succeeded, 4 failed \(refused 1, timeout 1, reset 0, wrong endpoint 2, other 0\)/,

@@ -3,6 +3,13 @@
 // with the time it began: the pods that are ready or serving (a terminating pod still serving may answer), and
 // how many are ready. A request answered by pod P between t0 and t1 is right if P was eligible at some moment
 // of [t0, t1]; the proxy's lag in programming a change is exactly what turns the other answers wrong.
+//
+// The soak sees a change when its watch delivers it, which on a busy machine can be a second after the API server
+// wrote it, while the proxies (other processes) have it sooner: a pod that turned ready could answer before the
+// soak "knew" it was eligible. So a pod's eligibility begins at the slice's last-change-trigger-time (the change
+// that caused the write, never later than it) when that is earlier, and ends only when the soak sees it end.
+import { ANNOTATION_LAST_CHANGE_TRIGGER_TIME } from 'kube-proxy-ts/api/objects.js';
+import { parseRFC3339 } from 'kube-proxy-ts/model/rfc3339.js';
 
 interface State {
   readonly at: number;
@@ -14,6 +21,8 @@ interface SliceView {
   readonly service: string;
   readonly eligible: readonly string[];
   readonly ready: readonly string[];
+  /** endpoints.kubernetes.io/last-change-trigger-time, in ms, when it parses. */
+  readonly triggeredAt?: number;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -39,7 +48,9 @@ export function sliceView(slice: unknown): SliceView | undefined {
     if (isReady || isServing) eligible.push(pod);
     if (isReady && c.terminating !== true) ready.push(pod);
   }
-  return { service, eligible, ready };
+  const annotations = isRecord(slice.metadata.annotations) ? slice.metadata.annotations : {};
+  const triggeredAt = parseRFC3339(annotations[ANNOTATION_LAST_CHANGE_TRIGGER_TIME]);
+  return { service, eligible, ready, ...(triggeredAt !== undefined ? { triggeredAt } : {}) };
 }
 
 export class EligibilityTimeline {
@@ -55,10 +66,11 @@ export class EligibilityTimeline {
     if (view) this.slices.set(key, view);
     else this.slices.delete(key);
     for (const service of new Set([before?.service, view?.service]))
-      if (service !== undefined) this.record(service, at);
+      if (service !== undefined)
+        this.record(service, at, view?.service === service ? view.triggeredAt : undefined);
   }
 
-  private record(service: string, at: number): void {
+  private record(service: string, at: number, triggeredAt: number | undefined): void {
     const eligible = new Set<string>();
     const ready = new Set<string>();
     for (const v of this.slices.values()) {
@@ -67,6 +79,16 @@ export class EligibilityTimeline {
       for (const p of v.ready) ready.add(p);
     }
     const list = this.states.get(service) ?? [];
+    const previous = list.at(-1);
+    const added = [...eligible].filter((p) => !previous?.eligible.has(p));
+    // Pods that became eligible did so at the trigger time, if earlier (and after the last state); whoever left
+    // stays eligible until now.
+    if (previous !== undefined && added.length > 0 && triggeredAt !== undefined && triggeredAt < at)
+      list.push({
+        at: Math.max(previous.at, triggeredAt),
+        eligible: new Set([...previous.eligible, ...added]),
+        ready: previous.ready,
+      });
     list.push({ at, eligible, ready: ready.size });
     this.states.set(service, list);
   }
@@ -116,6 +138,12 @@ export class EligibilityTimeline {
       }
     }
     return current !== undefined && current.ready > 0;
+  }
+
+  /** How long after `t` `pod` next became eligible for `service` (ms); undefined if it did not. */
+  eligibleAfter(service: string, pod: string, t: number): number | undefined {
+    const s = (this.states.get(service) ?? []).find((x) => x.at > t && x.eligible.has(pod));
+    return s === undefined ? undefined : s.at - t;
   }
 
   /** The pods eligible for `service` now. */

@@ -75,6 +75,10 @@ export interface FailureSample {
   readonly to: string;
   readonly kind: keyof Failed;
   readonly pod?: string;
+  /** A wrong endpoint's answering pod: how long before the request it had left the Service's eligible pods… */
+  readonly leftMsBefore?: number;
+  /** …or how long after the request's end it became eligible (a new pod's address reached too soon). */
+  readonly eligibleMsAfter?: number;
 }
 
 export interface LatencyMs {
@@ -304,11 +308,18 @@ export function buildReport(o: SoakInputs): SoakReport {
       });
       const tallies = [total, byChurn[churn], svc];
       let failure: keyof Failed | undefined;
+      let why: Pick<FailureSample, 'leftMsBefore' | 'eligibleMsAfter'> = {};
       if (r.r === 'ok') {
         if (r.pod === undefined || !o.timeline.eligibleDuring(target.service, r.pod, r.t0, r.t1)) {
           failure = 'wrongEndpoint';
           const lag = r.pod === undefined ? undefined : o.timeline.ineligibleFor(target.service, r.pod, r.t0);
           if (lag !== undefined) lagMax = Math.max(lagMax, lag);
+          const early =
+            r.pod === undefined ? undefined : o.timeline.eligibleAfter(target.service, r.pod, r.t1);
+          why = {
+            ...(lag !== undefined ? { leftMsBefore: lag } : {}),
+            ...(early !== undefined ? { eligibleMsAfter: early } : {}),
+          };
         }
       } else failure = r.r;
       if (failure !== undefined) {
@@ -319,6 +330,7 @@ export function buildReport(o: SoakInputs): SoakReport {
           to: `${target.protocol} ${target.host}:${target.port} (${target.via})`,
           kind: failure,
           ...(r.pod !== undefined ? { pod: r.pod } : {}),
+          ...why,
         };
         failureSamples.push(sample);
         if (churn !== 'readiness' && nearControlFailure(r.t0)) {
@@ -495,7 +507,9 @@ export function formatReport(r: SoakReport): string {
   if (samples.length > 0) lines.push(`  first failures (of ${failedTotal(r.requests)}):`);
   for (const f of samples.slice(0, 10))
     lines.push(
-      `    ${f.at.toFixed(1)} s ${f.kind}: ${f.from} → ${f.service} ${f.to}${f.pod !== undefined ? `, answered by ${f.pod}` : ''}`,
+      `    ${f.at.toFixed(1)} s ${f.kind}: ${f.from} → ${f.service} ${f.to}${f.pod !== undefined ? `, answered by ${f.pod}` : ''}` +
+        (f.leftMsBefore !== undefined ? ` (it had left ${f.leftMsBefore} ms before)` : '') +
+        (f.eligibleMsAfter !== undefined ? ` (eligible ${f.eligibleMsAfter} ms after)` : ''),
     );
   lines.push('', `network programming latency: ${latency(r.programmingLatencyMs)}`);
   for (const [node, l] of Object.entries(r.programmingLatencyMs.byNode))
