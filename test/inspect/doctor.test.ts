@@ -4,7 +4,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { histogram, parseMetrics, sum } from '../../packages/agent/src/inspect/doctor/prometheus.js';
-import { holdersFromProcLocks } from '../../packages/agent/src/inspect/doctor/checks/xtables-lock.js';
+import {
+  holdersFromProcLocks,
+  waitersFromProcLocks,
+  xtablesLockContention,
+} from '../../packages/agent/src/inspect/doctor/checks/xtables-lock.js';
 import { kubeProxyChainsInSave } from '../../packages/agent/src/inspect/doctor/checks/leftover-other-mode.js';
 import { conntrackFull } from '../../packages/agent/src/inspect/doctor/checks/conntrack-full.js';
 import { syncSlow } from '../../packages/agent/src/inspect/doctor/checks/sync-slow.js';
@@ -102,6 +106,58 @@ test('/proc/locks: the holder of the lock file by inode, never a waiter', () => 
     '2: POSIX  ADVISORY  WRITE 99 fd:00:777 0 EOF',
   ].join('\n');
   assert.deepEqual(holdersFromProcLocks(text, 12345), [{ pid: 4242, kind: 'FLOCK', access: 'WRITE' }]);
+  assert.deepEqual(waitersFromProcLocks(text, 12345), [{ pid: 4343, kind: 'FLOCK', access: 'WRITE' }]);
+});
+
+test('xtables-lock-contention names the holder while a sync is blocked on the lock, with nothing left pending', async () => {
+  // The sync checked its changes out, then blocked on the lock: pending is 0 and the waits recorded so far are
+  // long (p99 6 s). The holder, not the history, is the finding (issue 27: CI's doctor test got the history).
+  const metrics = `kubeproxy_sync_proxy_rules_endpoint_changes_pending 0
+kubeproxy_sync_proxy_rules_service_changes_pending 0
+kubeproxy_iptables_lock_wait_seconds_bucket{le="1"} 1
+kubeproxy_iptables_lock_wait_seconds_bucket{le="8"} 10
+kubeproxy_iptables_lock_wait_seconds_bucket{le="+Inf"} 10
+kubeproxy_iptables_lock_wait_seconds_sum 40
+kubeproxy_iptables_lock_wait_seconds_count 10
+`;
+  const procLocks = (waiting: boolean): string =>
+    [
+      '1: FLOCK  ADVISORY  WRITE 4242 00:1a:12345 0 EOF',
+      ...(waiting ? ['1: -> FLOCK  ADVISORY  WRITE 4343 00:1a:12345 0 EOF'] : []),
+    ].join('\n');
+  const runner = (waiting: boolean): CommandRunner => ({
+    run: async (cmd, args) => {
+      if (cmd === 'stat') return { code: 0, stdout: '12345\n', stderr: '' };
+      if (cmd === 'cat') return { code: 0, stdout: procLocks(waiting), stderr: '' };
+      const pid = args.at(-1);
+      return {
+        code: 0,
+        stdout: pid === '4242' ? 'sleep 120\n' : 'flock -w 5 /run/xtables.lock true\n',
+        stderr: '',
+      };
+    },
+  });
+  const blocked = await xtablesLockContention.run(
+    ctx({ runner: runner(true), metrics: parseMetrics(metrics) }),
+  );
+  assert.equal(blocked.severity, 'fail');
+  assert.equal(
+    blocked.summary,
+    'PID 4242 (sleep 120) holds the xtables lock while a sync waits for it (PID 4343: flock -w 5 /run/xtables.lock true)',
+  );
+  assert.ok(
+    blocked.evidence.includes(
+      '/run/xtables.lock waited for now by PID 4343 (FLOCK WRITE): flock -w 5 /run/xtables.lock true',
+    ),
+  );
+  const history = await xtablesLockContention.run(
+    ctx({ runner: runner(false), metrics: parseMetrics(metrics) }),
+  );
+  assert.match(
+    history.summary,
+    /^iptables commands waited up to .* \(p99\)/,
+    'no sync waits now: the history is the finding',
+  );
 });
 
 test("iptables-save: kube-proxy's chains, not kubelet's", () => {

@@ -16,38 +16,64 @@ export interface LockHolder {
   readonly command: string;
 }
 
-/** Lines of /proc/locks on the inode: `1: FLOCK  ADVISORY  WRITE 4242 00:1a:12345 0 EOF`. */
-export function holdersFromProcLocks(
-  text: string,
-  inode: number,
-): { pid: number; kind: string; access: string }[] {
-  const out: { pid: number; kind: string; access: string }[] = [];
+interface ProcLock {
+  readonly pid: number;
+  readonly kind: string;
+  readonly access: string;
+}
+
+/**
+ * Lines of /proc/locks on the inode: `1: FLOCK  ADVISORY  WRITE 4242 00:1a:12345 0 EOF` holds it, and a blocked
+ * waiter is listed under it as `1: -> FLOCK  ADVISORY  WRITE 4343 00:1a:12345 0 EOF`.
+ */
+function locksOnInode(text: string, inode: number): { holders: ProcLock[]; waiters: ProcLock[] } {
+  const holders: ProcLock[] = [];
+  const waiters: ProcLock[] = [];
   for (const line of text.split('\n')) {
-    const w = line.trim().split(/\s+/);
-    // A blocked waiter is listed as "1: -> FLOCK …": it wants the lock, it does not hold it.
-    if (w.length < 6 || w[1] === '->') continue;
+    const all = line.trim().split(/\s+/);
+    const waiting = all[1] === '->';
+    const w = waiting ? [all[0], ...all.slice(2)] : all;
+    if (w.length < 6) continue;
     const [, kind = '', , access = '', pid = '', dev = ''] = w;
-    const ino = Number(dev.split(':')[2]);
-    if (ino === inode) out.push({ pid: Number(pid), kind, access });
+    if (Number(dev.split(':')[2]) !== inode) continue;
+    (waiting ? waiters : holders).push({ pid: Number(pid), kind, access });
   }
-  return out;
+  return { holders, waiters };
+}
+
+/** The processes holding the lock on the inode (a waiter wants the lock, it does not hold it). */
+export function holdersFromProcLocks(text: string, inode: number): ProcLock[] {
+  return locksOnInode(text, inode).holders;
+}
+
+/** The processes blocked waiting for it: kube-proxy's lock probe (`flock -w`) or iptables-restore while it syncs. */
+export function waitersFromProcLocks(text: string, inode: number): ProcLock[] {
+  return locksOnInode(text, inode).waiters;
+}
+
+export interface LockState {
+  readonly holders: readonly LockHolder[];
+  readonly waiters: readonly LockHolder[];
 }
 
 export async function xtablesLockHolders(
   runner: CommandRunner,
   lockFile: string,
-): Promise<LockHolder[] | string> {
+): Promise<LockState | string> {
   const st = await runner.run('stat', ['-L', '-c', '%i', lockFile]);
   if (st.code !== 0) return `no lock file ${lockFile} (${st.stderr.trim()})`;
   const inode = Number(st.stdout.trim());
   const locks = await runner.run('cat', ['/proc/locks']);
   if (locks.code !== 0) return `cannot read /proc/locks: ${locks.stderr.trim()}`;
-  const holders: LockHolder[] = [];
-  for (const h of holdersFromProcLocks(locks.stdout, inode)) {
-    const ps = await runner.run('ps', ['-o', 'args=', '-p', String(h.pid)]);
-    holders.push({ ...h, command: ps.code === 0 ? ps.stdout.trim() : '(gone)' });
-  }
-  return holders;
+  const withCommand = async (l: ProcLock): Promise<LockHolder> => {
+    const ps = await runner.run('ps', ['-o', 'args=', '-p', String(l.pid)]);
+    return { ...l, command: ps.code === 0 ? ps.stdout.trim() : '(gone)' };
+  };
+  const found = locksOnInode(locks.stdout, inode);
+  return {
+    holders: await Promise.all(found.holders.map(withCommand)),
+    waiters: await Promise.all(found.waiters.map(withCommand)),
+  };
 }
 
 export const xtablesLockContention: DoctorCheck = {
@@ -56,14 +82,17 @@ export const xtablesLockContention: DoctorCheck = {
   async run(ctx) {
     const id = this.id;
     const evidence: string[] = [];
-    const holders = await xtablesLockHolders(ctx.runner, ctx.xtablesLockFile);
-    if (typeof holders === 'string') evidence.push(holders);
+    const lock = await xtablesLockHolders(ctx.runner, ctx.xtablesLockFile);
+    const holders = typeof lock === 'string' ? [] : lock.holders;
+    const waiters = typeof lock === 'string' ? [] : lock.waiters;
+    if (typeof lock === 'string') evidence.push(lock);
     else if (holders.length === 0) evidence.push(`${ctx.xtablesLockFile}: not held now`);
-    else
-      for (const h of holders)
-        evidence.push(
-          `${ctx.xtablesLockFile} held now by PID ${h.pid} (${h.kind} ${h.access}): ${h.command}`,
-        );
+    for (const h of holders)
+      evidence.push(`${ctx.xtablesLockFile} held now by PID ${h.pid} (${h.kind} ${h.access}): ${h.command}`);
+    for (const h of waiters)
+      evidence.push(
+        `${ctx.xtablesLockFile} waited for now by PID ${h.pid} (${h.kind} ${h.access}): ${h.command}`,
+      );
     let waitP99: number | undefined;
     let longest: number | undefined;
     let pending = 0;
@@ -84,18 +113,23 @@ export const xtablesLockContention: DoctorCheck = {
         (sum(ctx.metrics, 'kubeproxy_sync_proxy_rules_service_changes_pending') ?? 0);
       evidence.push(`${pending} changes pending`);
     }
-    const others = typeof holders === 'string' ? [] : holders.filter((h) => !/kube-proxy/.test(h.command));
+    const others = holders.filter((h) => !/kube-proxy/.test(h.command));
     const who = others.map((h) => `PID ${h.pid} (${h.command})`).join(', ');
     const remedy =
       `Find what the holder is doing: cat /proc/${others[0]?.pid ?? '<PID>'}/cmdline | tr '\\0' ' '; ` +
       `it must take the lock with a timeout (iptables -w 5) and briefly. Make sure every iptables user on the node ` +
       `shares ${ctx.xtablesLockFile} (the DaemonSet mounts /run/xtables.lock from the host). Lasting relief: ` +
       `mode: nftables, which takes no xtables lock (kubectl -n kube-system edit configmap kube-proxy).`;
-    if (others.length > 0 && pending > 0)
+    // Syncs are held up now: changes wait for one, or one is blocked on the lock (its changes already checked out,
+    // so nothing counts as pending; its lock probe or restore is the waiter /proc/locks lists).
+    if (others.length > 0 && (pending > 0 || waiters.length > 0))
       return finding(
         id,
         'fail',
-        `${who} holds the xtables lock while ${pending} changes wait for a sync`,
+        `${who} holds the xtables lock while ` +
+          (pending > 0
+            ? `${pending} changes wait for a sync`
+            : `a sync waits for it (${waiters.map((w) => `PID ${w.pid}: ${w.command}`).join(', ')})`),
         evidence,
         remedy,
       );
