@@ -50,8 +50,8 @@ import { supportsRandomFully } from '../netfilter/iptables/variant.js';
 import type { CommandRunner } from '../netfilter/command.js';
 import { ConntrackReconciler } from '../netfilter/conntrack/executor.js';
 import { applyConntrackSysctls } from '../netfilter/conntrack/sysctls.js';
-import { createMetricsServer } from '../server/metrics-server.js';
-import { createProxyMetrics, NFACCT_COUNTERS } from '../server/metrics.js';
+import { createMetricsServer, type CreateServerResult } from '../server/metrics-server.js';
+import { createProxyMetrics, NFACCT_COUNTERS, type PrometheusProxyMetrics } from '../server/metrics.js';
 import { NfacctClient } from '../netfilter/nfacct.js';
 import { createProxyHealthServer } from '../server/proxy-health-server.js';
 import { ProxyHealth } from '../server/proxy-health.js';
@@ -59,7 +59,7 @@ import { ServiceHealthServers } from '../server/service-health.js';
 import { ensureSysctl, ROUTE_LOCALNET } from '../netfilter/sysctl.js';
 import { localhostNodePortsActive } from '../backends/iptables/render.js';
 import { nodePortIPs } from '../model/nodeport-addresses.js';
-import type { ProxyBackend } from '../sync/backend.js';
+import type { NodeNetworkConfig, ProxyBackend } from '../sync/backend.js';
 import { OtherModeCleanup } from '../sync/mode-switch.js';
 import { configzDocument } from '../config/configz.js';
 import type { ProxyMode } from '../config/proxy-mode.js';
@@ -162,6 +162,37 @@ function hostInterfaces(): Map<string, string[]> {
   return out;
 }
 
+/** The node's addresses as the proxiers use them: bindAddress first when it names one, and the families. */
+export interface NodeAddressFamilies {
+  readonly ips: readonly string[];
+  readonly primary: IPFamily;
+  readonly families: readonly IPFamily[];
+}
+
+/** The primary family is the first address's; the other joins when the node has an address of it. */
+export function nodeAddressFamilies(bindAddress: string, nodeIPs: readonly string[]): NodeAddressFamilies {
+  const bind = parseIPSloppy(bindAddress);
+  const ips = [...nodeIPs];
+  if (bind && bind.text !== '0.0.0.0' && bind.text !== '::') ips.unshift(bind.text);
+  const primary = parseIPSloppy(ips[0] ?? '')?.family ?? 'IPv4';
+  const other: IPFamily = primary === 'IPv4' ? 'IPv6' : 'IPv4';
+  const families: IPFamily[] = ips.some((ip) => parseIPSloppy(ip)?.family === other)
+    ? [primary, other]
+    : [primary];
+  return { ips, primary, families };
+}
+
+/** What every family's proxier is built from. */
+interface ProxierInputs {
+  readonly node: Node;
+  readonly addresses: NodeAddressFamilies;
+  readonly interfaces: Map<string, string[]>;
+  readonly metrics: PrometheusProxyMetrics;
+  readonly health: ProxyHealth;
+  readonly conntrack: ConntrackReconciler;
+  readonly nfacctCounters: readonly string[];
+}
+
 class Agent {
   private readonly clock = systemClock;
   private readonly proxiers: Proxier[] = [];
@@ -173,6 +204,8 @@ class Agent {
   private readonly nftablesLayout: NftablesLayoutName;
   /** nftables mode: how nft is reached (start() decides, once). */
   private nftExecutors: NftExecutors | undefined;
+  /** The Node as last seen: a change of its IPs (or pod CIDRs, with detectLocalMode NodeCIDR) restarts us. */
+  private knownNode: Node | undefined;
 
   constructor(
     private readonly config: ProxyConfig,
@@ -215,26 +248,72 @@ class Agent {
     for (const close of this.closers.reverse()) await close();
   }
 
+  /**
+   * Upstream's order (server.go): the config file watched, the API client, the servers, the Node waited for, the
+   * sysctls, one proxier per family, then the informers; the other mode's rules go after the first syncs.
+   */
   private async start(config: ProxyConfig, options: ProxyOptions): Promise<void> {
-    const { logger, clock } = this;
-    const commands = this.deps.commands;
+    this.watchConfigFile(options);
+    const client = this.apiClient(config, options);
+    this.nftExecutors = this.chooseNftExecutors(config, options);
+    // iptables mode counts INVALID drops and localhost NodePort packets in nfacct objects, as upstream does.
+    const nfacct = config.mode === 'iptables' ? new NfacctClient(this.deps.commands) : undefined;
+    const metrics = createProxyMetrics({
+      mode: config.mode,
+      ...(nfacct !== undefined ? { nfacctReader: (name: string) => nfacct.packets(name) } : {}),
+    });
+    const health = new ProxyHealth({ clock: this.clock, syncPeriodMs: config.syncPeriodMs, metrics });
+    this.startServers(config, metrics, health);
 
-    // The config file changing makes the process exit, as upstream does: the DaemonSet restarts it with the new one.
-    if (options.configFile !== undefined) {
-      const watched = watchConfigFile(options.configFile, (event) =>
-        this.stop(
-          1,
-          `configuration file ${options.configFile} changed (${event.kind}); exiting to be restarted`,
-        ),
-      );
-      if (watched.ok) this.closers.push(() => watched.watcher.close());
-      else
-        logger.warn('cannot watch the configuration file', {
-          file: options.configFile,
-          error: watched.error,
-        });
+    const node = await this.waitForNode(config, client, health);
+    if (node === undefined) return;
+    const addresses = nodeAddressFamilies(config.bindAddress, nodeIPsOf(node));
+    this.logger.info('node IPs', { nodeIPs: addresses.ips, families: addresses.families });
+    await this.applyConntrackSysctls(config);
+    const nfacctCounters = nfacct === undefined ? [] : await this.nfacctCounters(nfacct);
+    const conntrack = new ConntrackReconciler({
+      runner: this.deps.commands,
+      clock: this.clock,
+      logger: this.logger,
+      metrics,
+    });
+    const interfaces = hostInterfaces();
+    for (const family of addresses.families) {
+      const proxier = await this.createProxier(family, {
+        node,
+        addresses,
+        interfaces,
+        metrics,
+        health,
+        conntrack,
+        nfacctCounters,
+      });
+      proxier.onNode(node);
+      this.proxiers.push(proxier);
     }
+    for (const p of this.proxiers) p.start();
+    this.followServicesAndSlices(config, client);
+    this.cleanUpOtherModeAfterFirstSyncs(config.mode);
+  }
 
+  /** The config file changing makes the process exit, as upstream does: the DaemonSet restarts it with the new one. */
+  private watchConfigFile(options: ProxyOptions): void {
+    if (options.configFile === undefined) return;
+    const watched = watchConfigFile(options.configFile, (event) =>
+      this.stop(
+        1,
+        `configuration file ${options.configFile} changed (${event.kind}); exiting to be restarted`,
+      ),
+    );
+    if (watched.ok) this.closers.push(() => watched.watcher.close());
+    else
+      this.logger.warn('cannot watch the configuration file', {
+        file: options.configFile,
+        error: watched.error,
+      });
+  }
+
+  private apiClient(config: ProxyConfig, options: ProxyOptions): ApiClient {
     const clientConfig = loadClientConfig({
       kubeconfig: options.kubeconfig ?? config.clientConnection.kubeconfig,
       master: options.master,
@@ -245,224 +324,231 @@ class Agent {
       const e = clientConfig.error;
       throw new Error(`${e.file ? `${e.file}: ` : ''}${e.field ? `${e.field}: ` : ''}${e.message}`);
     }
-    for (const w of clientConfig.config.warnings) logger.warn(w);
-    logger.info('API server', {
+    for (const w of clientConfig.config.warnings) this.logger.warn(w);
+    this.logger.info('API server', {
       server: clientConfig.config.server.toString(),
       via: clientConfig.config.description,
     });
-    const client = createApiClient(clientConfig.config, { clock });
+    return createApiClient(clientConfig.config, { clock: this.clock });
+  }
 
-    // How nftables mode reaches nft, decided once for both families (each backend gets its own executor by it).
-    let nftExecutors: NftExecutors | undefined;
-    if (config.mode === 'nftables') {
-      const choice = isNftExecutorChoice(options.nftExecutor) ? options.nftExecutor : DEFAULT_NFT_EXECUTOR;
-      const chosen = chooseNftExecutors(choice, commands);
-      if ('error' in chosen) throw new Error(chosen.error);
-      nftExecutors = chosen;
-      logger.info('nftables executor', { executor: chosen.kind, reason: chosen.reason });
-    }
-    this.nftExecutors = nftExecutors;
+  /** How nftables mode reaches nft, decided once for both families (each backend gets its own executor by it). */
+  private chooseNftExecutors(config: ProxyConfig, options: ProxyOptions): NftExecutors | undefined {
+    if (config.mode !== 'nftables') return undefined;
+    const choice = isNftExecutorChoice(options.nftExecutor) ? options.nftExecutor : DEFAULT_NFT_EXECUTOR;
+    const chosen = chooseNftExecutors(choice, this.deps.commands);
+    if ('error' in chosen) throw new Error(chosen.error);
+    this.logger.info('nftables executor', { executor: chosen.kind, reason: chosen.reason });
+    return chosen;
+  }
 
-    // iptables mode counts INVALID drops and localhost NodePort packets in nfacct objects, as upstream does.
-    const nfacct = config.mode === 'iptables' ? new NfacctClient(commands) : undefined;
-    const metrics = createProxyMetrics({
-      mode: config.mode,
-      ...(nfacct !== undefined ? { nfacctReader: (name: string) => nfacct.packets(name) } : {}),
-    });
-    const health = new ProxyHealth({ clock, syncPeriodMs: config.syncPeriodMs, metrics });
+  /** The healthz and metrics servers (each off with an empty bind address); a server's fatal error stops us. */
+  private startServers(config: ProxyConfig, metrics: PrometheusProxyMetrics, health: ProxyHealth): void {
+    const { logger, clock } = this;
     const fatal = (what: string) => (error: { message: string }) => this.stop(1, `${what}: ${error.message}`);
-    if (config.healthzBindAddress !== '') {
-      const s = createProxyHealthServer({
-        bindAddress: config.healthzBindAddress,
-        health,
-        clock,
-        logger,
-        hardFail: config.bindAddressHardFail,
-        onFatal: fatal('healthz server'),
-      });
+    const started = (s: CreateServerResult): void => {
       if (!s.ok) throw new Error(s.error);
       void s.server.start();
       this.closers.push(() => s.server.stop());
-    }
-    if (config.metricsBindAddress !== '') {
-      const s = createMetricsServer({
-        bindAddress: config.metricsBindAddress,
-        registry: metrics.registry,
-        mode: config.mode,
-        // Upstream's object, as upstream prints it; what kube-proxy-ts adds (the nftables layout, a flag) apart.
-        configz: () => configzDocument(config),
-        configzExtension: () => ({
-          nftablesLayout: this.nftablesLayout,
-          nftablesLayoutDescription: NFTABLES_LAYOUT_DESCRIPTIONS[this.nftablesLayout],
-          nftExecutor: this.options.nftExecutor,
-          ...(nftExecutors !== undefined
-            ? { nftExecutorInUse: nftExecutors.kind, nftExecutorReason: nftExecutors.reason }
-            : {}),
+    };
+    if (config.healthzBindAddress !== '')
+      started(
+        createProxyHealthServer({
+          bindAddress: config.healthzBindAddress,
+          health,
+          clock,
+          logger,
+          hardFail: config.bindAddressHardFail,
+          onFatal: fatal('healthz server'),
         }),
-        logger,
-        clock,
-        hardFail: config.bindAddressHardFail,
-        onFatal: fatal('metrics server'),
-      });
-      if (!s.ok) throw new Error(s.error);
-      void s.server.start();
-      this.closers.push(() => s.server.stop());
-    }
+      );
+    if (config.metricsBindAddress !== '')
+      started(
+        createMetricsServer({
+          bindAddress: config.metricsBindAddress,
+          registry: metrics.registry,
+          mode: config.mode,
+          // Upstream's object, as upstream prints it; what kube-proxy-ts adds (the nftables layout, a flag) apart.
+          configz: () => configzDocument(config),
+          configzExtension: () => this.configzExtension(),
+          logger,
+          clock,
+          hardFail: config.bindAddressHardFail,
+          onFatal: fatal('metrics server'),
+        }),
+      );
+  }
 
-    // The Node: wait for it (up to 5 minutes), then follow it for topology labels and eligibility.
-    let knownNode: Node | undefined;
-    const proxiers = this.proxiers;
+  private configzExtension(): Record<string, string> {
+    const executors = this.nftExecutors;
+    return {
+      nftablesLayout: this.nftablesLayout,
+      nftablesLayoutDescription: NFTABLES_LAYOUT_DESCRIPTIONS[this.nftablesLayout],
+      nftExecutor: this.options.nftExecutor,
+      ...(executors !== undefined
+        ? { nftExecutorInUse: executors.kind, nftExecutorReason: executors.reason }
+        : {}),
+    };
+  }
+
+  /**
+   * The Node: followed for topology labels and eligibility, and waited for (up to 5 minutes). Undefined when the
+   * agent was stopped meanwhile.
+   */
+  private async waitForNode(
+    config: ProxyConfig,
+    client: ApiClient,
+    health: ProxyHealth,
+  ): Promise<Node | undefined> {
     const nodes = nodeReflector(config.nodeName, {
       client,
-      clock,
+      clock: this.clock,
       timing: testReflectorTiming(),
-      logger: logger.child({ resource: 'node' }),
+      logger: this.logger.child({ resource: 'node' }),
       handlers: {
-        onAdd: (n) => this.onNode(n, knownNode, health, proxiers, (next) => (knownNode = next)),
-        onUpdate: (_o, n) => this.onNode(n, knownNode, health, proxiers, (next) => (knownNode = next)),
+        onAdd: (n) => this.onNode(n, health),
+        onUpdate: (_o, n) => this.onNode(n, health),
         onDelete: () => this.stop(1, `node ${config.nodeName} was deleted; exiting`),
       },
     });
     this.reflectors.push(nodes);
     nodes.start();
-    logger.info('waiting for the Node object', { nodeName: config.nodeName });
+    this.logger.info('waiting for the Node object', { nodeName: config.nodeName });
     const waited = await waitForNode(config.nodeName, {
-      clock,
+      clock: this.clock,
       lookup: (name) => nodes.get(name),
       requirePodCIDRs: config.detectLocalMode === 'NodeCIDR',
     });
     if (!waited.ok) throw new Error(`node ${config.nodeName}: ${waited.reason}`);
-    if (this.exitCode !== undefined) return;
-    knownNode = waited.node;
+    if (this.exitCode !== undefined) return undefined;
+    this.knownNode = waited.node;
     health.syncNode(waited.node);
+    return waited.node;
+  }
 
-    const bind = parseIPSloppy(config.bindAddress);
-    const ips = [...waited.nodeIPs];
-    if (bind && bind.text !== '0.0.0.0' && bind.text !== '::') ips.unshift(bind.text);
-    const primary = parseIPSloppy(ips[0] ?? '')?.family ?? 'IPv4';
-    const families: IPFamily[] = [primary];
-    const other: IPFamily = primary === 'IPv4' ? 'IPv6' : 'IPv4';
-    if (ips.some((ip) => parseIPSloppy(ip)?.family === other)) families.push(other);
-    logger.info('node IPs', { nodeIPs: ips, families });
+  /** Each conntrack sysctl on its own: a zero (or false) leaves that one alone, as upstream does. */
+  private async applyConntrackSysctls(config: ProxyConfig): Promise<void> {
+    const c = config.conntrack;
+    const sysctls = await applyConntrackSysctls(
+      {
+        maxPerCore: c.maxPerCore,
+        min: c.min,
+        tcpEstablishedTimeoutSeconds: c.tcpEstablishedTimeoutMs / 1000,
+        tcpCloseWaitTimeoutSeconds: c.tcpCloseWaitTimeoutMs / 1000,
+        tcpBeLiberal: c.tcpBeLiberal,
+        udpTimeoutSeconds: c.udpTimeoutMs / 1000,
+        udpStreamTimeoutSeconds: c.udpStreamTimeoutMs / 1000,
+      },
+      { cpus: cpus().length, logger: this.logger },
+    );
+    for (const p of sysctls.problems) this.logger.warn('conntrack sysctl', { problem: p });
+  }
 
-    // Each sysctl on its own: a zero (or false) leaves that one alone, as upstream does.
-    {
-      const sysctls = await applyConntrackSysctls(
-        {
-          maxPerCore: config.conntrack.maxPerCore,
-          min: config.conntrack.min,
-          tcpEstablishedTimeoutSeconds: config.conntrack.tcpEstablishedTimeoutMs / 1000,
-          tcpCloseWaitTimeoutSeconds: config.conntrack.tcpCloseWaitTimeoutMs / 1000,
-          tcpBeLiberal: config.conntrack.tcpBeLiberal,
-          udpTimeoutSeconds: config.conntrack.udpTimeoutMs / 1000,
-          udpStreamTimeoutSeconds: config.conntrack.udpStreamTimeoutMs / 1000,
-        },
-        { cpus: cpus().length, logger },
-      );
-      for (const p of sysctls.problems) logger.warn('conntrack sysctl', { problem: p });
+  /** The counters that exist go into the rules; where the kernel has no nfacct the rules go without them. */
+  private async nfacctCounters(nfacct: NfacctClient): Promise<string[]> {
+    const counters: string[] = [];
+    for (const name of Object.values(NFACCT_COUNTERS)) {
+      const problem = await nfacct.ensure(name);
+      if (problem === undefined) counters.push(name);
+      else this.logger.info('nfacct counter not available; its rule and metric are left out', { problem });
     }
+    return counters;
+  }
 
+  /** One family's proxier over its backend; the primary family's also owns the Services' health-check servers. */
+  private async createProxier(family: IPFamily, shared: ProxierInputs): Promise<Proxier> {
+    const { config, logger, clock } = this;
+    const { node, addresses, metrics, health } = shared;
+    const { config: network, problems } = nodeNetworkConfig({
+      family,
+      nodeName: config.nodeName,
+      nodeIPs: addresses.ips,
+      detectLocalMode: config.detectLocalMode,
+      clusterCIDRs: config.detectLocal.clusterCIDRs,
+      podCIDRs: node.spec?.podCIDRs ?? (node.spec?.podCIDR ? [node.spec.podCIDR] : []),
+      bridgeInterface: config.detectLocal.bridgeInterface,
+      interfaceNamePrefix: config.detectLocal.interfaceNamePrefix,
+      nodePortAddresses: config.nodePortAddresses,
+      masqueradeAll: config.masqueradeAll,
+      masqueradeBit: config.masqueradeBit,
+      hostInterfaces: shared.interfaces,
+    });
+    for (const p of problems) logger.warn('ignored', { ipFamily: family, problem: p });
+    const flog = logger.child({ ipFamily: family });
     let serviceHealth: ServiceHealthServers | undefined;
-    // The counters that exist go into the rules; where the kernel has no nfacct the rules go without them.
-    const nfacctCounters: string[] = [];
-    if (nfacct !== undefined) {
-      for (const name of Object.values(NFACCT_COUNTERS)) {
-        const problem = await nfacct.ensure(name);
-        if (problem === undefined) nfacctCounters.push(name);
-        else logger.info('nfacct counter not available; its rule and metric are left out', { problem });
-      }
+    if (family === addresses.primary) {
+      // Upstream binds each health-check port on the node IPs nodePortAddresses admits (all when it admits all).
+      const nodeAddresses = network.nodePortAddresses.matchAll
+        ? []
+        : nodePortIPs(network.nodePortAddresses, network.hostInterfaces);
+      const servers = new ServiceHealthServers({ proxyHealth: health, logger, nodeAddresses });
+      this.closers.push(() => servers.close());
+      serviceHealth = servers;
     }
-    const conntrack = new ConntrackReconciler({ runner: commands, clock, logger, metrics });
-    const podCIDRs =
-      waited.node.spec?.podCIDRs ?? (waited.node.spec?.podCIDR ? [waited.node.spec.podCIDR] : []);
-    const interfaces = hostInterfaces();
-    for (const family of families) {
-      const { config: node, problems } = nodeNetworkConfig({
-        family,
-        nodeName: config.nodeName,
-        nodeIPs: ips,
-        detectLocalMode: config.detectLocalMode,
-        clusterCIDRs: config.detectLocal.clusterCIDRs,
-        podCIDRs,
-        bridgeInterface: config.detectLocal.bridgeInterface,
-        interfaceNamePrefix: config.detectLocal.interfaceNamePrefix,
-        nodePortAddresses: config.nodePortAddresses,
-        masqueradeAll: config.masqueradeAll,
-        masqueradeBit: config.masqueradeBit,
-        hostInterfaces: interfaces,
-      });
-      for (const p of problems) logger.warn('ignored', { ipFamily: family, problem: p });
-      const flog = logger.child({ ipFamily: family });
-      if (family === primary) {
-        // Upstream binds each health-check port on the node IPs nodePortAddresses admits (all when it admits all).
-        const nodeAddresses = node.nodePortAddresses.matchAll
-          ? []
-          : nodePortIPs(node.nodePortAddresses, node.hostInterfaces);
-        const servers = new ServiceHealthServers({ proxyHealth: health, logger, nodeAddresses });
-        this.closers.push(() => servers.close());
-        serviceHealth = servers;
-      }
-      let backend: ProxyBackend;
-      let canary: (() => Promise<boolean>) | undefined;
-      if (config.mode === 'nftables') {
-        backend = new NftablesBackend({
-          node,
-          commands,
-          clock,
-          metrics,
-          logger: flog,
-          featureGates: config.gates,
+    const { backend, canary } = await this.createBackend(family, network, shared, flog);
+    return new Proxier({
+      family,
+      nodeName: config.nodeName,
+      backend,
+      clock,
+      metrics,
+      logger: flog,
+      minSyncPeriod: config.minSyncPeriodMs,
+      syncPeriod: config.syncPeriodMs,
+      featureGates: config.gates,
+      health,
+      // Upstream's dual-stack metaproxier lets the primary family own the health-check servers.
+      ...(serviceHealth !== undefined ? { serviceHealth } : {}),
+      conntrack: shared.conntrack,
+      ...(canary ? { canary } : {}),
+    });
+  }
+
+  private async createBackend(
+    family: IPFamily,
+    network: NodeNetworkConfig,
+    shared: ProxierInputs,
+    flog: Logger,
+  ): Promise<{ backend: ProxyBackend; canary?: () => Promise<boolean> }> {
+    const { config, clock } = this;
+    const { commands } = this.deps;
+    const common = {
+      node: network,
+      commands,
+      clock,
+      metrics: shared.metrics,
+      logger: flog,
+      featureGates: config.gates,
+    };
+    if (config.mode === 'nftables')
+      return {
+        backend: new NftablesBackend({
+          ...common,
           layout: NFTABLES_LAYOUT_BY_NAME[this.nftablesLayout],
           ...(this.nftExecutors !== undefined ? { nftExecutors: this.nftExecutors } : {}),
-        });
-      } else {
-        const iptablesOptions = {
-          variant: 'auto' as const,
-          localhostNodePorts: config.iptables.localhostNodePorts,
-          nfacctCounters,
-          randomFully: await this.iptablesRandomFully(commands, family),
-          conntrackTCPBeLiberal: this.tcpBeLiberal(),
-          syncPeriodMs: config.syncPeriodMs,
-        };
-        const ipt = new IptablesBackend({
-          node,
-          commands,
-          clock,
-          metrics,
-          logger: flog,
-          featureGates: config.gates,
-          iptables: iptablesOptions,
-        });
-        backend = ipt;
-        canary = () => ipt.checkCanary();
-        if (localhostNodePortsActive(node, iptablesOptions)) {
-          // Localhost NodePorts DNAT 127.0.0.1 to a pod; the kernel routes such packets only with route_localnet.
-          const r = await ensureSysctl(ROUTE_LOCALNET, 1);
-          if (r.kind === 'failed') flog.error('localhost NodePorts will not work', { problem: r.problem });
-          else if (r.kind === 'written') flog.info('Set sysctl', { path: r.path, from: r.from, to: r.to });
-        }
-      }
-      const proxier = new Proxier({
-        family,
-        nodeName: config.nodeName,
-        backend,
-        clock,
-        metrics,
-        logger: flog,
-        minSyncPeriod: config.minSyncPeriodMs,
-        syncPeriod: config.syncPeriodMs,
-        featureGates: config.gates,
-        health,
-        // Upstream's dual-stack metaproxier lets the primary family own the health-check servers.
-        ...(family === primary && serviceHealth !== undefined ? { serviceHealth } : {}),
-        conntrack,
-        ...(canary ? { canary } : {}),
-      });
-      proxier.onNode(waited.node);
-      proxiers.push(proxier);
+        }),
+      };
+    const iptablesOptions = {
+      variant: 'auto' as const,
+      localhostNodePorts: config.iptables.localhostNodePorts,
+      nfacctCounters: shared.nfacctCounters,
+      randomFully: await this.iptablesRandomFully(commands, family),
+      conntrackTCPBeLiberal: this.tcpBeLiberal(),
+      syncPeriodMs: config.syncPeriodMs,
+    };
+    const ipt = new IptablesBackend({ ...common, iptables: iptablesOptions });
+    if (localhostNodePortsActive(network, iptablesOptions)) {
+      // Localhost NodePorts DNAT 127.0.0.1 to a pod; the kernel routes such packets only with route_localnet.
+      const r = await ensureSysctl(ROUTE_LOCALNET, 1);
+      if (r.kind === 'failed') flog.error('localhost NodePorts will not work', { problem: r.problem });
+      else if (r.kind === 'written') flog.info('Set sysctl', { path: r.path, from: r.from, to: r.to });
     }
-    for (const p of proxiers) p.start();
+    return { backend: ipt, canary: () => ipt.checkCanary() };
+  }
 
+  /** The Service and EndpointSlice informers, each event handed to every family's proxier. */
+  private followServicesAndSlices(config: ProxyConfig, client: ApiClient): void {
+    const { logger, clock, proxiers } = this;
     const timing = { resyncPeriodMs: config.configSyncPeriodMs, ...testReflectorTiming() };
     const services = serviceReflector({
       client,
@@ -503,11 +589,17 @@ class Agent {
     services.start();
     slices.start();
     if (config.mode === 'nftables') void this.followServiceCIDRs(client, timing, proxiers);
-    // The other mode's rules (upstream platformCleanup) go only once this mode has programmed every family, so a
-    // switch never leaves the node without Service rules (src/sync/mode-switch.ts says why both may coexist).
+  }
+
+  /**
+   * The other mode's rules (upstream platformCleanup) go only once this mode has programmed every family, so a
+   * switch never leaves the node without Service rules (src/sync/mode-switch.ts says why both may coexist).
+   */
+  private cleanUpOtherModeAfterFirstSyncs(mode: ProxyMode): void {
+    const { logger, proxiers } = this;
     const otherMode = new OtherModeCleanup(
       proxiers.map((p) => p.family),
-      () => this.cleanupOtherMode(config.mode),
+      () => this.cleanupOtherMode(mode),
     );
     for (const p of proxiers) {
       p.onSync((e) => {
@@ -596,13 +688,8 @@ class Agent {
   }
 
   /** Node updates: topology labels go to the proxiers; changed node IPs or pod CIDRs make the process exit. */
-  private onNode(
-    node: Node,
-    known: Node | undefined,
-    health: ProxyHealth,
-    proxiers: readonly Proxier[],
-    remember: (n: Node) => void,
-  ): void {
+  private onNode(node: Node, health: ProxyHealth): void {
+    const known = this.knownNode;
     health.syncNode(node);
     if (known !== undefined) {
       const before = nodeIPsOf(known).join(',');
@@ -619,8 +706,8 @@ class Agent {
         }
       }
     }
-    remember(node);
-    for (const p of proxiers) p.onNode(node);
+    this.knownNode = node;
+    for (const p of this.proxiers) p.onNode(node);
   }
 
   /** MASQUERADE --random-fully needs iptables ≥ 1.6.2 (upstream checks the same version). */
