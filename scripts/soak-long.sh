@@ -2,7 +2,8 @@
 # Seed 003's long soaks (issue 27): for each of nftables (upstream layout), nftables (flat layout) and
 # iptables-legacy with a competing xtables lock holder, a lab of its own comes up, `lab soak` runs against it with
 # churn, proxy restarts and API server outages, and the lab is stopped. Each report is kept as OUT/MODE.json (the
-# `-o json` report) and OUT/MODE.svg (its picture), with OUT/MODE.txt (the text report).
+# `-o json` report) and OUT/MODE.svg (its picture), with OUT/MODE.txt (the text report); every kube-proxy run's log
+# is copied out of the lab before it stops (the path is printed).
 #   bash scripts/soak-long.sh [--duration 15m] [--out docs/soak] [--only nftables|nftables-flat|iptables-legacy]
 # Exit status: 0 when every soak's guarantees held, 1 otherwise. Takes the duration three times, plus a minute or
 # two per lab. Stop any lab you run first: these labs use their own state directories and names.
@@ -74,6 +75,13 @@ soak_one() {
   ' "$out/$name.json" >"$out/$name.txt" 2>/dev/null || cp "${state%/state}/soak.log" "$out/$name.txt"
   echo "soak-long: $name: exit $code; $(grep -E '^guarantees' "$out/$name.txt" || tail -1 "$out/$name.txt")"
   [ "$code" = 0 ] || failed=1
+  # Every run's kube-proxy log (the lab keeps one file per container run), for a failure to be read afterwards.
+  local logs="${state%/state}/kube-proxy-logs"
+  mkdir -p "$logs"
+  find "$state/pods" -path '*kube-proxy*' -name '*.log' 2>/dev/null | while read -r f; do
+    cp "$f" "$logs/$(echo "${f#"$state/pods/"}" | tr / _)"
+  done || true
+  echo "soak-long: $name: kube-proxy logs of every run in $logs"
   stop_lab
 }
 
