@@ -11,6 +11,7 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { labDown } from '../../packages/lab/src/cluster/down.js';
+import { processAlive } from '../../packages/lab/src/cluster/state.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import { LAB_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 import { mustRun } from './helpers.js';
@@ -76,20 +77,11 @@ async function labProcesses(prefix: string): Promise<{ namespaces: string[]; pid
   return { namespaces, pids };
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** Nothing of the lab is left: no namespace, no process that ran in one, no link in this namespace, no state. */
 async function assertNothingLeft(prefix: string, stateDir: string, pids: readonly number[]): Promise<void> {
   const left = await labProcesses(prefix);
   assert.deepEqual(left.namespaces, [], 'no network namespace left');
-  assert.deepEqual(pids.filter(alive), [], "no process left of those that ran in the lab's namespaces");
+  assert.deepEqual(pids.filter(processAlive), [], "no process left of those that ran in the lab's namespaces");
   const links = (await mustRun('ip', ['-o', 'link', 'show'])).split('\n').filter((l) => l.includes(prefix));
   assert.deepEqual(links, [], 'no link left');
   assert.equal(existsSync(stateDir), false, 'the state directory is gone');
