@@ -81,7 +81,11 @@ async function labProcesses(prefix: string): Promise<{ namespaces: string[]; pid
 async function assertNothingLeft(prefix: string, stateDir: string, pids: readonly number[]): Promise<void> {
   const left = await labProcesses(prefix);
   assert.deepEqual(left.namespaces, [], 'no network namespace left');
-  assert.deepEqual(pids.filter(processAlive), [], "no process left of those that ran in the lab's namespaces");
+  assert.deepEqual(
+    pids.filter(processAlive),
+    [],
+    "no process left of those that ran in the lab's namespaces",
+  );
   const links = (await mustRun('ip', ['-o', 'link', 'show'])).split('\n').filter((l) => l.includes(prefix));
   assert.deepEqual(links, [], 'no link left');
   assert.equal(existsSync(stateDir), false, 'the state directory is gone');
