@@ -38,12 +38,13 @@ function guarantees(r: SoakReport): void {
   const served = r.requests.byChurn.graceful.sent + r.requests.byChurn.none.sent;
   assert.ok(served > 100, `requests to always-ready Services were sent (${served})`);
   assert.equal(r.guarantees.failedToAlwaysReadyServices, 0, JSON.stringify(r.requests.failureSamples));
-  // Every failure to them is accounted for: while the path's node had its proxy down (restarting), or when the
-  // control (straight to pod addresses) failed too. None is an answer from a pod that was not an endpoint.
+  // Every failure to them is accounted for: while the path's node had its proxy down (restarting) or had not heard
+  // the API server again after an outage, or when the control (straight to pod addresses) failed too. None is an
+  // answer from a pod that was not an endpoint.
   const failedToThem = failedTotal(r.requests.byChurn.graceful) + failedTotal(r.requests.byChurn.none);
   assert.equal(
     failedToThem,
-    r.requests.failedWhileProxyDown + r.requests.failedNearControlFailure,
+    r.requests.failedWhileProxyDown + r.requests.failedWhileNodeDeaf + r.requests.failedNearControlFailure,
     JSON.stringify(r.requests.failureSamples.slice(0, 10)),
   );
   for (const kind of ['graceful', 'none'] as const)
@@ -69,6 +70,7 @@ function guarantees(r: SoakReport): void {
   );
   for (const x of r.proxyRestarts.restarts) assert.ok(x.syncedAt !== undefined, `${x.node} synced again`);
   assert.deepEqual(new Set(r.proxyRestarts.restarts.map((x) => x.signal)), new Set(['SIGTERM', 'SIGKILL']));
+  assert.equal(r.guarantees.nodesNotBackAfterOutages, 0, JSON.stringify(r.outageRecoveries));
   assert.equal(r.staleUdpConntrack, 0, r.staleUdpConntrackEvidence.join('\n'));
   assert.equal(r.unexpectedProxyExits, 0);
   assert.equal(r.guarantees.ok, true);
@@ -123,6 +125,12 @@ for (const mode of ['nftables', 'iptables'] as const) {
         console.log(`# ${JSON.stringify({ requests: r.requests.failed, latency: r.programmingLatencyMs })}`);
         assertGuarantees(r);
         assert.ok(r.apiserverOutages >= 1, 'an API server outage happened');
+        // Each node was seen hearing the API server again after it (its EndpointSlice changes moving again).
+        assert.equal(r.outageRecoveries.length, r.apiserverOutages * 2);
+        assert.ok(
+          r.outageRecoveries.some((x) => x.heardAfterMs !== undefined),
+          JSON.stringify(r.outageRecoveries),
+        );
         assert.equal(r.settings.layout, 'upstream');
         assert.ok(progress.some((l) => /SIGKILL to kube-proxy on/.test(l)));
         // The namespace is gone, and so are its pods' network namespaces.

@@ -46,3 +46,17 @@ test('resets to the initial delay after a healthy period longer than resetAfterM
   b.reset();
   assert.equal(b.next(), 800);
 });
+
+test('outages closer together than resetAfterMs compound, as client-go: a node grows deafer with each', () => {
+  // Two failed tries per 3-s outage, one outage every 90 s (the long soak's schedule, proxies not restarted):
+  // the first retry after each outage waits 0.8 s, 3.2 s, 12.8 s, then the cap.
+  const clock = new FakeClock();
+  const b = exponentialBackoff({ ...DEFAULT_BACKOFF, jitter: 0 }, clock);
+  const firstRetries: number[] = [];
+  for (let outage = 0; outage < 4; outage++) {
+    firstRetries.push(b.next());
+    b.next();
+    clock.advance(90_000);
+  }
+  assert.deepEqual(firstRetries, [800, 3200, 12_800, 30_000]);
+});

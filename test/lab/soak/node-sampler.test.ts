@@ -12,6 +12,7 @@ function programming(buckets: [string, number][], sum: number): string {
     `${name}_sum{ip_family="IPv4"} ${sum}`,
     `${name}_count{ip_family="IPv4"} ${count}`,
     'kubeproxy_sync_proxy_rules_endpoint_changes_pending 3',
+    'kubeproxy_sync_proxy_rules_endpoint_changes_total 41',
     'kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"} 1700000000.5',
     '',
   ].join('\n');
@@ -68,6 +69,7 @@ describe('soak node series', () => {
       pendingServices: 0,
       syncs: 0,
       lastSyncMs: 1700000000500,
+      endpointChanges: 41,
     });
   });
 });

@@ -60,6 +60,7 @@ function inputs(records: LoadRecord[], overrides: Partial<SoakInputs> = {}): Soa
     nodes: new Map(),
     restarts: [],
     apiOutages: [],
+    apiOutageMs: 3000,
     staleUdpConntrack: { count: 0, evidence: [] },
     unexpectedProxyExits: 0,
     ...overrides,
@@ -180,6 +181,58 @@ describe('soak report', () => {
     );
     assert.equal(r.guarantees.failedToAlwaysReadyServices, 1);
     assert.equal(r.proxyRestarts.unmeasured, 1, 'no long-lived connection answered after the resync');
+  });
+
+  test("failures while the path's node had not heard the API server again after an outage are counted apart", () => {
+    // Outage at 1 s for 3 s; the worker's EndpointSlice changes stand still until 7 s, and it syncs at 7.4 s.
+    const worker = new NodeSeries();
+    const sample = (changes: number, lastSyncS: number): string =>
+      `kubeproxy_sync_proxy_rules_endpoint_changes_total ${changes}\n` +
+      `kubeproxy_sync_proxy_rules_last_timestamp_seconds ${(T0 + lastSyncS * 1000) / 1000}\n`;
+    [10, 20, 20, 20, 20, 20, 20, 35, 36].forEach((n, i) =>
+      worker.add(T0 + i * 1000, sample(n, i < 7 ? 0.9 : 7.4)),
+    );
+    const onWorker: LoadTarget[] = targets.map((t) => ({ ...t, node: 'worker' }));
+    const records = [req(0, 6500, 'timeout'), req(0, 8300, 'refused'), req(0, 8500, 'timeout')];
+    const r = buildReport({
+      ...inputs(records, { endedAt: T0 + 9000 }),
+      generators: [{ where: 'pod/c', targets: onWorker, long: [], records }],
+      nodes: new Map([['worker', worker]]),
+      apiOutages: [T0 + 1000],
+    });
+    assert.deepEqual(r.outageRecoveries, [
+      { node: 'worker', at: 1, heardAfterMs: 6000, syncedAfterMs: 6400 },
+    ]);
+    assert.equal(
+      r.requests.failedWhileNodeDeaf,
+      2,
+      'the one at 6.5 s and the one at 8.3 s, within a second of the sync',
+    );
+    assert.equal(r.guarantees.failedToAlwaysReadyServices, 1, 'the one at 8.5 s');
+    assert.equal(r.guarantees.nodesNotBackAfterOutages, 0);
+    const text = formatReport(r);
+    assert.match(text, /API server outages: 1; nodes heard it again after 6\.0 s to 6\.0 s/);
+    assert.match(text, /at 1\.0 s: worker heard again after 6\.0 s, synced after 6\.4 s/);
+    assert.match(
+      text,
+      /2 failures to always-ready Services while their node had not heard the API server again/,
+    );
+  });
+
+  test('a node that has not heard the API server again a minute after an outage breaks a guarantee', () => {
+    const worker = new NodeSeries();
+    for (let i = 0; i <= 70; i++)
+      worker.add(T0 + i * 1000, `kubeproxy_sync_proxy_rules_endpoint_changes_total ${i === 0 ? 1 : 2}\n`);
+    const r = buildReport({
+      ...inputs([], { endedAt: T0 + 70_000 }),
+      nodes: new Map([['worker', worker]]),
+      apiOutages: [T0 + 1000],
+    });
+    assert.deepEqual(r.outageRecoveries, [{ node: 'worker', at: 1 }]);
+    assert.equal(r.guarantees.nodesNotBackAfterOutages, 1);
+    assert.equal(r.guarantees.ok, false);
+    assert.match(formatReport(r), /worker not heard again/);
+    assert.match(formatReport(r), /1 nodes not back a minute after an outage/);
   });
 
   test('all guarantees hold when only readiness flips cost answers', () => {

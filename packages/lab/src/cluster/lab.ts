@@ -105,8 +105,7 @@ export interface LabOptions {
   readonly signal?: AbortSignal;
 }
 
-/** How long one API server outage lasts when `lab up` is sent SIGUSR2 (the soak's --apiserver-outage-every). */
-export const API_OUTAGE_MS = 3000;
+export { API_OUTAGE_MS } from './relay.js';
 
 export class LabAlreadyUpError extends Error {
   constructor(

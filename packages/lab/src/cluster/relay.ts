@@ -44,6 +44,9 @@ function track(server: Server, sockets: Set<Socket>): void {
   });
 }
 
+/** How long one API server outage lasts when `lab up` is sent SIGUSR2 (the soak's --apiserver-outage-every). */
+export const API_OUTAGE_MS = 3000;
+
 export interface Bridge extends Pipe {
   /**
    * What the nodes see of an API server restart: every open connection is cut, and new ones are refused

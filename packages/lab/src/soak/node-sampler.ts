@@ -1,5 +1,6 @@
 // Each node's proxy, read once a second from its /metrics during the soak: the pending changes (for the picture),
-// the sync count and last sync time (to tell when a restarted proxy has programmed its rules again), and the
+// the sync count and last sync time (to tell when a restarted proxy has programmed its rules again), the
+// EndpointSlice changes received (to tell when a node hears the API server again after an outage), and the
 // histograms the report summarises (network programming latency, sync duration, xtables lock waits) as what was
 // observed during the run. A proxy restart resets its counters; each process lifetime is counted on its own and
 // added up, so a restart neither loses nor doubles observations.
@@ -26,6 +27,8 @@ export interface NodePoint {
   readonly syncs: number;
   /** kubeproxy_sync_proxy_rules_last_timestamp_seconds × 1000; 0 before the first. */
   readonly lastSyncMs: number;
+  /** EndpointSlice changes received so far (this process): it stands still while the node is deaf. */
+  readonly endpointChanges: number;
 }
 
 interface Counter {
@@ -68,6 +71,7 @@ export class NodeSeries {
       pendingEndpoints: one('kubeproxy_sync_proxy_rules_endpoint_changes_pending'),
       pendingServices: one('kubeproxy_sync_proxy_rules_service_changes_pending'),
       syncs: one(`${HISTOGRAMS.sync}_count`),
+      endpointChanges: one('kubeproxy_sync_proxy_rules_endpoint_changes_total'),
       lastSyncMs: Math.max(
         0,
         ...m.samples

@@ -14,6 +14,7 @@ import {
   type Outcome,
 } from './load-generator.js';
 import { HISTOGRAMS, type NodeSeries } from './node-sampler.js';
+import { notBackInTime, outageRecoveries } from './outages.js';
 import type { ChurnKind } from './workload.js';
 
 export interface Generator {
@@ -35,6 +36,8 @@ export interface SoakInputs {
   readonly nodes: ReadonlyMap<string, NodeSeries>;
   readonly restarts: readonly ProxyRestart[];
   readonly apiOutages: readonly number[];
+  /** How long each outage cut the nodes off (ms). */
+  readonly apiOutageMs: number;
   readonly staleUdpConntrack: { readonly count: number; readonly evidence: readonly string[] };
   /** Container restarts of each node's kube-proxy that the soak did not cause. */
   readonly unexpectedProxyExits: number;
@@ -81,6 +84,17 @@ export interface FailureSample {
   readonly eligibleMsAfter?: number;
 }
 
+/** One node after one API server outage. */
+export interface OutageReport {
+  readonly node: string;
+  /** Seconds since the soak's start when the outage began. */
+  readonly at: number;
+  /** From the outage's start to the first sample showing the node receiving changes again (1 s resolution). */
+  readonly heardAfterMs?: number;
+  /** From the outage's start to its first sync after that. */
+  readonly syncedAfterMs?: number;
+}
+
 export interface LatencyMs {
   readonly count: number;
   readonly p50?: number;
@@ -107,6 +121,11 @@ export interface SoakReport {
      * its first sync): the cost of the restart, left out of the guarantee and counted here.
      */
     readonly failedWhileProxyDown: number;
+    /**
+     * Failures to always-ready Services whose path's node had not yet heard the API server again after an outage
+     * (from the outage's start until a second after its first sync once it heard): its rules stood still.
+     */
+    readonly failedWhileNodeDeaf: number;
     /** The first failures, each with where it was sent from and to (at most 50). */
     readonly failureSamples: readonly FailureSample[];
   };
@@ -131,6 +150,8 @@ export interface SoakReport {
     readonly restarts: readonly ProxyRestart[];
   };
   readonly apiserverOutages: number;
+  /** Each outage for each node: when it heard the API server again and synced. */
+  readonly outageRecoveries: readonly OutageReport[];
   readonly staleUdpConntrack: number;
   readonly staleUdpConntrackEvidence: readonly string[];
   readonly unexpectedProxyExits: number;
@@ -140,6 +161,8 @@ export interface SoakReport {
     /** Requests that failed to Services that always had a ready endpoint and only graceful churn (or none). */
     readonly failedToAlwaysReadyServices: number;
     readonly connectionsLostToProxyRestarts: number;
+    /** Nodes that had not heard the API server again a minute after an outage ended. */
+    readonly nodesNotBackAfterOutages: number;
     readonly staleUdpConntrack: number;
     readonly unexpectedProxyExits: number;
   };
@@ -247,6 +270,17 @@ export function restartSurvival(
   return { open, survived, unmeasured, lost };
 }
 
+interface Window {
+  readonly node: string;
+  readonly from: number;
+  readonly to: number;
+}
+
+/** Whether time t fell in one of `node`'s windows. */
+function inWindows(windows: readonly Window[]): (node: string | undefined, t: number) => boolean {
+  return (node, t) => node !== undefined && windows.some((w) => w.node === node && t >= w.from && t <= w.to);
+}
+
 export function buildReport(o: SoakInputs): SoakReport {
   const total = emptyTally();
   const byChurn: Record<ChurnKind, Tally> = {
@@ -278,16 +312,18 @@ export function buildReport(o: SoakInputs): SoakReport {
         controlFailedSeconds.add(secondOf(r.t0));
       }
     }
-  // While a node's proxy is down (from its stop to a second after its first sync), its rules stand still: a pod
-  // that dies meanwhile is still in them. Such failures are the restart's cost, counted on their own.
-  const downWindows = o.restarts.map((r) => ({
-    node: r.node,
-    from: r.at,
-    to: (r.syncedAt ?? o.endedAt) + 1000,
-  }));
-  const whileProxyDown = (node: string | undefined, t: number): boolean =>
-    node !== undefined && downWindows.some((w) => w.node === node && t >= w.from && t <= w.to);
+  // While a node's proxy is down (from its stop to a second after its first sync), or cut off from the API
+  // server (from an outage's start to a second after its first sync once it hears again), its rules stand
+  // still: a pod that dies meanwhile is still in them. Such failures are the fault's cost, counted on their own.
+  const recoveries = outageRecoveries(o.nodes, o.apiOutages, o.apiOutageMs);
+  const whileProxyDown = inWindows(
+    o.restarts.map((r) => ({ node: r.node, from: r.at, to: (r.syncedAt ?? o.endedAt) + 1000 })),
+  );
+  const whileNodeDeaf = inWindows(
+    recoveries.map((r) => ({ node: r.node, from: r.at, to: (r.syncedAt ?? o.endedAt) + 1000 })),
+  );
   let failedWhileProxyDown = 0;
+  let failedWhileNodeDeaf = 0;
   const nearControlFailure = (t: number): boolean => {
     const s = secondOf(t);
     for (let d = -2; d <= 2; d++) if (controlFailedSeconds.has(s + d)) return true;
@@ -338,6 +374,9 @@ export function buildReport(o: SoakInputs): SoakReport {
           excused.add(sample);
         } else if (churn !== 'readiness' && whileProxyDown(target.node, r.t0)) {
           failedWhileProxyDown++;
+          excused.add(sample);
+        } else if (churn !== 'readiness' && whileNodeDeaf(target.node, r.t0)) {
+          failedWhileNodeDeaf++;
           excused.add(sample);
         }
       }
@@ -406,6 +445,7 @@ export function buildReport(o: SoakInputs): SoakReport {
   const guarantees = {
     failedToAlwaysReadyServices: failedToAlwaysReady,
     connectionsLostToProxyRestarts: open - survived,
+    nodesNotBackAfterOutages: recoveries.filter((r) => notBackInTime(r, o.apiOutageMs, o.endedAt)).length,
     staleUdpConntrack: o.staleUdpConntrack.count,
     unexpectedProxyExits: o.unexpectedProxyExits,
   };
@@ -427,6 +467,7 @@ export function buildReport(o: SoakInputs): SoakReport {
       wrongEndpointLagMaxMs: lagMax,
       failedNearControlFailure,
       failedWhileProxyDown,
+      failedWhileNodeDeaf,
       // Failures to Services that must not fail first (they break a guarantee), then the others; in time order.
       failureSamples: failureSamples
         .map((f) => ({ f, key: byService[f.service]?.churn === 'readiness' ? 1 : 0 }))
@@ -452,6 +493,12 @@ export function buildReport(o: SoakInputs): SoakReport {
       restarts,
     },
     apiserverOutages: o.apiOutages.length,
+    outageRecoveries: recoveries.map((r) => ({
+      node: r.node,
+      at: Math.round((r.at - o.startedAt) / 100) / 10,
+      ...(r.heardAt !== undefined ? { heardAfterMs: r.heardAt - r.at } : {}),
+      ...(r.syncedAt !== undefined ? { syncedAfterMs: Math.round(r.syncedAt - r.at) } : {}),
+    })),
     staleUdpConntrack: o.staleUdpConntrack.count,
     staleUdpConntrackEvidence: o.staleUdpConntrack.evidence,
     unexpectedProxyExits: o.unexpectedProxyExits,
@@ -470,6 +517,31 @@ function latency(l: LatencyMs): string {
 function failures(t: Tally): string {
   const f = t.failed;
   return `refused ${f.refused}, timeout ${f.timeout}, reset ${f.reset}, wrong endpoint ${f.wrongEndpoint}, other ${f.other}`;
+}
+
+/** The outages, and for each how long every node took to hear the API server again and to sync. */
+function outageLines(r: SoakReport): string[] {
+  const secs = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+  const heard = r.outageRecoveries.flatMap((x) => (x.heardAfterMs === undefined ? [] : [x.heardAfterMs]));
+  const range =
+    heard.length > 0
+      ? `; nodes heard it again after ${secs(Math.min(...heard))} to ${secs(Math.max(...heard))}`
+      : '';
+  const lines = [`API server outages: ${r.apiserverOutages}${range}`];
+  const byOutage = new Map<number, OutageReport[]>();
+  for (const x of r.outageRecoveries) byOutage.set(x.at, [...(byOutage.get(x.at) ?? []), x]);
+  for (const [at, nodes] of byOutage)
+    lines.push(
+      `  at ${at.toFixed(1)} s: ` +
+        nodes
+          .map(
+            (x) =>
+              `${x.node} ${x.heardAfterMs === undefined ? 'not heard again' : `heard again after ${secs(x.heardAfterMs)}`}` +
+              (x.syncedAfterMs !== undefined ? `, synced after ${secs(x.syncedAfterMs)}` : ''),
+          )
+          .join('; '),
+    );
+  return lines;
 }
 
 export function formatReport(r: SoakReport): string {
@@ -502,6 +574,10 @@ export function formatReport(r: SoakReport): string {
   if (r.requests.failedWhileProxyDown > 0)
     lines.push(
       `  ${r.requests.failedWhileProxyDown} failures to always-ready Services while their node's proxy was down (restarting): rules stand still meanwhile`,
+    );
+  if (r.requests.failedWhileNodeDeaf > 0)
+    lines.push(
+      `  ${r.requests.failedWhileNodeDeaf} failures to always-ready Services while their node had not heard the API server again after an outage: rules stand still meanwhile`,
     );
   const samples = r.requests.failureSamples;
   if (samples.length > 0) lines.push(`  first failures (of ${failedTotal(r.requests)}):`);
@@ -551,7 +627,7 @@ export function formatReport(r: SoakReport): string {
           `    lost: ${l.connection}: ${l.outcome} ${(l.failedAfterMs / 1000).toFixed(1)} s after the stop (last answer ${(l.lastAnswerAfterMs / 1000).toFixed(1)} s)`,
       ),
     );
-  if (r.apiserverOutages > 0) lines.push(`API server outages: ${r.apiserverOutages}`);
+  if (r.apiserverOutages > 0) lines.push(...outageLines(r));
   lines.push(`stale UDP conntrack entries after the run: ${r.staleUdpConntrack}`);
   for (const e of r.staleUdpConntrackEvidence) lines.push(`  ${e}`);
   lines.push(`unexpected kube-proxy exits: ${r.unexpectedProxyExits}`);
@@ -560,7 +636,7 @@ export function formatReport(r: SoakReport): string {
     '',
     g.ok
       ? 'guarantees: all held (no failed request to an always-ready Service, every connection survived the restarts, no stale UDP entry, no unexpected exit)'
-      : `guarantees: NOT held: ${g.failedToAlwaysReadyServices} failed requests to always-ready Services, ${g.connectionsLostToProxyRestarts} connections lost to proxy restarts, ${g.staleUdpConntrack} stale UDP entries, ${g.unexpectedProxyExits} unexpected exits`,
+      : `guarantees: NOT held: ${g.failedToAlwaysReadyServices} failed requests to always-ready Services, ${g.connectionsLostToProxyRestarts} connections lost to proxy restarts, ${g.nodesNotBackAfterOutages} nodes not back a minute after an outage, ${g.staleUdpConntrack} stale UDP entries, ${g.unexpectedProxyExits} unexpected exits`,
   );
   return `${lines.join('\n')}\n`;
 }

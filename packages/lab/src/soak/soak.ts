@@ -37,6 +37,7 @@ import {
   type LongTarget,
 } from './load-generator.js';
 import { WEB_POD_PORT } from '../cluster/workload.js';
+import { API_OUTAGE_MS } from '../cluster/relay.js';
 import { NodeSampler } from './node-sampler.js';
 import { buildReport, failedTotal, type Generator, type SoakReport } from './report.js';
 import {
@@ -609,6 +610,7 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
       nodes: sampler.series,
       restarts,
       apiOutages,
+      apiOutageMs: API_OUTAGE_MS,
       staleUdpConntrack: stale,
       unexpectedProxyExits,
     });
