@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Node } from '../../packages/agent/src/api/objects.js';
-import { nodeIPs, waitForNode } from '../../packages/agent/src/kube/wait-for-node.js';
+import { waitForNode } from '../../packages/agent/src/kube/wait-for-node.js';
 import type { WaitForNodeResult } from '../../packages/agent/src/kube/wait-for-node.js';
 import { FakeClock } from '../../packages/agent/src/util/clock.js';
 import { settle } from '../helpers/settle.js';
@@ -10,23 +10,6 @@ const node = (addresses: { type: string; address: string }[], spec: Node['spec']
   metadata: { name: 'node-a', resourceVersion: '1' },
   spec,
   status: { addresses },
-});
-
-test('node IPs: InternalIP addresses first; ExternalIP only when there is no InternalIP; invalid ones skipped', () => {
-  assert.deepEqual(
-    nodeIPs(
-      node([
-        { type: 'Hostname', address: 'node-a' },
-        { type: 'ExternalIP', address: '198.19.0.1' },
-        { type: 'InternalIP', address: '198.18.0.2' },
-        { type: 'InternalIP', address: 'not-an-ip' },
-        { type: 'InternalIP', address: '2001:db8::2' },
-      ]),
-    ),
-    ['198.18.0.2', '2001:db8::2'],
-  );
-  assert.deepEqual(nodeIPs(node([{ type: 'ExternalIP', address: '198.19.0.1' }])), ['198.19.0.1']);
-  assert.deepEqual(nodeIPs({ metadata: { name: 'x' } }), []);
 });
 
 test('waits, polling every pollMs, until the Node exists with node IPs', async () => {

@@ -19,7 +19,7 @@ import type { Pipe } from '../../../packages/lab/src/cluster/relay.js';
 import { CLUSTER_CIDR, NODE_IP, NODE_NAME, PATHS, keyOf, manifestList, nodeObject } from './agent-objects.js';
 import { AgentProcess, REPO_ROOT } from './agent-process.js';
 import { expectedTable, inNs, listTable, withoutStaleChains } from './agent-table.js';
-import type { CanonicalTable } from './agent-table.js';
+import type { CanonicalTable, RenderNode } from './agent-table.js';
 import { until } from './agent-wait.js';
 import { LAB_MAIN, SOURCE_FLAGS } from '../../helpers/cli.js';
 
@@ -196,14 +196,15 @@ export class AgentLab {
 
   /**
    * What `kube-proxy-ts render` of `objects` gives (with the lab's --nftables-layout), applied to the reference
-   * namespace and listed.
+   * namespace and listed. `render` overrides its node flags (nodeIP undefined: render reads the Node object).
    */
-  expected(objects: readonly FakeObject[]): Promise<CanonicalTable> {
+  expected(objects: readonly FakeObject[], render: Partial<RenderNode> = {}): Promise<CanonicalTable> {
     return expectedTable(this.ref, manifestList(objects), join(this.dir, 'final.json'), {
       nodeName: NODE_NAME,
       nodeIP: NODE_IP,
       clusterCIDR: CLUSTER_CIDR,
       ...(this.layout !== undefined ? { layout: this.layout } : {}),
+      ...render,
     });
   }
 
@@ -211,8 +212,12 @@ export class AgentLab {
    * Waits until the node's table equals the render of `objects` (stale chains awaiting their delayed delete
    * aside), then asserts it, so that a timeout fails with the difference.
    */
-  async expectRules(proxy: AgentProcess, timeoutMs = 30_000): Promise<void> {
-    const want = await this.expected(this.state());
+  async expectRules(
+    proxy: AgentProcess,
+    timeoutMs = 30_000,
+    render: Partial<RenderNode> = {},
+  ): Promise<void> {
+    const want = await this.expected(this.state(), render);
     let got: CanonicalTable | undefined;
     const same = (): boolean => {
       try {

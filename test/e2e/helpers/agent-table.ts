@@ -136,8 +136,11 @@ export async function listTable(ns: string): Promise<CanonicalTable | undefined>
 
 export interface RenderNode {
   readonly nodeName: string;
-  readonly nodeIP: string;
+  /** --node-ip; undefined: not passed, so render takes the node's IPs from its Node object, as the agent does. */
+  readonly nodeIP: string | undefined;
   readonly clusterCIDR: string;
+  /** --detect-local-mode; omitted, render's default (ClusterCIDR). */
+  readonly detectLocalMode?: string;
   /** The proxy's --nftables-layout; omitted, render's default (upstream's), as an operator would leave it. */
   readonly layout?: NftablesLayoutName;
 }
@@ -154,10 +157,10 @@ export function renderNft(manifestPath: string, node: RenderNode): string {
       manifestPath,
       '--hostname-override',
       node.nodeName,
-      '--node-ip',
-      node.nodeIP,
+      ...(node.nodeIP !== undefined ? ['--node-ip', node.nodeIP] : []),
       '--cluster-cidr',
       node.clusterCIDR,
+      ...(node.detectLocalMode !== undefined ? ['--detect-local-mode', node.detectLocalMode] : []),
       ...(node.layout !== undefined ? ['--nftables-layout', node.layout] : []),
     ],
     {

@@ -44,8 +44,8 @@ describe('the page, drawn from a snapshot', { skip: gate.skip }, () => {
         kind: 'Node',
         key: 'Node/worker',
         name: 'worker',
-        internalIP: '198.18.0.11',
-        podCIDR: '198.18.11.0/24',
+        nodeIPs: '198.18.0.11',
+        podCIDRs: '198.18.11.0/24',
         ready: true,
       },
       {

@@ -3,8 +3,10 @@
 // parser, so the three commands describe the same node the same way.
 import type { Node } from '../api/objects.js';
 import type { IptablesExtras } from '../backends/iptables/render.js';
+import { nodePortAddressesOrDefault } from '../config/platform-defaults.js';
 import type { ProxyMode } from '../config/proxy-mode.js';
 import { parseIPSloppy } from '../model/ip.js';
+import { nodeIPs as nodeIPsOf, nodePodCIDRs } from '../model/node-facts.js';
 import type { IPFamily } from '../model/ip.js';
 import type { NodeNetworkConfig } from '../sync/backend.js';
 import { DETECT_LOCAL_MODES, nodeNetworkConfig } from '../sync/node-network.js';
@@ -31,7 +33,7 @@ export const NODE_OPTIONS = {
   'conntrack-tcp-be-liberal': { type: 'string' },
 } as const;
 
-export const NODE_FLAGS_USAGE = `  --node-ip IP[,IP]              this node's IPs, first is primary (default: the Node's InternalIPs)
+export const NODE_FLAGS_USAGE = `  --node-ip IP[,IP]              this node's IPs, first is primary (default: the Node's InternalIPs, else ExternalIPs)
   --ip-family ipv4|ipv6          which family (default: the primary node IP's)
   --cluster-cidr CIDR[,CIDR]     pod range(s), for --detect-local-mode=ClusterCIDR
   --detect-local-mode MODE       ClusterCIDR (default), NodeCIDR, BridgeInterface, InterfaceNamePrefix
@@ -110,12 +112,6 @@ function masqueradeBitOf(values: NodeFlagValues): number {
   return bit;
 }
 
-/** The InternalIP addresses of a Node object. */
-export function nodeInternalIPs(node: Node | undefined): string[] {
-  const addrs = node?.status?.addresses ?? [];
-  return addrs.filter((a) => a.type === 'InternalIP').map((a) => a.address);
-}
-
 function familyFrom(flag: string | undefined, primaryIP: string | undefined): IPFamily {
   if (flag !== undefined) {
     const f = flag.toLowerCase();
@@ -139,25 +135,20 @@ export function nodeSettings(
   checkNodeFlags(values);
   const problems: string[] = [];
   const node = nodes.find((n) => n.metadata.name === nodeName);
-  const nodeIPs = values['node-ip'] !== undefined ? list(values['node-ip']) : nodeInternalIPs(node);
+  const nodeIPs = values['node-ip'] !== undefined ? list(values['node-ip']) : nodeIPsOf(node);
   if (nodeIPs.length === 0) {
     problems.push('no node IP given (--node-ip) and no Node object with addresses; using 127.0.0.1');
     nodeIPs.push('127.0.0.1');
   }
   const family = familyFrom(values['ip-family'], nodeIPs[0]);
-  const nodePortAddresses =
-    values['nodeport-addresses'] !== undefined
-      ? list(values['nodeport-addresses'])
-      : mode === 'nftables'
-        ? ['primary']
-        : [];
+  const nodePortAddresses = nodePortAddressesOrDefault(mode, list(values['nodeport-addresses']));
   const { config, problems: configProblems } = nodeNetworkConfig({
     family,
     nodeName,
     nodeIPs,
     detectLocalMode: (values['detect-local-mode'] ?? 'ClusterCIDR') as DetectLocalMode,
     clusterCIDRs: list(values['cluster-cidr']),
-    podCIDRs: node?.spec?.podCIDRs ?? (node?.spec?.podCIDR ? [node.spec.podCIDR] : []),
+    podCIDRs: nodePodCIDRs(node),
     bridgeInterface: values['pod-bridge-interface'],
     interfaceNamePrefix: values['pod-interface-name-prefix'],
     nodePortAddresses,

@@ -30,7 +30,8 @@ import { loadClientConfig } from '../kube/client-config.js';
 import type { Node, ServiceCIDR } from '../api/objects.js';
 import type { KubeObject } from '../kube/object-identity.js';
 import type { Reflector, ReflectorTiming } from '../kube/reflector.js';
-import { nodeIPs as nodeIPsOf, waitForNode } from '../kube/wait-for-node.js';
+import { waitForNode } from '../kube/wait-for-node.js';
+import { nodeIPs as nodeIPsOf, nodePodCIDRs } from '../model/node-facts.js';
 import {
   endpointSliceReflector,
   nodeReflector,
@@ -465,7 +466,7 @@ class Agent {
       nodeIPs: addresses.ips,
       detectLocalMode: config.detectLocalMode,
       clusterCIDRs: config.detectLocal.clusterCIDRs,
-      podCIDRs: node.spec?.podCIDRs ?? (node.spec?.podCIDR ? [node.spec.podCIDR] : []),
+      podCIDRs: nodePodCIDRs(node),
       bridgeInterface: config.detectLocal.bridgeInterface,
       interfaceNamePrefix: config.detectLocal.interfaceNamePrefix,
       nodePortAddresses: config.nodePortAddresses,
@@ -699,8 +700,7 @@ class Agent {
         return;
       }
       if (this.config.detectLocalMode === 'NodeCIDR') {
-        const cidrs = (n: Node): string => (n.spec?.podCIDRs ?? [n.spec?.podCIDR ?? '']).join(',');
-        if (cidrs(known) !== cidrs(node)) {
+        if (nodePodCIDRs(known).join(',') !== nodePodCIDRs(node).join(',')) {
           this.stop(1, 'node pod CIDRs changed; exiting to be restarted');
           return;
         }

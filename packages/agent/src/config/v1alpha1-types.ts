@@ -25,9 +25,6 @@ export type DetectLocalMode = Exclude<DetectLocalModeSetting, ''>;
 export const LOGGING_FORMATS = ['text', 'json'] as const;
 export type LoggingFormat = (typeof LOGGING_FORMATS)[number];
 
-/** The word that, alone in nodePortAddresses, means "the node's primary IPs" (nftables' default). */
-export const NODE_PORT_ADDRESSES_PRIMARY = 'primary';
-
 export function isOneOf<T extends string>(list: readonly T[], value: string): value is T {
   return (list as readonly string[]).includes(value);
 }

@@ -2,6 +2,7 @@
 // names its v1alpha1 field; sync periods are checked under the section the mode reads them from, which is the
 // section the operator has to edit.
 import { parseCIDRSloppy, parseIPSloppy } from '../model/ip.js';
+import { NODEPORT_ADDRESSES_PRIMARY } from '../model/nodeport-addresses.js';
 import { formatGoDuration } from './duration.js';
 import { resolveFeatureGates } from './feature-gates.js';
 import { checkIPPort } from './host-port.js';
@@ -10,7 +11,6 @@ import type { ConfigProblem } from './problems.js';
 import {
   DETECT_LOCAL_MODE_SETTINGS,
   LOGGING_FORMATS,
-  NODE_PORT_ADDRESSES_PRIMARY,
   PROXY_MODE_SETTINGS,
   isOneOf,
 } from './v1alpha1-types.js';
@@ -109,11 +109,11 @@ export function validateV1Alpha1(doc: KubeProxyConfigurationV1Alpha1): ConfigPro
 }
 
 function checkNodePortAddresses(addresses: readonly string[]): ConfigProblem[] {
-  if (addresses.length === 1 && addresses[0] === NODE_PORT_ADDRESSES_PRIMARY) return [];
+  if (addresses.length === 1 && addresses[0] === NODEPORT_ADDRESSES_PRIMARY) return [];
   const problems: ConfigProblem[] = [];
   addresses.forEach((entry, i) => {
     const field = `nodePortAddresses[${i}]`;
-    if (entry === NODE_PORT_ADDRESSES_PRIMARY) {
+    if (entry === NODEPORT_ADDRESSES_PRIMARY) {
       problems.push(problem(field, '"primary" must be the only entry'));
     } else if (parseCIDRSloppy(entry) === undefined) {
       problems.push(

@@ -5,7 +5,7 @@
 // arrives as informer events, and the second, partial, sync is captured. Beside it, the size of a whole ruleset
 // for AFTER (a fresh node's first sync), which is what a full sync would cost instead.
 import type { EndpointSlice, Node, Service } from '../api/objects.js';
-import { LABEL_TOPOLOGY_ZONE } from '../api/objects.js';
+import { nodeTopology } from '../model/node-facts.js';
 import { IptablesBackend } from '../backends/iptables/backend.js';
 import type { IptablesExtras } from '../backends/iptables/render.js';
 import { NftablesBackend, nftFamilyOf } from '../backends/nftables/backend.js';
@@ -167,11 +167,6 @@ function byKey<T extends Service | EndpointSlice>(objects: readonly T[]): Map<st
   return out;
 }
 
-function topologyOf(nodeName: string, node: Node | undefined): NodeTopology {
-  const zone = node?.metadata.labels?.[LABEL_TOPOLOGY_ZONE];
-  return zone === undefined ? { nodeName } : { nodeName, zone };
-}
-
 /**
  * The informer events that turn `before` into `after`, keyed by namespace/name: an add for a new object, an update
  * for one that changed, a delete for one that is gone. `send` returns whether the event left something pending.
@@ -237,7 +232,7 @@ export async function diffClusterStates(input: DiffInput): Promise<DiffResult> {
   // BEFORE: the informers' initial lists, then the first sync, which every backend makes full.
   for (const svc of input.before.services) services.update(undefined, svc);
   for (const slice of input.before.endpointSlices) endpoints.endpointSliceUpdate(slice, false);
-  const first = checkout(topologyOf(nodeName, input.before.node));
+  const first = checkout(nodeTopology(nodeName, input.before.node));
   for (const f of fakes) await f.backend.sync(first.snapshot, { changedServices: first.changedServices });
 
   // AFTER, as events. The proxier asks for a sync when an event leaves a change pending, and for a full one when
@@ -250,7 +245,7 @@ export async function diffClusterStates(input: DiffInput): Promise<DiffResult> {
       ? endpoints.endpointSliceUpdate(cur, false)
       : endpoints.endpointSliceUpdate(prev as EndpointSlice, true),
   );
-  const topology = topologyOf(nodeName, input.after.node);
+  const topology = nodeTopology(nodeName, input.after.node);
   const zoneChanged = topology.zone !== first.snapshot.topology.zone;
   const synced = svcEvents.triggered || sliceEvents.triggered || zoneChanged;
   clock.advance(TIME_BETWEEN_SYNCS_MS);

@@ -1,9 +1,9 @@
 // Startup waits for this node's Node object (upstream pkg/proxy/node.go NewNodeManager): poll every second, for
 // up to five minutes, until the Node exists and has node IPs (and PodCIDRs, when detect-local mode is NodeCIDR).
-// Node IPs are the InternalIP addresses, else the ExternalIP ones (k8s.io/component-helpers GetNodeHostIPs).
-import { isIP } from 'node:net';
+// Its IPs and pod CIDRs are read as model/node-facts.ts reads them for every other use.
 import type { Clock, TimerHandle } from '../util/clock.js';
 import type { Node } from '../api/objects.js';
+import { nodeIPs, nodePodCIDRs } from '../model/node-facts.js';
 
 export interface WaitForNodeOptions {
   readonly timeoutMs?: number;
@@ -19,24 +19,6 @@ export interface WaitForNodeOptions {
 export type WaitForNodeResult =
   | { readonly ok: true; readonly node: Node; readonly nodeIPs: readonly string[] }
   | { readonly ok: false; readonly reason: string };
-
-/** The Node's IPs in upstream's order: InternalIP addresses, or else ExternalIP addresses; invalid ones skipped. */
-export function nodeIPs(node: Node): string[] {
-  const addresses = Array.isArray(node.status?.addresses) ? node.status.addresses : [];
-  const ofType = (type: string): string[] =>
-    addresses
-      .filter((a) => typeof a === 'object' && a !== null && a.type === type && typeof a.address === 'string')
-      .map((a) => a.address)
-      .filter((ip) => isIP(ip) !== 0);
-  const internal = ofType('InternalIP');
-  return internal.length > 0 ? internal : ofType('ExternalIP');
-}
-
-function podCIDRs(node: Node): readonly string[] {
-  const spec = node.spec;
-  if (Array.isArray(spec?.podCIDRs) && spec.podCIDRs.length > 0) return spec.podCIDRs;
-  return typeof spec?.podCIDR === 'string' && spec.podCIDR !== '' ? [spec.podCIDR] : [];
-}
 
 export function waitForNode(nodeName: string, options: WaitForNodeOptions): Promise<WaitForNodeResult> {
   const { clock, lookup } = options;
@@ -58,7 +40,7 @@ export function waitForNode(nodeName: string, options: WaitForNodeOptions): Prom
       if (node) {
         const ips = nodeIPs(node);
         if (ips.length === 0) why = 'has no InternalIP or ExternalIP address';
-        else if (options.requirePodCIDRs && podCIDRs(node).length === 0) why = 'has no podCIDRs';
+        else if (options.requirePodCIDRs && nodePodCIDRs(node).length === 0) why = 'has no podCIDRs';
         else return finish({ ok: true, node, nodeIPs: ips });
       }
       if (clock.now() >= deadline)

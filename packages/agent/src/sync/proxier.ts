@@ -4,7 +4,7 @@
 // nft or iptables: the backend does (src/sync/backend.ts).
 import type { EndpointSlice, Node, Service, ServiceCIDR } from '../api/objects.js';
 import { serviceCIDRsOf } from '../model/service-cidrs.js';
-import { LABEL_TOPOLOGY_ZONE } from '../api/objects.js';
+import { nodeTopology } from '../model/node-facts.js';
 import type { EndpointsMap } from '../model/endpoint-slice-cache.js';
 import { EndpointsChangeTracker, localReadyEndpoints } from '../model/endpoints-change-tracker.js';
 import type { FeatureGates } from '../model/feature-gates.js';
@@ -183,10 +183,9 @@ export class Proxier {
 
   /** The Node's topology labels changed (upstream OnTopologyChange): the next sync is a full one. */
   onNode(node: Node): void {
-    const zone = node.metadata.labels?.[LABEL_TOPOLOGY_ZONE];
-    if (zone === this.topology.zone) return;
-    this.topology =
-      zone === undefined ? { nodeName: this.opts.nodeName } : { nodeName: this.opts.nodeName, zone };
+    const topology = nodeTopology(this.opts.nodeName, node);
+    if (topology.zone === this.topology.zone) return;
+    this.topology = topology;
     this.opts.backend.requestFullSync();
     if (this.initialized) this.sync();
   }

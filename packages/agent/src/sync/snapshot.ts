@@ -1,7 +1,7 @@
 // Builds a ProxySnapshot from whole sets of objects, through the same trackers the running proxier uses: for
 // `render`, benchmarks and tests, so that nothing renders from a different model than the daemon.
 import type { EndpointSlice, Node, Service } from '../api/objects.js';
-import { LABEL_TOPOLOGY_ZONE } from '../api/objects.js';
+import { nodeTopology } from '../model/node-facts.js';
 import type { EndpointsMap } from '../model/endpoint-slice-cache.js';
 import { EndpointsChangeTracker } from '../model/endpoints-change-tracker.js';
 import type { FeatureGates } from '../model/feature-gates.js';
@@ -41,13 +41,8 @@ export function snapshotFromObjects(input: SnapshotInput): SnapshotResult {
   const endpointsMap: EndpointsMap = new Map();
   services.checkout(serviceMap);
   endpoints.checkout(endpointsMap);
-  const zone = input.node?.metadata.labels?.[LABEL_TOPOLOGY_ZONE];
   return {
-    snapshot: {
-      serviceMap,
-      endpointsMap,
-      topology: zone === undefined ? { nodeName: input.nodeName } : { nodeName: input.nodeName, zone },
-    },
+    snapshot: { serviceMap, endpointsMap, topology: nodeTopology(input.nodeName, input.node) },
     skipped,
   };
 }

@@ -3,6 +3,8 @@
 // Pods are stopped and removed when the plug says they are gone or their grace period ends.
 import type { Clock, TimerHandle } from 'kube-proxy-ts/util/clock.js';
 import type { Logger } from 'kube-proxy-ts/util/logger.js';
+import type { Node } from 'kube-proxy-ts/api/objects.js';
+import { nodeIPs } from 'kube-proxy-ts/model/node-facts.js';
 import { arr, child, cloneJson, str, type JsonObject } from '../apiserver/json.js';
 import { bigIntToIp, cidrContains, cidrSize, parseCidr } from '../apiserver/ipnet.js';
 import { rfc3339, type Registry } from '../apiserver/registry.js';
@@ -152,9 +154,8 @@ export class PodController {
   private assignAddress(pod: JsonObject, nodeName: string): void {
     const node = this.o.registry.store.get(NODE, '', nodeName);
     if (!node) return;
-    const hostIP = arr(child(node, 'status'), 'addresses')
-      .filter((a) => str(a, 'type') === 'InternalIP')
-      .map((a) => str(a, 'address'))[0];
+    // The kubelet's hostIP: the node's first IP, chosen as the proxy chooses it.
+    const hostIP = nodeIPs(node as unknown as Node)[0];
     const ip = child(pod, 'spec').hostNetwork === true ? hostIP : this.allocateIP(nodeName, node);
     if (!ip) {
       this.o.logger.warn('no address for pod', { pod: keyOf(pod), node: nodeName });

@@ -12,13 +12,16 @@ import {
   modeOfConfig,
 } from '../cluster/proxy-config.js';
 import { parse } from 'yaml';
+import type { Node } from 'kube-proxy-ts/api/objects.js';
+import { nodeFacts } from 'kube-proxy-ts/model/node-facts.js';
 
 export interface NodeSummary {
   readonly kind: 'Node';
   readonly key: string;
   readonly name: string;
-  readonly internalIP: string;
-  readonly podCIDR: string;
+  /** The node IPs and pod CIDRs as its proxy reads them (model/node-facts.ts), comma-separated. */
+  readonly nodeIPs: string;
+  readonly podCIDRs: string;
   readonly zone?: string;
   readonly ready: boolean;
 }
@@ -114,19 +117,17 @@ export function summarize(kind: string, obj: JsonObject): ObjectSummary | undefi
   const status = child(obj, 'status');
   switch (kind) {
     case 'Node': {
-      const labels = stringMap(meta, 'labels');
-      const ip = arr(status, 'addresses').find((a) => str(a, 'type') === 'InternalIP');
+      const facts = nodeFacts(obj as unknown as Node);
       const ready = arr(status, 'conditions').some(
         (c) => str(c, 'type') === 'Ready' && str(c, 'status') === 'True',
       );
-      const zone = labels['topology.kubernetes.io/zone'];
       return {
         kind,
         key,
         name,
-        internalIP: str(ip, 'address') ?? '',
-        podCIDR: str(spec, 'podCIDR') ?? '',
-        ...(zone !== undefined ? { zone } : {}),
+        nodeIPs: facts.ips.join(','),
+        podCIDRs: facts.podCIDRs.join(','),
+        ...(facts.zone !== undefined ? { zone: facts.zone } : {}),
         ready,
       };
     }

@@ -13,10 +13,10 @@ function renderConfig() {
 function renderNodes() {
   const rows = ofKind('Node').map((n) => {
     const s = latestSample(n.name);
-    return `<tr data-node="${esc(n.name)}"><td>${esc(n.name)}</td><td>${esc(n.internalIP)}</td><td>${esc(n.podCIDR)}</td><td>${esc(n.zone ?? '')}</td><td class="${n.ready ? 'yes' : 'no'}">${n.ready ? 'Ready' : 'NotReady'}</td><td>${s && s.up ? esc(s.mode) : '<span class="no">not answering</span>'}</td></tr>`;
+    return `<tr data-node="${esc(n.name)}"><td>${esc(n.name)}</td><td>${esc(n.nodeIPs)}</td><td>${esc(n.podCIDRs)}</td><td>${esc(n.zone ?? '')}</td><td class="${n.ready ? 'yes' : 'no'}">${n.ready ? 'Ready' : 'NotReady'}</td><td>${s && s.up ? esc(s.mode) : '<span class="no">not answering</span>'}</td></tr>`;
   });
   $('nodes').innerHTML =
-    `<table><thead><tr><th>node</th><th>InternalIP</th><th>pod CIDR</th><th>zone</th><th>status</th><th>kube-proxy mode</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+    `<table><thead><tr><th>node</th><th>node IPs</th><th>pod CIDRs</th><th>zone</th><th>status</th><th>kube-proxy mode</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
 function renderPods() {
