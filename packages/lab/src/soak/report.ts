@@ -14,7 +14,7 @@ import {
   type Outcome,
 } from './load-generator.js';
 import { HISTOGRAMS, type NodeSeries } from './node-sampler.js';
-import { notBackInTime, outageRecoveries } from './outages.js';
+import { notBackInTime, outageRecoveries, type OutageRecovery } from './outages.js';
 import type { ChurnKind } from './workload.js';
 
 export interface Generator {
@@ -281,25 +281,10 @@ function inWindows(windows: readonly Window[]): (node: string | undefined, t: nu
   return (node, t) => node !== undefined && windows.some((w) => w.node === node && t >= w.from && t <= w.to);
 }
 
-export function buildReport(o: SoakInputs): SoakReport {
-  const total = emptyTally();
-  const byChurn: Record<ChurnKind, Tally> = {
-    graceful: emptyTally(),
-    readiness: emptyTally(),
-    none: emptyTally(),
-  };
-  const byService: SoakReport['requests']['byService'] = {};
-  let lagMax = 0;
-  const failureSamples: FailureSample[] = [];
-  const seconds = Math.max(1, Math.ceil((o.endedAt - o.startedAt) / 1000));
-  const perSecond = Array.from({ length: seconds }, (_, i) => ({
-    t: i,
-    sent: 0,
-    failed: 0,
-    pending: {} as Record<string, number>,
-  }));
+/** Requests straight to pod addresses, and whether one failed within 2 s of time t (the machine's failure). */
+function controlRequests(o: SoakInputs): { control: Tally; nearControlFailure: (t: number) => boolean } {
   const control = emptyTally();
-  const controlFailedSeconds = new Set<number>();
+  const failedSeconds = new Set<number>();
   const secondOf = (t: number): number => Math.floor((t - o.startedAt) / 1000);
   for (const g of o.generators)
     for (const r of g.records) {
@@ -309,55 +294,100 @@ export function buildReport(o: SoakInputs): SoakReport {
       if (r.r === 'ok') control.succeeded++;
       else {
         control.failed[r.r]++;
-        controlFailedSeconds.add(secondOf(r.t0));
+        failedSeconds.add(secondOf(r.t0));
       }
     }
-  // While a node's proxy is down (from its stop to a second after its first sync), or cut off from the API
-  // server (from an outage's start to a second after its first sync once it hears again), its rules stand
-  // still: a pod that dies meanwhile is still in them. Such failures are the fault's cost, counted on their own.
-  const recoveries = outageRecoveries(o.nodes, o.apiOutages, o.apiOutageMs);
+  const nearControlFailure = (t: number): boolean => {
+    const s = secondOf(t);
+    for (let d = -2; d <= 2; d++) if (failedSeconds.has(s + d)) return true;
+    return false;
+  };
+  return { control, nearControlFailure };
+}
+
+type Excuse = 'nearControlFailure' | 'whileProxyDown' | 'whileNodeDeaf';
+
+/**
+ * Why a failure at time t through `node`'s rules is not the rules' fault, if it is not. While a node's proxy is
+ * down (from its stop to a second after its first sync), or cut off from the API server (from an outage's start
+ * to a second after its first sync once it hears again), its rules stand still: a pod that dies meanwhile is
+ * still in them. Such failures are the fault's cost; those near a failed control request are the machine's.
+ */
+function excuses(
+  o: SoakInputs,
+  recoveries: readonly OutageRecovery[],
+): (node: string | undefined, t: number) => Excuse | undefined {
+  const { nearControlFailure } = controlRequests(o);
   const whileProxyDown = inWindows(
     o.restarts.map((r) => ({ node: r.node, from: r.at, to: (r.syncedAt ?? o.endedAt) + 1000 })),
   );
   const whileNodeDeaf = inWindows(
     recoveries.map((r) => ({ node: r.node, from: r.at, to: (r.syncedAt ?? o.endedAt) + 1000 })),
   );
-  let failedWhileProxyDown = 0;
-  let failedWhileNodeDeaf = 0;
-  const nearControlFailure = (t: number): boolean => {
-    const s = secondOf(t);
-    for (let d = -2; d <= 2; d++) if (controlFailedSeconds.has(s + d)) return true;
-    return false;
+  return (node, t) =>
+    nearControlFailure(t)
+      ? 'nearControlFailure'
+      : whileProxyDown(node, t)
+        ? 'whileProxyDown'
+        : whileNodeDeaf(node, t)
+          ? 'whileNodeDeaf'
+          : undefined;
+}
+
+/** An answered request's failure, if the answering pod was not an eligible endpoint then, and why. */
+function wrongEndpoint(
+  timeline: EligibilityTimeline,
+  service: string,
+  r: LoadRecord & { k: 'req' },
+): Pick<FailureSample, 'leftMsBefore' | 'eligibleMsAfter'> | undefined {
+  if (r.pod !== undefined && timeline.eligibleDuring(service, r.pod, r.t0, r.t1)) return undefined;
+  if (r.pod === undefined) return {};
+  const lag = timeline.ineligibleFor(service, r.pod, r.t0);
+  const early = timeline.eligibleAfter(service, r.pod, r.t1);
+  return {
+    ...(lag !== undefined ? { leftMsBefore: lag } : {}),
+    ...(early !== undefined ? { eligibleMsAfter: early } : {}),
   };
-  let failedNearControlFailure = 0;
-  const excused = new Set<FailureSample>();
-  for (const g of o.generators) {
+}
+
+interface Classified {
+  readonly total: Tally;
+  readonly byChurn: Record<ChurnKind, Tally>;
+  readonly byService: SoakReport['requests']['byService'];
+  readonly lagMax: number;
+  readonly failureSamples: FailureSample[];
+  /** Failures to non-flipped Services left out of the guarantee, by why. */
+  readonly excused: Map<FailureSample, Excuse>;
+  readonly perSecond: { t: number; sent: number; failed: number; pending: Record<string, number> }[];
+}
+
+/** Every Service request: tallied by outcome, per Service and churn kind and second; each failure sampled. */
+function classifyRequests(o: SoakInputs, recoveries: readonly OutageRecovery[]): Classified {
+  const c: Classified = {
+    total: emptyTally(),
+    byChurn: { graceful: emptyTally(), readiness: emptyTally(), none: emptyTally() },
+    byService: {},
+    lagMax: 0,
+    failureSamples: [],
+    excused: new Map(),
+    perSecond: Array.from({ length: runSeconds(o) }, (_, i) => ({ t: i, sent: 0, failed: 0, pending: {} })),
+  };
+  let lagMax = 0;
+  const excuse = excuses(o, recoveries);
+  for (const g of o.generators)
     for (const r of g.records) {
-      if (r.k !== 'req') continue;
-      const target = g.targets[r.i];
-      if (!target || target.service === CONTROL_SERVICE) continue;
+      const target = r.k === 'req' ? g.targets[r.i] : undefined;
+      if (r.k !== 'req' || !target || target.service === CONTROL_SERVICE) continue;
       const churn = o.churnOf.get(target.service) ?? 'none';
-      const svc = (byService[target.service] ??= {
+      const svc = (c.byService[target.service] ??= {
         ...emptyTally(),
         churn,
         alwaysReady: o.timeline.alwaysReady(target.service, o.startedAt, o.endedAt),
       });
-      const tallies = [total, byChurn[churn], svc];
-      let failure: keyof Failed | undefined;
-      let why: Pick<FailureSample, 'leftMsBefore' | 'eligibleMsAfter'> = {};
-      if (r.r === 'ok') {
-        if (r.pod === undefined || !o.timeline.eligibleDuring(target.service, r.pod, r.t0, r.t1)) {
-          failure = 'wrongEndpoint';
-          const lag = r.pod === undefined ? undefined : o.timeline.ineligibleFor(target.service, r.pod, r.t0);
-          if (lag !== undefined) lagMax = Math.max(lagMax, lag);
-          const early =
-            r.pod === undefined ? undefined : o.timeline.eligibleAfter(target.service, r.pod, r.t1);
-          why = {
-            ...(lag !== undefined ? { leftMsBefore: lag } : {}),
-            ...(early !== undefined ? { eligibleMsAfter: early } : {}),
-          };
-        }
-      } else failure = r.r;
+      const why = r.r === 'ok' ? wrongEndpoint(o.timeline, target.service, r) : {};
+      const failure: keyof Failed | undefined =
+        r.r !== 'ok' ? r.r : why !== undefined ? 'wrongEndpoint' : undefined;
+      if (why?.leftMsBefore !== undefined) lagMax = Math.max(lagMax, why.leftMsBefore);
       if (failure !== undefined) {
         const sample: FailureSample = {
           at: Math.round((r.t0 - o.startedAt) / 100) / 10,
@@ -368,36 +398,39 @@ export function buildReport(o: SoakInputs): SoakReport {
           ...(r.pod !== undefined ? { pod: r.pod } : {}),
           ...why,
         };
-        failureSamples.push(sample);
-        if (churn !== 'readiness' && nearControlFailure(r.t0)) {
-          failedNearControlFailure++;
-          excused.add(sample);
-        } else if (churn !== 'readiness' && whileProxyDown(target.node, r.t0)) {
-          failedWhileProxyDown++;
-          excused.add(sample);
-        } else if (churn !== 'readiness' && whileNodeDeaf(target.node, r.t0)) {
-          failedWhileNodeDeaf++;
-          excused.add(sample);
-        }
+        c.failureSamples.push(sample);
+        const e = churn === 'readiness' ? undefined : excuse(target.node, r.t0);
+        if (e !== undefined) c.excused.set(sample, e);
       }
-      for (const t of tallies) {
+      for (const t of [c.total, c.byChurn[churn], svc]) {
         t.sent++;
         if (failure === undefined) t.succeeded++;
         else t.failed[failure]++;
       }
-      const bin = perSecond[Math.min(seconds - 1, Math.max(0, Math.floor((r.t0 - o.startedAt) / 1000)))];
+      const bin = c.perSecond[Math.min(c.perSecond.length - 1, Math.max(0, secondOfRun(o, r.t0)))];
       if (bin) {
         bin.sent++;
         if (failure !== undefined) bin.failed++;
       }
     }
-  }
   for (const [node, series] of o.nodes)
     for (const p of series.points) {
-      const bin = perSecond[Math.floor((p.t - o.startedAt) / 1000)];
+      const bin = c.perSecond[secondOfRun(o, p.t)];
       if (bin) bin.pending[node] = Math.max(bin.pending[node] ?? 0, p.pendingEndpoints);
     }
+  return { ...c, lagMax };
+}
 
+function runSeconds(o: SoakInputs): number {
+  return Math.max(1, Math.ceil((o.endedAt - o.startedAt) / 1000));
+}
+
+function secondOfRun(o: SoakInputs, t: number): number {
+  return Math.floor((t - o.startedAt) / 1000);
+}
+
+/** What each node's metrics observed during the run: programming latency, syncs, xtables lock waits. */
+function nodeMetrics(o: SoakInputs): Pick<SoakReport, 'programmingLatencyMs' | 'syncs' | 'lockWaits'> {
   const allProgramming: Sample[] = [];
   const byNode: Record<string, LatencyMs> = {};
   const syncs: SoakReport['syncs'] = {};
@@ -411,7 +444,12 @@ export function buildReport(o: SoakInputs): SoakReport {
     const lock = series.histogram(HISTOGRAMS.lockWait);
     lockWaits[node] = { ...toMs(lock), totalMs: Math.round((lock?.sum ?? 0) * 1000) };
   }
+  const programming = toMs(histogram({ samples: allProgramming }, HISTOGRAMS.programming));
+  return { programmingLatencyMs: { ...programming, byNode }, syncs, lockWaits };
+}
 
+/** Each proxy restart with what it did to the long-lived connections open at it. */
+function proxyRestarts(o: SoakInputs): SoakReport['proxyRestarts'] {
   const histories = longHistories(o.generators);
   let open = 0;
   let survived = 0;
@@ -430,68 +468,75 @@ export function buildReport(o: SoakInputs): SoakReport {
       ...(s.lost.length > 0 ? { connectionsLost: s.lost } : {}),
     };
   });
+  return {
+    count: o.restarts.length,
+    connectionsOpen: open,
+    connectionsSurvived: survived,
+    unmeasured,
+    restarts,
+  };
+}
 
+function churnSummary(o: SoakInputs): SoakReport['churn'] {
   const byKind: Record<string, number> = {};
   for (const c of o.churn) byKind[c.change] = (byKind[c.change] ?? 0) + 1;
-
-  const alwaysReadyNames = new Set(
-    Object.entries(byService)
-      .filter(([, s]) => s.churn !== 'readiness' && s.alwaysReady)
-      .map(([name]) => name),
-  );
-  const failedToAlwaysReady = failureSamples.filter(
-    (f) => alwaysReadyNames.has(f.service) && !excused.has(f),
-  ).length;
-  const guarantees = {
-    failedToAlwaysReadyServices: failedToAlwaysReady,
-    connectionsLostToProxyRestarts: open - survived,
-    nodesNotBackAfterOutages: recoveries.filter((r) => notBackInTime(r, o.apiOutageMs, o.endedAt)).length,
-    staleUdpConntrack: o.staleUdpConntrack.count,
-    unexpectedProxyExits: o.unexpectedProxyExits,
+  return {
+    changes: o.churn.length,
+    perSecond: Math.round((o.churn.length / Math.max(1, (o.endedAt - o.startedAt) / 1000)) * 10) / 10,
+    failedWrites: o.churn.filter((c) => c.error !== undefined).length,
+    byKind,
   };
-  const marks = [
+}
+
+function marks(o: SoakInputs): SoakReport['marks'] {
+  return [
     ...o.restarts.map((r) => ({ t: r.at - o.startedAt, what: `${r.signal} kube-proxy on ${r.node}` })),
     ...o.apiOutages.map((t) => ({ t: t - o.startedAt, what: 'API server outage' })),
     ...o.churn
       .filter((c) => c.change !== 'ready' && c.change !== 'unready')
       .map((c) => ({ t: c.t - o.startedAt, what: `${c.change} ${c.target}` })),
   ].sort((a, b) => a.t - b.t);
+}
 
+export function buildReport(o: SoakInputs): SoakReport {
+  const recoveries = outageRecoveries(o.nodes, o.apiOutages, o.apiOutageMs);
+  const c = classifyRequests(o, recoveries);
+  const excusedBy = (why: Excuse): number => [...c.excused.values()].filter((e) => e === why).length;
+  const restarts = proxyRestarts(o);
+  const alwaysReady = (service: string): boolean => {
+    const s = c.byService[service];
+    return s !== undefined && s.churn !== 'readiness' && s.alwaysReady;
+  };
+  const guarantees = {
+    failedToAlwaysReadyServices: c.failureSamples.filter((f) => alwaysReady(f.service) && !c.excused.has(f))
+      .length,
+    connectionsLostToProxyRestarts: restarts.connectionsOpen - restarts.connectionsSurvived,
+    nodesNotBackAfterOutages: recoveries.filter((r) => notBackInTime(r, o.apiOutageMs, o.endedAt)).length,
+    staleUdpConntrack: o.staleUdpConntrack.count,
+    unexpectedProxyExits: o.unexpectedProxyExits,
+  };
   return {
     settings: o.settings,
     durationSeconds: Math.round((o.endedAt - o.startedAt) / 100) / 10,
     requests: {
-      ...total,
-      byChurn,
-      byService,
-      wrongEndpointLagMaxMs: lagMax,
-      failedNearControlFailure,
-      failedWhileProxyDown,
-      failedWhileNodeDeaf,
+      ...c.total,
+      byChurn: c.byChurn,
+      byService: c.byService,
+      wrongEndpointLagMaxMs: c.lagMax,
+      failedNearControlFailure: excusedBy('nearControlFailure'),
+      failedWhileProxyDown: excusedBy('whileProxyDown'),
+      failedWhileNodeDeaf: excusedBy('whileNodeDeaf'),
       // Failures to Services that must not fail first (they break a guarantee), then the others; in time order.
-      failureSamples: failureSamples
-        .map((f) => ({ f, key: byService[f.service]?.churn === 'readiness' ? 1 : 0 }))
+      failureSamples: c.failureSamples
+        .map((f) => ({ f, key: c.byService[f.service]?.churn === 'readiness' ? 1 : 0 }))
         .sort((a, b) => a.key - b.key || a.f.at - b.f.at)
         .slice(0, 50)
         .map((x) => x.f),
     },
-    control,
-    programmingLatencyMs: { ...toMs(histogram({ samples: allProgramming }, HISTOGRAMS.programming)), byNode },
-    syncs,
-    lockWaits,
-    churn: {
-      changes: o.churn.length,
-      perSecond: Math.round((o.churn.length / Math.max(1, (o.endedAt - o.startedAt) / 1000)) * 10) / 10,
-      failedWrites: o.churn.filter((c) => c.error !== undefined).length,
-      byKind,
-    },
-    proxyRestarts: {
-      count: o.restarts.length,
-      connectionsOpen: open,
-      connectionsSurvived: survived,
-      unmeasured,
-      restarts,
-    },
+    control: controlRequests(o).control,
+    ...nodeMetrics(o),
+    churn: churnSummary(o),
+    proxyRestarts: restarts,
     apiserverOutages: o.apiOutages.length,
     outageRecoveries: recoveries.map((r) => ({
       node: r.node,
@@ -503,8 +548,8 @@ export function buildReport(o: SoakInputs): SoakReport {
     staleUdpConntrackEvidence: o.staleUdpConntrack.evidence,
     unexpectedProxyExits: o.unexpectedProxyExits,
     guarantees: { ok: Object.values(guarantees).every((v) => v === 0), ...guarantees },
-    perSecond,
-    marks,
+    perSecond: c.perSecond,
+    marks: marks(o),
   };
 }
 
