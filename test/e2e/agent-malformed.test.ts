@@ -118,6 +118,8 @@ test('malformed objects are logged once and skipped; the others are programmed',
 
     // Once each: the proxy says what it skipped and why, as warnings, and does not repeat itself.
     for (const name of ['bad-types', 'bad-huge', 'good-a-bad']) {
+      // The log arrives through a pipe, on its own time: the rules can be in place before the line is read.
+      await proxy.waitForLog((r) => mentions([r], name).length > 0, `a warning about ${name}`, 60_000);
       const said = mentions(proxy.records, name);
       assert.ok(said.length >= 1, `nothing logged about ${name}`);
       assert.ok(

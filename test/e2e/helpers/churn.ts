@@ -17,6 +17,9 @@ export interface ChurnFigures {
   readonly serviceChanges: number;
 }
 
+/** The backlog the burst must build and one sync must clear. */
+const BACKLOG = 5;
+
 const mustRunner = { run: (cmd: string, args: readonly string[]) => run(cmd, args) };
 
 /** Runs the experiment on `node` of `lab` (prefix: the lab's), asserts seed 000's figures, returns them. */
@@ -57,6 +60,7 @@ export async function churnExperiment(lab: Lab, prefix: string, node = 'worker')
     };
   };
   const before = await read();
+  const startedAt = Date.now();
   type Point = Awaited<ReturnType<typeof read>>;
   const series: Point[] = [before];
   let sampling = true;
@@ -90,13 +94,17 @@ export async function churnExperiment(lab: Lab, prefix: string, node = 'worker')
   // finish first (minSyncPeriod 15s: no new one starts meanwhile without new changes).
   await delay(5_000);
   const end = await read();
+  const elapsedS = (Date.now() - startedAt) / 1000;
   series.push(end);
   const pending = series.map((p) => p.pending);
   const peak = Math.max(...pending);
   console.log(
     `# churn on ${node}: pending series ${pending.join(',')}; endpoint changes +${end.total - before.total}, syncs +${end.syncs - before.syncs}, service changes +${end.services - before.services}`,
   );
-  assert.ok(peak >= 10, `pending climbs into double figures (peak ${peak})`);
+  // How high it climbs depends on the machine's pace as much as the proxy's: on a busy machine the lab's
+  // EndpointSlice controller folds more pod changes into each slice update (seen: peak 8 beside stress-ng, in
+  // double figures on an idle machine). What the proxy promises is the batching itself, checked below.
+  assert.ok(peak >= BACKLOG, `pending climbs to a backlog (peak ${peak})`);
   // Between syncs the gauge only grows. A sync checks out everything pending at once: a drop happens only across
   // a sync, and what is left after it can only be changes that arrived since the previous sample.
   let clearedBacklog = false;
@@ -112,14 +120,19 @@ export async function churnExperiment(lab: Lab, prefix: string, node = 'worker')
       b.pending <= b.total - a.total,
       `pending fell from ${a.pending} to ${b.pending} but only ${b.total - a.total} changes arrived since: not all was cleared`,
     );
-    if (a.pending >= 10) clearedBacklog = true;
+    if (a.pending >= BACKLOG) clearedBacklog = true;
   }
-  assert.ok(clearedBacklog, 'a double-figure backlog was cleared by one sync');
+  assert.ok(clearedBacklog, `a backlog of ${BACKLOG} or more was cleared by one sync`);
   assert.equal(end.pending, 0);
   const changes = end.total - before.total;
   const syncs = end.syncs - before.syncs;
   assert.ok(syncs >= 1, 'at least one sync ran');
-  assert.ok(changes >= 5 * syncs, `endpoint changes (${changes}) far outnumber syncs (${syncs})`);
+  // minSyncPeriod 15s: no two syncs closer than that, whatever the churn; so changes outnumber syncs.
+  assert.ok(
+    syncs <= Math.floor(elapsedS / 15) + 1,
+    `${syncs} syncs in ${elapsedS.toFixed(0)} s: no more than minSyncPeriod 15s allows`,
+  );
+  assert.ok(changes >= 3 * syncs, `endpoint changes (${changes}) outnumber syncs (${syncs})`);
   assert.equal(end.services - before.services, 0, 'no Service changed');
   return {
     pending,
