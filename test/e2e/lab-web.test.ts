@@ -2,7 +2,7 @@
 // (startLab, two nodes, nftables mode, its own prefix and state directory, one lab suite at a time): the page
 // lists the nodes and the web pods; explain names every web endpoint on each node; a trace from a pod to web's
 // ClusterIP names the endpoint that answered; the churn experiment's buttons (real kubectl) make the pending chart
-// climb above 10 and drop to 0 with a sync marked; a mode switch through the ConfigMap shows the other backend's
+// climb to a backlog and drop to 0 with a sync marked; a mode switch through the ConfigMap shows the other backend's
 // objects in the ruleset panel; and with 1,000 Services the page shows them all (the times it took are printed and
 // written to test-artifacts/lab-web/measurements.json: numbers for the docs, not assertions). With
 // KPTS_LAB_WEB_MEASURE=1 it also measures the lab process's CPU over 60 s idle with the page open, closed, and
@@ -255,7 +255,7 @@ describe('lab web: the lab, seen in a browser', { skip: gate.skip, timeout: 1_80
     });
   });
 
-  test('churn (the buttons run kubectl): pending climbs above 10, drops to 0 in one sync, and the sync is marked', async () => {
+  test('churn (the buttons run kubectl): pending climbs to a backlog, drops to 0 in one sync, and the sync is marked', async () => {
     await step('churn', async () => {
       const slow = await experiment('slow-sync');
       assert.match(slow[0] ?? '', /sed 's\/minSyncPeriod: 1s\/minSyncPeriod: 15s\/' \| kubectl replace -f -/);
@@ -278,14 +278,15 @@ describe('lab web: the lab, seen in a browser', { skip: gate.skip, timeout: 1_80
         return pods.length === 3 && pods.every((x) => x.ready) ? true : undefined;
       });
       // Which node's proxy gathers the most changes between two syncs depends on when its runner's window opened
-      // (the first change after a quiet period syncs at once): a node's chart that peaked above 10 is the one.
+      // (the first change after a quiet period syncs at once): a node's chart that peaked at 5 or more is the
+      // one. (Double figures on an idle machine; a busy one folds more pod changes into each slice update.)
       const done = (c: Record<string, number>): boolean =>
-        (c.pendingMax ?? 0) > 10 &&
+        (c.pendingMax ?? 0) >= 5 &&
         c.pending === 0 &&
         (c.lastMark ?? 0) > (c.pendingMaxAt ?? 0) &&
         (c.pendingMaxAt ?? 0) > start;
       const charts = await waitFor(
-        'a node’s pending chart back at 0 after a peak above 10, with a sync marked after the peak',
+        'a node’s pending chart back at 0 after a peak of 5 or more, with a sync marked after the peak',
         90_000,
         async () => {
           const both = {

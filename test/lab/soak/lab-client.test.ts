@@ -60,6 +60,9 @@ describe('soak lab client', () => {
       abort.signal,
     );
     await until('the first list', () => names.has('a'));
+    // The watch after the list must be open before it is cut: cut earlier, it would start after some of the
+    // writes, stream them, and never need the relist (seen on a loaded machine).
+    await until('the watch to be open', () => s.watchCount() > 0);
     // Cut the watch and, before it comes back, write more than the history holds.
     s.dropWatches();
     for (let i = 0; i < 8; i++)

@@ -94,6 +94,8 @@ export interface ApiServer {
   stop(): Promise<void>;
   /** Ends every open watch stream (clients re-watch from their last version), as an API server restart would. */
   dropWatches(): void;
+  /** Watch streams open now (over HTTP). */
+  watchCount(): number;
   /**
    * Restarts in place: same port, token, certificate and objects (resourceVersions continue). The new listener is
    * up before old connections are cut, so clients that reconnect at once find it.
@@ -292,6 +294,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
       return stopping;
     },
     dropWatches: () => handler.closeWatches(),
+    watchCount: () => handler.watchCount(),
     async restart(overrides = {}) {
       const s = server;
       controllers?.stop();
