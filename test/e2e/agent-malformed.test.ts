@@ -9,6 +9,7 @@ import type { FakeObject } from '../kube/helpers/fake-apiserver.js';
 import { AgentLab } from './helpers/agent-lab.js';
 import type { AgentLogRecord } from './helpers/agent-process.js';
 import { PATHS, webService } from './helpers/agent-objects.js';
+import { until } from './helpers/agent-wait.js';
 
 const KERNEL = kernelOptions(['ip', 'nft', 'curl']);
 const HUGE = 20_000;
@@ -91,6 +92,12 @@ test('malformed objects are logged once and skipped; the others are programmed',
         },
       ],
     ];
+    // A raw event reaches only the watches open now: the rules can be in place before the proxy's watches are.
+    await until(
+      () => lab.api.watching(PATHS.services) && lab.api.watching(PATHS.endpointSlices),
+      'the proxy watching Services and EndpointSlices',
+      60_000,
+    );
     for (const [path, obj] of bad) {
       lab.track(path, obj);
       lab.api.sendRaw(path, event('ADDED', obj));
@@ -118,7 +125,7 @@ test('malformed objects are logged once and skipped; the others are programmed',
 
     // Once each: the proxy says what it skipped and why, as warnings, and does not repeat itself.
     for (const name of ['bad-types', 'bad-huge', 'good-a-bad']) {
-      // The log arrives through a pipe, on its own time: the rules can be in place before the line is read.
+      // The log comes through the proxy's stderr pipe, read on its own time.
       await proxy.waitForLog((r) => mentions([r], name).length > 0, `a warning about ${name}`, 60_000);
       const said = mentions(proxy.records, name);
       assert.ok(said.length >= 1, `nothing logged about ${name}`);

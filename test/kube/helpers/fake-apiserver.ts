@@ -147,6 +147,11 @@ export class FakeApiServer {
   }
 
   /** Raw bytes to every live, unmuted watcher of `path` (malformed lines, odd chunking). */
+  /** Whether a watch of `path` is open now (sendRaw reaches only those). */
+  watching(path: string): boolean {
+    return [...this.watchers].some((w) => w.path === path && !w.muted);
+  }
+
   sendRaw(path: string, text: string): void {
     for (const w of this.watchers) if (w.path === path && !w.muted) w.res.write(text);
   }
