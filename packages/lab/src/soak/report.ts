@@ -316,8 +316,8 @@ type Excuse = 'nearControlFailure' | 'whileProxyDown' | 'whileNodeDeaf';
 function excuses(
   o: SoakInputs,
   recoveries: readonly OutageRecovery[],
+  nearControlFailure: (t: number) => boolean,
 ): (node: string | undefined, t: number) => Excuse | undefined {
-  const { nearControlFailure } = controlRequests(o);
   const whileProxyDown = inWindows(
     o.restarts.map((r) => ({ node: r.node, from: r.at, to: (r.syncedAt ?? o.endedAt) + 1000 })),
   );
@@ -354,7 +354,6 @@ interface Classified {
   readonly total: Tally;
   readonly byChurn: Record<ChurnKind, Tally>;
   readonly byService: SoakReport['requests']['byService'];
-  readonly lagMax: number;
   readonly failureSamples: FailureSample[];
   /** Failures to non-flipped Services left out of the guarantee, by why. */
   readonly excused: Map<FailureSample, Excuse>;
@@ -362,18 +361,20 @@ interface Classified {
 }
 
 /** Every Service request: tallied by outcome, per Service and churn kind and second; each failure sampled. */
-function classifyRequests(o: SoakInputs, recoveries: readonly OutageRecovery[]): Classified {
+function classifyRequests(
+  o: SoakInputs,
+  recoveries: readonly OutageRecovery[],
+  nearControlFailure: (t: number) => boolean,
+): Classified {
   const c: Classified = {
     total: emptyTally(),
     byChurn: { graceful: emptyTally(), readiness: emptyTally(), none: emptyTally() },
     byService: {},
-    lagMax: 0,
     failureSamples: [],
     excused: new Map(),
     perSecond: Array.from({ length: runSeconds(o) }, (_, i) => ({ t: i, sent: 0, failed: 0, pending: {} })),
   };
-  let lagMax = 0;
-  const excuse = excuses(o, recoveries);
+  const excuse = excuses(o, recoveries, nearControlFailure);
   for (const g of o.generators)
     for (const r of g.records) {
       const target = r.k === 'req' ? g.targets[r.i] : undefined;
@@ -387,7 +388,6 @@ function classifyRequests(o: SoakInputs, recoveries: readonly OutageRecovery[]):
       const why = r.r === 'ok' ? wrongEndpoint(o.timeline, target.service, r) : {};
       const failure: keyof Failed | undefined =
         r.r !== 'ok' ? r.r : why !== undefined ? 'wrongEndpoint' : undefined;
-      if (why?.leftMsBefore !== undefined) lagMax = Math.max(lagMax, why.leftMsBefore);
       if (failure !== undefined) {
         const sample: FailureSample = {
           at: Math.round((r.t0 - o.startedAt) / 100) / 10,
@@ -418,7 +418,7 @@ function classifyRequests(o: SoakInputs, recoveries: readonly OutageRecovery[]):
       const bin = c.perSecond[secondOfRun(o, p.t)];
       if (bin) bin.pending[node] = Math.max(bin.pending[node] ?? 0, p.pendingEndpoints);
     }
-  return { ...c, lagMax };
+  return c;
 }
 
 function runSeconds(o: SoakInputs): number {
@@ -500,7 +500,8 @@ function marks(o: SoakInputs): SoakReport['marks'] {
 
 export function buildReport(o: SoakInputs): SoakReport {
   const recoveries = outageRecoveries(o.nodes, o.apiOutages, o.apiOutageMs);
-  const c = classifyRequests(o, recoveries);
+  const control = controlRequests(o);
+  const c = classifyRequests(o, recoveries, control.nearControlFailure);
   const excusedBy = (why: Excuse): number => [...c.excused.values()].filter((e) => e === why).length;
   const restarts = proxyRestarts(o);
   const alwaysReady = (service: string): boolean => {
@@ -522,7 +523,7 @@ export function buildReport(o: SoakInputs): SoakReport {
       ...c.total,
       byChurn: c.byChurn,
       byService: c.byService,
-      wrongEndpointLagMaxMs: c.lagMax,
+      wrongEndpointLagMaxMs: c.failureSamples.reduce((m, f) => Math.max(m, f.leftMsBefore ?? 0), 0),
       failedNearControlFailure: excusedBy('nearControlFailure'),
       failedWhileProxyDown: excusedBy('whileProxyDown'),
       failedWhileNodeDeaf: excusedBy('whileNodeDeaf'),
@@ -533,7 +534,7 @@ export function buildReport(o: SoakInputs): SoakReport {
         .slice(0, 50)
         .map((x) => x.f),
     },
-    control: controlRequests(o).control,
+    control: control.control,
     ...nodeMetrics(o),
     churn: churnSummary(o),
     proxyRestarts: restarts,
