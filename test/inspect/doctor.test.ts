@@ -3,7 +3,7 @@
 // test/e2e/doctor.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { histogram, parseMetrics, sum } from '../../packages/agent/src/inspect/doctor/prometheus.js';
+import { histogram, parseMetrics, sum } from '../../packages/agent/src/inspect/prometheus.js';
 import {
   holdersFromProcLocks,
   waitersFromProcLocks,

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { metricValue, parseSamples } from '../../../packages/lab/src/cluster/metrics.js';
+import { metricValue } from '../../../packages/lab/src/cluster/metrics.js';
 
 const TEXT = `# HELP kubeproxy_sync_proxy_rules_endpoint_changes_pending Pending proxy rules Endpoint changes
 # TYPE kubeproxy_sync_proxy_rules_endpoint_changes_pending gauge
@@ -10,6 +10,7 @@ kubeproxy_sync_proxy_rules_duration_seconds_count{ip_family="IPv6"} 2
 kubeproxy_proxy_healthz_total{code="200"} 7
 kubeproxy_proxy_healthz_total{code="503"} 1
 odd_label{a="x\\"y\\\\z"} 1e3
+no_limit +Inf
 `;
 
 test('metricValue sums the series of a name, optionally filtered by labels', () => {
@@ -24,7 +25,7 @@ test('metricValue sums the series of a name, optionally filtered by labels', () 
   assert.equal(metricValue(TEXT, 'missing'), undefined);
 });
 
-test('parseSamples unescapes label values and reads exponents', () => {
-  const odd = parseSamples(TEXT).find((s) => s.name === 'odd_label');
-  assert.deepEqual(odd, { name: 'odd_label', labels: { a: 'x"y\\z' }, value: 1000 });
+test('metricValue reads the text as doctor does: escaped label values, exponents, +Inf', () => {
+  assert.equal(metricValue(TEXT, 'odd_label', { a: 'x"y\\z' }), 1000);
+  assert.equal(metricValue(TEXT, 'no_limit'), Infinity, 'the lab once dropped +Inf samples');
 });

@@ -7,6 +7,7 @@ import type { CommandRunner } from '../../../packages/agent/src/netfilter/comman
 import { ObjectStore } from '../../../packages/lab/src/apiserver/store.js';
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
 import { ClusterView, summarize } from '../../../packages/lab/src/web/cluster-view.js';
+import { sliceEndpoints } from '../../../packages/agent/src/model/slice-endpoints.js';
 import {
   MetricsSampler,
   countersFromMetrics,
@@ -218,6 +219,35 @@ test('the cluster view summarizes what the page draws and hands out changes in b
     { address: '198.18.10.2', pod: 'web-1', node: 'worker', ready: false, serving: true, terminating: true },
   ]);
   view.close();
+});
+
+test('the cluster view shows an endpoint’s conditions as the proxy reads them', () => {
+  const endpoints = [
+    { addresses: ['198.18.10.2'], conditions: { ready: false } },
+    { addresses: ['198.18.10.3'] },
+    { addresses: ['198.18.10.4'], conditions: { ready: true, serving: false, terminating: true } },
+  ];
+  const slice = {
+    metadata: { name: 'web-abc', namespace: 'svc', labels: { 'kubernetes.io/service-name': 'web' } },
+    endpoints,
+  };
+  const shown = (summarize('EndpointSlice', slice) as { endpoints: Record<string, unknown>[] }).endpoints;
+  const model = sliceEndpoints(
+    { ...slice, addressType: 'IPv4', ports: [{ name: '', port: 80, protocol: 'TCP' }] },
+    { namespace: 'svc', name: 'web' },
+    { family: 'IPv4', nodeName: 'worker', nodeHints: false },
+  ).lists[0];
+  assert.equal(model?.length, 3);
+  for (const ep of model ?? []) {
+    const row = shown.find((r) => r.address === ep.ip);
+    assert.deepEqual(
+      { ready: row?.ready, serving: row?.serving, terminating: row?.terminating },
+      { ready: ep.ready, serving: ep.serving, terminating: ep.terminating },
+      ep.ip,
+    );
+  }
+  // A nil serving is serving even when the endpoint is not ready (upstream's default; not derived from ready).
+  assert.equal(shown[0]?.serving, true);
 });
 
 test('the experiments are the walkthrough’s kubectl lines, and the page shows commands as a shell would take them', () => {

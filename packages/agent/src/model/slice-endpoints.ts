@@ -76,6 +76,25 @@ function byEndpointString(a: Endpoint, b: Endpoint): number {
   return a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0;
 }
 
+/** An endpoint's conditions as the proxy reads them. */
+export interface EndpointConditions {
+  readonly ready: boolean;
+  readonly serving: boolean;
+  readonly terminating: boolean;
+}
+
+/**
+ * An EndpointSlice endpoint's `conditions` with upstream's defaults: a nil ready or serving means true (serving is
+ * not derived from ready), a nil terminating means false. Every view of an endpoint's state reads it through this.
+ */
+export function endpointConditions(conditions: unknown): EndpointConditions {
+  return {
+    ready: field(conditions, 'ready') !== false,
+    serving: field(conditions, 'serving') !== false,
+    terminating: field(conditions, 'terminating') === true,
+  };
+}
+
 /**
  * Adds `ep` under its endpoint string unless one is there already and `ep` is terminating: a later duplicate
  * replaces an earlier one unless the later one is terminating (§3 dedup). Applying this within each slice and
@@ -113,7 +132,7 @@ function endpointBase(
   if (parsed.family !== o.family) {
     return void problem(`endpoints[${i}].addresses[0] ${describeValue(first)} is not ${o.family}; skipped`);
   }
-  const conditions = field(ep, 'conditions');
+  const conditions = endpointConditions(field(ep, 'conditions'));
   const nodeName = field(ep, 'nodeName');
   const hints = field(ep, 'hints');
   return {
@@ -121,10 +140,9 @@ function endpointBase(
     // string anyway, so the endpoint adds none of its own.
     ip: parsed.text === first ? first : parsed.text,
     isLocal: o.nodeName !== '' && nodeName === o.nodeName,
-    // Upstream defaults: a nil ready or serving means true, a nil terminating means false.
-    ready: field(conditions, 'ready') !== false,
-    serving: field(conditions, 'serving') !== false,
-    terminating: field(conditions, 'terminating') === true,
+    ready: conditions.ready,
+    serving: conditions.serving,
+    terminating: conditions.terminating,
     zoneHints: hintSets.of(field(hints, 'forZones')),
     nodeHints: o.nodeHints ? hintSets.of(field(hints, 'forNodes')) : NO_HINTS,
   };

@@ -14,6 +14,7 @@ import {
 import { parse } from 'yaml';
 import type { Node } from 'kube-proxy-ts/api/objects.js';
 import { nodeFacts } from 'kube-proxy-ts/model/node-facts.js';
+import { endpointConditions } from 'kube-proxy-ts/model/slice-endpoints.js';
 
 export interface NodeSummary {
   readonly kind: 'Node';
@@ -103,10 +104,6 @@ function keyOf(kind: string, meta: JsonObject): string {
   return `${kind}/${ns ? `${ns}/` : ''}${str(meta, 'name') ?? ''}`;
 }
 
-function isTrue(cond: unknown): boolean {
-  return cond === true;
-}
-
 /** The page's summary of one object; undefined for objects the page does not show. */
 export function summarize(kind: string, obj: JsonObject): ObjectSummary | undefined {
   const meta = child(obj, 'metadata');
@@ -188,7 +185,8 @@ export function summarize(kind: string, obj: JsonObject): ObjectSummary | undefi
           protocol: str(p, 'protocol') ?? 'TCP',
         })),
         endpoints: arr(obj, 'endpoints').flatMap((e) => {
-          const c = child(e, 'conditions');
+          // As the proxy reads them (upstream's defaults: a nil serving is serving, whatever ready says).
+          const conditions = endpointConditions(child(e, 'conditions'));
           const ref = child(e, 'targetRef');
           const pod = str(ref, 'name');
           const node = str(e, 'nodeName');
@@ -198,10 +196,7 @@ export function summarize(kind: string, obj: JsonObject): ObjectSummary | undefi
             ...(pod !== undefined ? { pod } : {}),
             ...(node !== undefined ? { node } : {}),
             ...(zone !== undefined ? { zone } : {}),
-            // Upstream: a nil ready means ready; serving defaults to ready; terminating to false.
-            ready: c.ready === undefined ? true : isTrue(c.ready),
-            serving: c.serving === undefined ? c.ready === undefined || isTrue(c.ready) : isTrue(c.serving),
-            terminating: isTrue(c.terminating),
+            ...conditions,
           }));
         }),
       };

@@ -3,8 +3,8 @@
 // connection that fails is an error value naming the URL, never an exception.
 import { parseGoDuration } from '../../config/duration.js';
 import { CONFIGZ_KEY } from '../../server/metrics-server.js';
-import { parseMetrics } from './prometheus.js';
-import type { MetricSamples } from './prometheus.js';
+import { parseMetrics } from '../prometheus.js';
+import type { MetricSamples } from '../prometheus.js';
 import type { AgentSettings, Fetched } from './types.js';
 
 export const DEFAULT_METRICS_URL = 'http://127.0.0.1:10249/metrics';

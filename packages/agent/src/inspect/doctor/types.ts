@@ -6,7 +6,7 @@ import type { Endpoint } from '../../model/endpoint.js';
 import type { IPFamily } from '../../model/ip.js';
 import type { ServicePort } from '../../model/service-port.js';
 import type { CommandRunner } from '../../netfilter/command.js';
-import type { MetricSamples } from './prometheus.js';
+import type { MetricSamples } from '../prometheus.js';
 
 export type Severity = 'ok' | 'warn' | 'fail';
 

@@ -1,7 +1,7 @@
 // Shared by the checks that read the agent's /metrics: the samples, or a finding that says they are missing.
 import type { DoctorContext, Finding } from '../types.js';
 import { notChecked } from '../types.js';
-import type { MetricSamples } from '../prometheus.js';
+import type { MetricSamples } from '../../prometheus.js';
 
 export function metricsOrSkip(ctx: DoctorContext, id: string): MetricSamples | Finding {
   if ('error' in ctx.metrics)

@@ -1,7 +1,7 @@
 // pending-stuck: changes waiting for a sync for longer than a sync period. The pending gauges drop to zero when
 // a sync checks them out; a gauge above zero long after the last successful sync means syncs are not starting
 // (blocked behind a lock, or the runner is wedged).
-import { max, sum } from '../prometheus.js';
+import { max, sum } from '../../prometheus.js';
 import type { DoctorCheck } from '../types.js';
 import { finding } from '../types.js';
 import { isFinding, metricsOrSkip, seconds } from './metrics-input.js';

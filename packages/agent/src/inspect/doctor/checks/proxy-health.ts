@@ -1,6 +1,6 @@
 // proxy-health: /healthz, and the time since the last successful sync against syncPeriod (the agent calls
 // itself unhealthy after 2 × syncPeriod with changes waiting; upstream's rule).
-import { max } from '../prometheus.js';
+import { max } from '../../prometheus.js';
 import type { DoctorCheck } from '../types.js';
 import { finding } from '../types.js';
 import { isFinding, metricsOrSkip, seconds } from './metrics-input.js';

@@ -1,6 +1,6 @@
 // sync-failing: transactions the kernel refused since start (nftables sync failures, iptables-restore failures),
 // and whether the latest attempt failed (changes queued after the last success).
-import { max, sum } from '../prometheus.js';
+import { max, sum } from '../../prometheus.js';
 import type { DoctorCheck } from '../types.js';
 import { finding } from '../types.js';
 import { isFinding, metricsOrSkip, seconds } from './metrics-input.js';

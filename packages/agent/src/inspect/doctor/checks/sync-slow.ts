@@ -2,7 +2,7 @@
 // shortest time between two syncs: a sync longer than that means changes queue behind the one running, which is
 // seed 003's first symptom. The size beside it (rules in iptables mode, changes seen) says whether the cost is
 // the cluster's size or something else (a held lock, a slow kernel).
-import { histogram, sum } from '../prometheus.js';
+import { histogram, sum } from '../../prometheus.js';
 import type { DoctorCheck } from '../types.js';
 import { finding } from '../types.js';
 import { isFinding, metricsOrSkip, seconds } from './metrics-input.js';

@@ -4,7 +4,7 @@
 // holder is the PID on the line whose inode is the lock file's. Seed 003: syncs queue behind other writers
 // (CNI plugins, firewalld, another kube-proxy) holding the lock during endpoint churn.
 import type { CommandRunner } from '../../../netfilter/command.js';
-import { histogram, sum } from '../prometheus.js';
+import { histogram, sum } from '../../prometheus.js';
 import type { DoctorCheck } from '../types.js';
 import { finding } from '../types.js';
 import { seconds } from './metrics-input.js';

@@ -1,5 +1,6 @@
-// Reads the Prometheus text format the agent's /metrics serves (src/server/metrics.ts), enough for the checks:
-// samples with labels, and quantiles from a histogram's cumulative buckets (as histogram_quantile does).
+// Reads the Prometheus text format the agent's /metrics serves (src/server/metrics.ts): samples with labels (values
+// unescaped, ±Inf and NaN kept), sums over label sets, and quantiles from a histogram's cumulative buckets (as
+// histogram_quantile does). doctor's checks read it, and so does the lab (its status, watch view, web view and soak).
 export interface Sample {
   readonly name: string;
   readonly labels: Readonly<Record<string, string>>;
