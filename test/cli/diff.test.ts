@@ -226,7 +226,7 @@ describe('diff in-process', () => {
     assert.match(none.stderr, /^diff: -f BEFORE -f AFTER: two files are required, got none\n/);
     const mode = await run([...BASE, '--proxy-mode', 'ipvs'], FILES);
     assert.equal(mode.code, 2);
-    assert.match(mode.stderr, /^diff: --proxy-mode: unknown mode "ipvs" \(nftables, iptables or both\)\n/);
+    assert.match(mode.stderr, /^diff: --proxy-mode: unknown mode "ipvs" \(iptables, nftables or both\)\n/);
     const output = await run([...BASE, '-o', 'yaml'], FILES);
     assert.equal(output.code, 2);
     assert.match(output.stderr, /^diff: -o: unknown output format "yaml" \(text or json\)\n/);

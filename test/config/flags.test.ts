@@ -96,7 +96,6 @@ describe('flag syntax', () => {
         '--write-config-to=/tmp/out.yaml',
         '--master=https://198.18.0.1:6443',
         '--kubeconfig=/k.conf',
-        '--version=raw',
       ]),
     );
     assert.deepEqual(options, {
@@ -106,8 +105,6 @@ describe('flag syntax', () => {
       writeConfigTo: '/tmp/out.yaml',
       master: 'https://198.18.0.1:6443',
       kubeconfig: '/k.conf',
-      version: 'raw',
-      help: false,
       nftablesLayout: 'upstream',
       nftExecutor: 'auto',
     });

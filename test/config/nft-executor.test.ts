@@ -17,7 +17,7 @@ describe('--nft-executor', () => {
 
   test('an unknown executor is refused, naming the flag and the choices', () => {
     assert.deepEqual(expectErrors(load(['--nft-executor', 'netlink'])), [
-      '--nft-executor: unknown executor "netlink" (auto, cli, library)',
+      '--nft-executor: unknown executor "netlink" (auto, cli or library)',
     ]);
   });
 

@@ -7,8 +7,8 @@ import {
   kubeProxyConfigMap,
   labProxyConfiguration,
   modeOfConfig,
-  PROXY_MODE_NAMES,
 } from '../../../packages/lab/src/cluster/proxy-config.js';
+import { PROXY_MODES } from '../../../packages/agent/src/config/proxy-mode.js';
 
 function load(text: string) {
   return loadProxyConfig(['--config', '/lab/config.conf', '--hostname-override', 'worker'], {
@@ -21,7 +21,7 @@ function load(text: string) {
 }
 
 describe('lab kube-proxy configuration', () => {
-  for (const mode of PROXY_MODE_NAMES) {
+  for (const mode of PROXY_MODES) {
     test(`${mode}: the agent loads it without warnings, in ${mode} mode, leaving conntrack sysctls alone`, () => {
       const r = load(labProxyConfiguration(mode));
       assert.ok(r.ok, r.ok ? '' : JSON.stringify(r.errors));
@@ -41,7 +41,7 @@ describe('lab kube-proxy configuration', () => {
   }
 
   test('the walkthrough’s sed edit (minSyncPeriod 1s → 15s) gives a 15 s minSyncPeriod in either mode', () => {
-    for (const mode of PROXY_MODE_NAMES) {
+    for (const mode of PROXY_MODES) {
       const edited = labProxyConfiguration(mode).replace(/minSyncPeriod: 1s/g, 'minSyncPeriod: 15s');
       const r = load(edited);
       assert.ok(r.ok);

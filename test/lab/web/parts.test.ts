@@ -231,7 +231,9 @@ test('the cluster view shows an endpoint’s conditions as the proxy reads them'
     metadata: { name: 'web-abc', namespace: 'svc', labels: { 'kubernetes.io/service-name': 'web' } },
     endpoints,
   };
-  const shown = (summarize('EndpointSlice', slice) as { endpoints: Record<string, unknown>[] }).endpoints;
+  const summary = summarize('EndpointSlice', slice);
+  assert.ok(summary?.kind === 'EndpointSlice');
+  const shown = summary.endpoints;
   const model = sliceEndpoints(
     { ...slice, addressType: 'IPv4', ports: [{ name: '', port: 80, protocol: 'TCP' }] },
     { namespace: 'svc', name: 'web' },

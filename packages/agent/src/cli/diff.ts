@@ -1,6 +1,7 @@
 // `kube-proxy-ts diff -f BEFORE -f AFTER`: what this node's proxy would write to go from BEFORE's cluster state to
 // AFTER's, per backend, beside the size of the whole ruleset. This file only parses, loads and formats; the diff is
 // src/inspect/diff.ts, which runs the real trackers and backends on their fakes.
+import { choiceFlag } from './choice-flag.js';
 import { readFileSync } from 'node:fs';
 import { hostname as osHostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -94,14 +95,8 @@ async function diff(argv: readonly string[], io: DiffIO): Promise<number> {
     io.stdout(DIFF_USAGE);
     return 0;
   }
-  const mode = values['proxy-mode'] as string;
-  if (!(DIFF_MODES as readonly string[]).includes(mode)) {
-    throw new UsageError(`--proxy-mode: unknown mode ${JSON.stringify(mode)} (nftables, iptables or both)`);
-  }
-  const output = values.output as string;
-  if (!(OUTPUTS as readonly string[]).includes(output)) {
-    throw new UsageError(`-o: unknown output format ${JSON.stringify(output)} (text or json)`);
-  }
+  const mode = choiceFlag('--proxy-mode', 'mode', DIFF_MODES, values['proxy-mode'], 'both');
+  const output = choiceFlag('-o', 'output format', OUTPUTS, values.output, 'text');
   checkNodeFlags(values);
   const files = values.filename ?? [];
   if (files.length !== 2) {

@@ -2,6 +2,7 @@
 // Service, the frontends, the endpoints used for ClusterIP and external traffic with each one left out and why,
 // what a packet meets without an endpoint, masquerading, affinity and the kernel objects. The cluster's state
 // comes from a live API server or from -f FILE; the node's settings from render's flags or --config.
+import { choiceFlag } from './choice-flag.js';
 import { readFileSync } from 'node:fs';
 import { hostname as osHostname } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -157,9 +158,7 @@ async function explain(argv: readonly string[], io: ExplainIO): Promise<number> 
     flagValues = merged as NodeFlagValues & { 'proxy-mode'?: string };
     featureGates = loaded.config.gates;
   }
-  const mode = flagValues['proxy-mode'] ?? 'nftables';
-  if (!(PROXY_MODES as readonly string[]).includes(mode))
-    throw new UsageError(`--proxy-mode: unknown mode ${JSON.stringify(mode)} (nftables or iptables)`);
+  const mode = choiceFlag('--proxy-mode', 'mode', PROXY_MODES, flagValues['proxy-mode'], 'nftables');
 
   const state = await loadClusterObjects(values, 'explain', io);
   if (typeof state === 'string') throw new InputError(state);

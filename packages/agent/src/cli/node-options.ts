@@ -5,6 +5,7 @@ import type { Node } from '../api/objects.js';
 import type { IptablesExtras } from '../backends/iptables/render.js';
 import { nodePortAddressesOrDefault } from '../config/platform-defaults.js';
 import type { ProxyMode } from '../config/proxy-mode.js';
+import { readChoice } from '../config/choice.js';
 import { parseIPSloppy } from '../model/ip.js';
 import { nodeIPs as nodeIPsOf, nodePodCIDRs } from '../model/node-facts.js';
 import type { IPFamily } from '../model/ip.js';
@@ -94,13 +95,14 @@ function bool(name: string, v: string | undefined, dflt: boolean): boolean {
   throw new UsageError(`--${name}: expected true or false, got ${JSON.stringify(v)}`);
 }
 
-/** Checks the flags that need no cluster state; throws UsageError naming the flag. */
-export function checkNodeFlags(values: NodeFlagValues): void {
-  const detectLocalMode = values['detect-local-mode'] ?? 'ClusterCIDR';
-  if (!(DETECT_LOCAL_MODES as readonly string[]).includes(detectLocalMode)) {
-    throw new UsageError(`--detect-local-mode: unknown mode ${JSON.stringify(detectLocalMode)}`);
-  }
-  masqueradeBitOf(values);
+/** The node flags that need no cluster state, read into their types; throws UsageError naming a wrong flag. */
+export function checkNodeFlags(values: NodeFlagValues): {
+  readonly detectLocalMode: DetectLocalMode;
+  readonly masqueradeBit: number;
+} {
+  const detectLocalMode = readChoice('mode', DETECT_LOCAL_MODES, values['detect-local-mode'], 'ClusterCIDR');
+  if (!detectLocalMode.ok) throw new UsageError(`--detect-local-mode: ${detectLocalMode.message}`);
+  return { detectLocalMode: detectLocalMode.value, masqueradeBit: masqueradeBitOf(values) };
 }
 
 function masqueradeBitOf(values: NodeFlagValues): number {
@@ -132,7 +134,7 @@ export function nodeSettings(
   nodeName: string,
   nodes: readonly Node[],
 ): NodeSettings {
-  checkNodeFlags(values);
+  const { detectLocalMode, masqueradeBit } = checkNodeFlags(values);
   const problems: string[] = [];
   const node = nodes.find((n) => n.metadata.name === nodeName);
   const nodeIPs = values['node-ip'] !== undefined ? list(values['node-ip']) : nodeIPsOf(node);
@@ -146,14 +148,14 @@ export function nodeSettings(
     family,
     nodeName,
     nodeIPs,
-    detectLocalMode: (values['detect-local-mode'] ?? 'ClusterCIDR') as DetectLocalMode,
+    detectLocalMode,
     clusterCIDRs: list(values['cluster-cidr']),
     podCIDRs: nodePodCIDRs(node),
     bridgeInterface: values['pod-bridge-interface'],
     interfaceNamePrefix: values['pod-interface-name-prefix'],
     nodePortAddresses,
     masqueradeAll: values['masquerade-all'] === true,
-    masqueradeBit: masqueradeBitOf(values),
+    masqueradeBit,
     serviceCIDRs: list(values['service-cidrs']),
   });
   problems.push(...configProblems.map((p) => `ignored ${p}`));

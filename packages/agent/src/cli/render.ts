@@ -1,6 +1,7 @@
 // `kube-proxy-ts render --proxy-mode nftables|iptables -f FILE [flags]`: prints the full-sync input this node
 // would give the kernel for the Services and EndpointSlices in FILE, without touching the kernel, so that it can be
 // read, diffed, or piped to `nft -c -f -` / `iptables-restore --test`.
+import { choiceFlag } from './choice-flag.js';
 import { readFileSync } from 'node:fs';
 import { hostname as osHostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -8,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { loadManifestFile, PROGRESS_AFTER_MS } from '../kube/manifest-file.js';
 import type { Node } from '../api/objects.js';
 import type { NftablesLayoutName } from '../config/nftables-layout.js';
-import { DEFAULT_NFTABLES_LAYOUT, isNftablesLayout, NFTABLES_LAYOUTS } from '../config/nftables-layout.js';
+import { DEFAULT_NFTABLES_LAYOUT, NFTABLES_LAYOUTS } from '../config/nftables-layout.js';
 import type { ProxyMode } from '../config/proxy-mode.js';
 import { PROXY_MODES } from '../config/proxy-mode.js';
 import type { NodeNetworkConfig, ProxySnapshot } from '../sync/backend.js';
@@ -94,16 +95,14 @@ function render(argv: readonly string[], io: RenderIO): number {
     io.stdout(RENDER_USAGE);
     return 0;
   }
-  const mode = values['proxy-mode'] as string;
-  if (!(PROXY_MODES as readonly string[]).includes(mode)) {
-    throw new UsageError(`--proxy-mode: unknown mode ${JSON.stringify(mode)} (nftables or iptables)`);
-  }
-  const layout = values['nftables-layout'] as string;
-  if (!isNftablesLayout(layout)) {
-    throw new UsageError(
-      `--nftables-layout: unknown layout ${JSON.stringify(layout)} (${NFTABLES_LAYOUTS.join(' or ')})`,
-    );
-  }
+  const mode = choiceFlag('--proxy-mode', 'mode', PROXY_MODES, values['proxy-mode'], 'nftables');
+  const layout = choiceFlag(
+    '--nftables-layout',
+    'layout',
+    NFTABLES_LAYOUTS,
+    values['nftables-layout'],
+    DEFAULT_NFTABLES_LAYOUT,
+  );
   if (layout !== DEFAULT_NFTABLES_LAYOUT && mode !== 'nftables')
     throw new UsageError('--nftables-layout: only with --proxy-mode nftables');
   checkNodeFlags(values);

@@ -8,18 +8,13 @@ import { IptablesBackend } from '../backends/iptables/backend.js';
 import { cleanupIptables } from '../backends/iptables/cleanup.js';
 import { cleanupNftables, NftablesBackend } from '../backends/nftables/backend.js';
 import { NFTABLES_LAYOUT_BY_NAME } from '../backends/nftables/layouts.js';
-import type { NftablesLayoutName } from '../config/nftables-layout.js';
+import { NFTABLES_LAYOUT_DESCRIPTIONS } from '../config/nftables-layout.js';
 import {
-  DEFAULT_NFTABLES_LAYOUT,
-  isNftablesLayout,
-  NFTABLES_LAYOUT_DESCRIPTIONS,
-} from '../config/nftables-layout.js';
-import {
+  earlyRequest,
   flagUsage,
   formatProblem,
   loadProxyConfig,
   parseProxyFlags,
-  proxyOptionsFrom,
   serializeProxyConfig,
   watchConfigFile,
 } from '../config/index.js';
@@ -45,7 +40,6 @@ import type { IPFamily } from '../model/ip.js';
 import { hostCommandRunner } from '../netfilter/command.js';
 import type { NftExecutors } from '../netfilter/nft/choose-executor.js';
 import { chooseNftExecutors } from '../netfilter/nft/choose-executor.js';
-import { DEFAULT_NFT_EXECUTOR, isNftExecutorChoice } from '../config/nft-executor.js';
 import { IptablesClient } from '../netfilter/iptables/client.js';
 import { supportsRandomFully } from '../netfilter/iptables/variant.js';
 import type { CommandRunner } from '../netfilter/command.js';
@@ -85,13 +79,13 @@ const defaultDeps: RunDeps = {
 
 export async function runCommand(argv: readonly string[], deps: RunDeps = defaultDeps): Promise<number> {
   // --help and --version answer even when the configuration is broken.
-  const early = proxyOptionsFrom(parseProxyFlags(argv));
-  if (early.help) {
+  const early = earlyRequest(parseProxyFlags(argv));
+  if (early === 'help') {
     process.stdout.write(`Usage: kube-proxy-ts [flags]\n\n${flagUsage()}\n`);
     return 0;
   }
-  if (early.version) {
-    process.stdout.write(await versionText(early.version === 'raw', deps.commands));
+  if (early !== undefined) {
+    process.stdout.write(await versionText(early === 'version-raw', deps.commands));
     return 0;
   }
   const loaded = loadProxyConfig(argv, { readFile: deps.readFile, hostname: deps.hostname });
@@ -102,14 +96,6 @@ export async function runCommand(argv: readonly string[], deps: RunDeps = defaul
     return 1;
   }
   const { config, options } = loaded;
-  if (options.help) {
-    process.stdout.write(`Usage: kube-proxy-ts [flags]\n\n${flagUsage()}\n`);
-    return 0;
-  }
-  if (options.version) {
-    process.stdout.write(await versionText(options.version === 'raw', deps.commands));
-    return 0;
-  }
   if (options.writeConfigTo !== undefined) {
     writeFileSync(options.writeConfigTo, serializeProxyConfig(config));
     process.stderr.write(`kube-proxy-ts: wrote the effective configuration to ${options.writeConfigTo}\n`);
@@ -201,8 +187,6 @@ class Agent {
   private readonly closers: (() => Promise<void> | void)[] = [];
   private exitCode: number | undefined;
   private wake: (() => void) | undefined;
-  /** loadProxyConfig refused any other name. */
-  private readonly nftablesLayout: NftablesLayoutName;
   /** nftables mode: how nft is reached (start() decides, once). */
   private nftExecutors: NftExecutors | undefined;
   /** The Node as last seen: a change of its IPs (or pod CIDRs, with detectLocalMode NodeCIDR) restarts us. */
@@ -213,11 +197,7 @@ class Agent {
     private readonly options: ProxyOptions,
     private readonly deps: RunDeps,
     private readonly logger: Logger,
-  ) {
-    this.nftablesLayout = isNftablesLayout(options.nftablesLayout)
-      ? options.nftablesLayout
-      : DEFAULT_NFTABLES_LAYOUT;
-  }
+  ) {}
 
   private stop(code: number, why: string): void {
     if (this.exitCode !== undefined) return;
@@ -336,8 +316,7 @@ class Agent {
   /** How nftables mode reaches nft, decided once for both families (each backend gets its own executor by it). */
   private chooseNftExecutors(config: ProxyConfig, options: ProxyOptions): NftExecutors | undefined {
     if (config.mode !== 'nftables') return undefined;
-    const choice = isNftExecutorChoice(options.nftExecutor) ? options.nftExecutor : DEFAULT_NFT_EXECUTOR;
-    const chosen = chooseNftExecutors(choice, this.deps.commands);
+    const chosen = chooseNftExecutors(options.nftExecutor, this.deps.commands);
     if ('error' in chosen) throw new Error(chosen.error);
     this.logger.info('nftables executor', { executor: chosen.kind, reason: chosen.reason });
     return chosen;
@@ -383,8 +362,8 @@ class Agent {
   private configzExtension(): Record<string, string> {
     const executors = this.nftExecutors;
     return {
-      nftablesLayout: this.nftablesLayout,
-      nftablesLayoutDescription: NFTABLES_LAYOUT_DESCRIPTIONS[this.nftablesLayout],
+      nftablesLayout: this.options.nftablesLayout,
+      nftablesLayoutDescription: NFTABLES_LAYOUT_DESCRIPTIONS[this.options.nftablesLayout],
       nftExecutor: this.options.nftExecutor,
       ...(executors !== undefined
         ? { nftExecutorInUse: executors.kind, nftExecutorReason: executors.reason }
@@ -525,7 +504,7 @@ class Agent {
       return {
         backend: new NftablesBackend({
           ...common,
-          layout: NFTABLES_LAYOUT_BY_NAME[this.nftablesLayout],
+          layout: NFTABLES_LAYOUT_BY_NAME[this.options.nftablesLayout],
           ...(this.nftExecutors !== undefined ? { nftExecutors: this.nftExecutors } : {}),
         }),
       };

@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { TABLE_NAME } from '../backends/nftables/naming.js';
 import type { TraceReport } from '../inspect/trace/session.js';
 import { runTrace, TraceUnavailableError } from '../inspect/trace/session.js';
-import type { ProxyModeName } from '../inspect/trace/interpret.js';
+import type { ProxyMode } from '../config/proxy-mode.js';
 import { formatTarget, parseTraceTarget } from '../inspect/trace/target.js';
 import { TRACE_TABLE } from '../inspect/trace/table.js';
 import { frontendsFromServicePorts } from '../inspect/trace/frontends.js';
@@ -53,7 +53,7 @@ function defaultIO(): TraceIO {
   };
 }
 
-async function detectMode(runner: CommandRunner): Promise<ProxyModeName> {
+async function detectMode(runner: CommandRunner): Promise<ProxyMode> {
   for (const family of ['ip', 'ip6']) {
     if ((await runner.run('nft', ['list', 'table', family, TABLE_NAME])).code === 0) return 'nftables';
   }

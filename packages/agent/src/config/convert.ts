@@ -8,7 +8,8 @@ import { problem } from './problems.js';
 import type { ConfigProblem } from './problems.js';
 import type { ProxyConfig } from './proxy-config.js';
 import { defaultV1Alpha1 } from './v1alpha1-defaults.js';
-import { DETECT_LOCAL_MODE_SETTINGS, LOGGING_FORMATS, isOneOf } from './v1alpha1-types.js';
+import { DETECT_LOCAL_MODE_SETTINGS, LOGGING_FORMATS } from './v1alpha1-types.js';
+import { isOneOf } from './choice.js';
 import type { KubeProxyConfigurationV1Alpha1 } from './v1alpha1-types.js';
 import { periodSectionFor } from './validate.js';
 

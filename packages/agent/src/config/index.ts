@@ -1,6 +1,6 @@
 // The configuration's public API: what the CLI and the lab import.
-export { loadProxyConfig, proxyOptionsFrom } from './load.js';
-export type { LoadDeps, LoadResult } from './load.js';
+export { earlyRequest, loadProxyConfig, proxyOptionsFrom } from './load.js';
+export type { LoadDeps, LoadResult, OptionsRead } from './load.js';
 export type { ProxyConfig, ProxyOptions } from './proxy-config.js';
 export { parseProxyFlags, flagUsage, FLAGS } from './flags.js';
 export type { FlagName, ParsedFlags } from './flags.js';

@@ -8,8 +8,9 @@ import { applyConfigFlags, applyLoggingFlags, attributeToFlag, bool, str } from 
 import { toProxyConfig } from './convert.js';
 import { resolveFeatureGates } from './feature-gates.js';
 import { flagDef, parseProxyFlags } from './flags.js';
-import { DEFAULT_NFTABLES_LAYOUT, isNftablesLayout, NFTABLES_LAYOUTS } from './nftables-layout.js';
-import { DEFAULT_NFT_EXECUTOR, isNftExecutorChoice, NFT_EXECUTORS } from './nft-executor.js';
+import { readChoice } from './choice.js';
+import { DEFAULT_NFTABLES_LAYOUT, NFTABLES_LAYOUTS } from './nftables-layout.js';
+import { DEFAULT_NFT_EXECUTOR, NFT_EXECUTORS } from './nft-executor.js';
 import type { ParsedFlags } from './flags.js';
 import { applyPlatformDefaults } from './platform-defaults.js';
 import { problem } from './problems.js';
@@ -36,20 +37,44 @@ export type LoadResult =
     }
   | { readonly ok: false; readonly errors: readonly ConfigProblem[]; readonly warnings: readonly string[] };
 
-/** The non-config options; valid whenever the flags parsed. */
-export function proxyOptionsFrom(flags: ParsedFlags): ProxyOptions {
+/** --help or --version: answered before anything else is read, so they work even when the rest is wrong. */
+export function earlyRequest(flags: ParsedFlags): 'help' | 'version' | 'version-raw' | undefined {
+  if (bool(flags, 'help') === true) return 'help';
   const version = flags.values.get('version');
+  if (version?.kind !== 'version' || version.value === false) return undefined;
+  return version.value === 'raw' ? 'version-raw' : 'version';
+}
+
+export type OptionsRead =
+  | { readonly ok: true; readonly options: ProxyOptions }
+  | { readonly ok: false; readonly problems: readonly ConfigProblem[] };
+
+/** The non-config options, each closed choice read into its type (a wrong name is a problem naming the flag). */
+export function proxyOptionsFrom(flags: ParsedFlags): OptionsRead {
+  const layout = readChoice(
+    'layout',
+    NFTABLES_LAYOUTS,
+    str(flags, 'nftables-layout'),
+    DEFAULT_NFTABLES_LAYOUT,
+  );
+  const executor = readChoice('executor', NFT_EXECUTORS, str(flags, 'nft-executor'), DEFAULT_NFT_EXECUTOR);
+  const problems = [
+    ...(layout.ok ? [] : [problem('--nftables-layout', layout.message)]),
+    ...(executor.ok ? [] : [problem('--nft-executor', executor.message)]),
+  ];
+  if (!layout.ok || !executor.ok) return { ok: false, problems };
   return {
-    configFile: str(flags, 'config'),
-    cleanup: bool(flags, 'cleanup') ?? false,
-    initOnly: bool(flags, 'init-only') ?? false,
-    writeConfigTo: str(flags, 'write-config-to'),
-    master: str(flags, 'master'),
-    kubeconfig: str(flags, 'kubeconfig'),
-    version: version?.kind === 'version' ? version.value : false,
-    help: bool(flags, 'help') ?? false,
-    nftablesLayout: str(flags, 'nftables-layout') ?? DEFAULT_NFTABLES_LAYOUT,
-    nftExecutor: str(flags, 'nft-executor') ?? DEFAULT_NFT_EXECUTOR,
+    ok: true,
+    options: {
+      configFile: str(flags, 'config'),
+      cleanup: bool(flags, 'cleanup') ?? false,
+      initOnly: bool(flags, 'init-only') ?? false,
+      writeConfigTo: str(flags, 'write-config-to'),
+      master: str(flags, 'master'),
+      kubeconfig: str(flags, 'kubeconfig'),
+      nftablesLayout: layout.value,
+      nftExecutor: executor.value,
+    },
   };
 }
 
@@ -57,20 +82,21 @@ export function loadProxyConfig(argv: readonly string[], deps: LoadDeps): LoadRe
   const flags = parseProxyFlags(argv);
   const warnings: string[] = [...flags.warnings];
   if (flags.problems.length > 0) return { ok: false, errors: flags.problems, warnings };
-  const options = proxyOptionsFrom(flags);
+  const configFile = str(flags, 'config');
+  const kubeconfig = str(flags, 'kubeconfig');
   const given = [...flags.values.keys()];
   const errors: ConfigProblem[] = [];
 
   let doc: KubeProxyConfigurationV1Alpha1;
-  if (options.configFile !== undefined) {
-    const fromFile = readConfigFile(options.configFile, deps);
+  if (configFile !== undefined) {
+    const fromFile = readConfigFile(configFile, deps);
     if (!fromFile.ok) return { ok: false, errors: fromFile.problems, warnings };
     warnings.push(...fromFile.warnings);
     doc = fromFile.doc;
     const ignored = given.filter((name) => ['config', 'ipvs'].includes(flagDef(name).group));
     if (ignored.length > 0) {
       warnings.push(
-        `flags ignored because --config is given (set these in ${options.configFile} instead): ` +
+        `flags ignored because --config is given (set these in ${configFile} instead): ` +
           ignored.map((n) => `--${n}`).join(', '),
       );
     }
@@ -86,25 +112,11 @@ export function loadProxyConfig(argv: readonly string[], deps: LoadDeps): LoadRe
 
   const hostnameFlag = str(flags, 'hostname-override');
   if (hostnameFlag !== undefined && hostnameFlag !== '') doc = { ...doc, hostnameOverride: hostnameFlag };
-  if (options.kubeconfig !== undefined) {
-    doc = { ...doc, clientConnection: { ...doc.clientConnection, kubeconfig: options.kubeconfig } };
+  if (kubeconfig !== undefined) {
+    doc = { ...doc, clientConnection: { ...doc.clientConnection, kubeconfig } };
   }
-  if (!isNftablesLayout(options.nftablesLayout)) {
-    errors.push(
-      problem(
-        '--nftables-layout',
-        `unknown layout ${JSON.stringify(options.nftablesLayout)} (${NFTABLES_LAYOUTS.join(' or ')})`,
-      ),
-    );
-  }
-  if (!isNftExecutorChoice(options.nftExecutor)) {
-    errors.push(
-      problem(
-        '--nft-executor',
-        `unknown executor ${JSON.stringify(options.nftExecutor)} (${NFT_EXECUTORS.join(', ')})`,
-      ),
-    );
-  }
+  const read = proxyOptionsFrom(flags);
+  if (!read.ok) errors.push(...read.problems);
   const logging = applyLoggingFlags(doc, flags);
   doc = logging.doc;
   errors.push(...logging.problems);
@@ -115,18 +127,18 @@ export function loadProxyConfig(argv: readonly string[], deps: LoadDeps): LoadRe
   else doc = { ...doc, hostnameOverride: doc.hostnameOverride === '' ? '' : node.name };
 
   // Logging flags and --hostname-override apply with --config too; the rest only without it.
-  const fromFlags = options.configFile === undefined;
+  const fromFlags = configFile === undefined;
   errors.push(
     ...validateV1Alpha1(doc).map((p) =>
       fromFlags || p.field.startsWith('logging.') ? attributeToFlag(p, flags) : p,
     ),
   );
   warnings.push(...resolveFeatureGates(doc.featureGates).warnings);
-  if (errors.length > 0 || !node.ok) return { ok: false, errors, warnings };
+  if (errors.length > 0 || !node.ok || !read.ok) return { ok: false, errors, warnings };
 
   const converted = toProxyConfig(doc, node.name);
   if (!converted.ok) return { ok: false, errors: converted.problems, warnings };
-  return { ok: true, config: converted.config, options, warnings };
+  return { ok: true, config: converted.config, options: read.options, warnings };
 }
 
 type FileRead =

@@ -3,6 +3,8 @@
 // masqueradeAll chosen by mode, clusterCIDR split into a list, conntrack and oomScoreAdj as Linux settings.
 // Durations are milliseconds (the unit of Clock and the runner). Built only from a validated document.
 import type { FeatureGates } from '../model/feature-gates.js';
+import type { NftExecutorChoice } from './nft-executor.js';
+import type { NftablesLayoutName } from './nftables-layout.js';
 import type { ProxyMode } from './proxy-mode.js';
 import type { DetectLocalMode, LoggingFormat, VModuleEntry } from './v1alpha1-types.js';
 
@@ -88,11 +90,8 @@ export interface ProxyOptions {
   readonly writeConfigTo: string | undefined;
   readonly master: string | undefined;
   readonly kubeconfig: string | undefined;
-  /** --version (true) or --version=raw. */
-  readonly version: boolean | 'raw';
-  readonly help: boolean;
-  /** --nftables-layout as given; loadProxyConfig refuses a name that is not a layout. */
-  readonly nftablesLayout: string;
-  /** --nft-executor as given (auto, cli, library); loadProxyConfig refuses any other value. */
-  readonly nftExecutor: string;
+  /** --nftables-layout (default upstream). */
+  readonly nftablesLayout: NftablesLayoutName;
+  /** --nft-executor: auto (the default), cli or library. */
+  readonly nftExecutor: NftExecutorChoice;
 }

@@ -25,10 +25,6 @@ export type DetectLocalMode = Exclude<DetectLocalModeSetting, ''>;
 export const LOGGING_FORMATS = ['text', 'json'] as const;
 export type LoggingFormat = (typeof LOGGING_FORMATS)[number];
 
-export function isOneOf<T extends string>(list: readonly T[], value: string): value is T {
-  return (list as readonly string[]).includes(value);
-}
-
 export interface V1Alpha1ClientConnection {
   readonly kubeconfig: string;
   readonly acceptContentTypes: string;

@@ -8,12 +8,8 @@ import { resolveFeatureGates } from './feature-gates.js';
 import { checkIPPort } from './host-port.js';
 import { problem } from './problems.js';
 import type { ConfigProblem } from './problems.js';
-import {
-  DETECT_LOCAL_MODE_SETTINGS,
-  LOGGING_FORMATS,
-  PROXY_MODE_SETTINGS,
-  isOneOf,
-} from './v1alpha1-types.js';
+import { isOneOf } from './choice.js';
+import { DETECT_LOCAL_MODE_SETTINGS, LOGGING_FORMATS, PROXY_MODE_SETTINGS } from './v1alpha1-types.js';
 import type { KubeProxyConfigurationV1Alpha1 } from './v1alpha1-types.js';
 
 /** The section whose syncPeriod/minSyncPeriod/masqueradeAll a mode uses (upstream's v1alpha1 conversion). */

@@ -1,5 +1,7 @@
 // `kube-proxy-ts lab …`: the one-host cluster.
-import { isNftablesLayout, NFTABLES_LAYOUTS } from 'kube-proxy-ts/config/nftables-layout.js';
+import { readChoice } from 'kube-proxy-ts/config/choice.js';
+import { DEFAULT_NFTABLES_LAYOUT, NFTABLES_LAYOUTS } from 'kube-proxy-ts/config/nftables-layout.js';
+import { PROXY_MODES } from 'kube-proxy-ts/config/proxy-mode.js';
 import { parseArgs } from 'node:util';
 import { hostCommandRunner } from 'kube-proxy-ts/netfilter/command.js';
 import { stderrLogger } from 'kube-proxy-ts/cli/logging.js';
@@ -7,10 +9,8 @@ import { SIGNAL_EXIT, stopRequests, type StopReason } from './stop-requests.js';
 import {
   API_OUTAGE_MS,
   LabAlreadyUpError,
-  PROXY_MODE_NAMES,
   defaultStateDir,
   formatStatus,
-  isProxyModeName,
   labDown,
   labStatus,
   parseHostPort,
@@ -21,7 +21,7 @@ import {
 } from '../cluster/index.js';
 import { labLayout, labPaths } from '../cluster/layout.js';
 import { WatchView } from '../cluster/watch-view.js';
-import { IPTABLES_BACKENDS, isIptablesBackendName, nodeEnvironment } from '../cluster/node-env.js';
+import { IPTABLES_BACKENDS, nodeEnvironment } from '../cluster/node-env.js';
 import { labApiserverCommand } from './lab-apiserver.js';
 import { shellQuote } from '../cluster/streams.js';
 import { resolve } from 'node:path';
@@ -104,17 +104,17 @@ async function upCommand(argv: string[]): Promise<number> {
   const nodes = Number(values.nodes ?? '2');
   if (!Number.isInteger(nodes) || nodes < 1 || nodes > 6)
     return fail(`up: --nodes ${values.nodes ?? ''}: expected 1…6`);
-  const mode = values.mode ?? 'nftables';
-  if (!isProxyModeName(mode))
-    return fail(`up: --mode ${mode}: expected one of ${PROXY_MODE_NAMES.join(', ')}`);
-  const nftablesLayout = values['nftables-layout'];
-  if (nftablesLayout !== undefined && !isNftablesLayout(nftablesLayout))
-    return fail(`up: --nftables-layout ${nftablesLayout}: expected one of ${NFTABLES_LAYOUTS.join(', ')}`);
+  const modeRead = readChoice('mode', PROXY_MODES, values.mode, 'nftables');
+  if (!modeRead.ok) return fail(`up: --mode: ${modeRead.message}`);
+  const mode = modeRead.value;
+  const layout = readChoice('layout', NFTABLES_LAYOUTS, values['nftables-layout'], DEFAULT_NFTABLES_LAYOUT);
+  if (!layout.ok) return fail(`up: --nftables-layout: ${layout.message}`);
+  const nftablesLayout = values['nftables-layout'] !== undefined ? layout.value : undefined;
   if (nftablesLayout !== undefined && mode !== 'nftables')
     return fail('up: --nftables-layout: only with --mode nftables');
-  const iptables = values.iptables;
-  if (iptables !== undefined && !isIptablesBackendName(iptables))
-    return fail(`up: --iptables ${iptables}: expected one of ${IPTABLES_BACKENDS.join(', ')}`);
+  const backend = readChoice('iptables backend', IPTABLES_BACKENDS, values.iptables, 'legacy');
+  if (!backend.ok) return fail(`up: --iptables: ${backend.message}`);
+  const iptables = values.iptables !== undefined ? backend.value : undefined;
   if (iptables !== undefined && mode !== 'iptables') return fail('up: --iptables: only with --mode iptables');
   const zones = values.zones === undefined ? [] : values.zones.split(',').map((z) => z.trim());
   const badZone = zones.find((z) => !/^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/.test(z));

@@ -14,4 +14,3 @@ export { startRelay, startSocketBridge, parseHostPort } from './relay.js';
 export { defaultStateDir, labLayout, labPaths, podNamespaceName, DEFAULT_PREFIX } from './layout.js';
 export { readLabState } from './state.js';
 export { fetchProxyMetrics, metricValue } from './metrics.js';
-export { isProxyModeName, PROXY_MODE_NAMES, type ProxyModeName } from './proxy-config.js';

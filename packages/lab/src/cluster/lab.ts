@@ -38,8 +38,8 @@ import {
   CONFIGMAP_NAMESPACE,
   configFromConfigMap,
   kubeProxyConfigMap,
-  type ProxyModeName,
 } from './proxy-config.js';
+import type { ProxyMode } from 'kube-proxy-ts/config/proxy-mode.js';
 import { startSocketBridge, type Bridge } from './relay.js';
 import { acquireLabLock, readLabState, writeLabState, type LabState } from './state.js';
 import { Supervised } from './supervisor.js';
@@ -56,7 +56,7 @@ import {
 
 export interface LabOptions {
   readonly nodes?: number;
-  readonly mode?: ProxyModeName;
+  readonly mode?: ProxyMode;
   /**
    * nftables mode's ruleset layout, given to every proxy as --nftables-layout (a flag, as a DaemonSet's args
    * would carry it: the ConfigMap holds upstream's configuration only); default upstream.

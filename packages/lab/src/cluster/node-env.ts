@@ -12,10 +12,6 @@ import type { LabPaths } from './layout.js';
 export const IPTABLES_BACKENDS = ['legacy', 'nft'] as const;
 export type IptablesBackendName = (typeof IPTABLES_BACKENDS)[number];
 
-export function isIptablesBackendName(v: string): v is IptablesBackendName {
-  return (IPTABLES_BACKENDS as readonly string[]).includes(v);
-}
-
 const TOOLS = [
   'iptables',
   'iptables-save',

@@ -3,21 +3,15 @@
 // each node's file, as the DaemonSet's ConfigMap volume would; the proxies read, default and validate it.
 import { parse, stringify } from 'yaml';
 import { isObject } from '../apiserver/json.js';
+import type { ProxyMode } from 'kube-proxy-ts/config/proxy-mode.js';
 import { CLUSTER_CIDR } from './layout.js';
-
-export const PROXY_MODE_NAMES = ['nftables', 'iptables'] as const;
-export type ProxyModeName = (typeof PROXY_MODE_NAMES)[number];
-
-export function isProxyModeName(v: unknown): v is ProxyModeName {
-  return v === 'nftables' || v === 'iptables';
-}
 
 export const CONFIGMAP_NAMESPACE = 'kube-system';
 export const CONFIGMAP_NAME = 'kube-proxy';
 export const CONFIGMAP_KEY = 'config.conf';
 
 /** The lab's starting configuration: upstream's defaults, except what a shared host needs. */
-export function labProxyConfiguration(mode: ProxyModeName): string {
+export function labProxyConfiguration(mode: ProxyMode): string {
   return stringify({
     apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
     kind: 'KubeProxyConfiguration',
@@ -40,7 +34,7 @@ export function labProxyConfiguration(mode: ProxyModeName): string {
   });
 }
 
-export function kubeProxyConfigMap(mode: ProxyModeName): object {
+export function kubeProxyConfigMap(mode: ProxyMode): object {
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',

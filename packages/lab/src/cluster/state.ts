@@ -4,7 +4,10 @@
 import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { isObject } from '../apiserver/json.js';
-import type { ProxyModeName } from './proxy-config.js';
+import { IPTABLES_BACKENDS, type IptablesBackendName } from './node-env.js';
+import { isOneOf } from 'kube-proxy-ts/config/choice.js';
+import { NFTABLES_LAYOUTS, type NftablesLayoutName } from 'kube-proxy-ts/config/nftables-layout.js';
+import { PROXY_MODES, type ProxyMode } from 'kube-proxy-ts/config/proxy-mode.js';
 
 export interface LabState {
   readonly version: 1;
@@ -12,11 +15,11 @@ export interface LabState {
   readonly pid: number;
   readonly prefix: string;
   readonly nodes: readonly string[];
-  readonly mode: ProxyModeName;
+  readonly mode: ProxyMode;
   /** `lab up --iptables`: the back end the proxies' `iptables*` run; absent = the host's. */
-  readonly iptables?: 'legacy' | 'nft';
+  readonly iptables?: IptablesBackendName;
   /** `lab up --nftables-layout`; absent = upstream's. */
-  readonly nftablesLayout?: 'upstream' | 'flat';
+  readonly nftablesLayout?: NftablesLayoutName;
   readonly startedAt: string;
   readonly apiserverURL: string;
   readonly token: string;
@@ -54,12 +57,10 @@ export function readLabState(path: string): StateRead {
   // A short prefix could match other people's namespaces when `lab down` sweeps it.
   want('prefix', isString(raw.prefix) && raw.prefix.length >= 6);
   want('nodes', Array.isArray(raw.nodes) && raw.nodes.every(isString));
-  want('mode', raw.mode === 'nftables' || raw.mode === 'iptables');
-  want('iptables', raw.iptables === undefined || raw.iptables === 'legacy' || raw.iptables === 'nft');
-  want(
-    'nftablesLayout',
-    raw.nftablesLayout === undefined || raw.nftablesLayout === 'upstream' || raw.nftablesLayout === 'flat',
-  );
+  const oneOf = (list: readonly string[], v: unknown): boolean => isString(v) && isOneOf(list, v);
+  want('mode', oneOf(PROXY_MODES, raw.mode));
+  want('iptables', raw.iptables === undefined || oneOf(IPTABLES_BACKENDS, raw.iptables));
+  want('nftablesLayout', raw.nftablesLayout === undefined || oneOf(NFTABLES_LAYOUTS, raw.nftablesLayout));
   for (const name of ['startedAt', 'apiserverURL', 'token', 'caPem']) want(name, isString(raw[name]));
   want('webURL', raw.webURL === undefined || isString(raw.webURL));
   if (problems.length > 0)

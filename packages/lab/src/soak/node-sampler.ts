@@ -10,7 +10,7 @@ import {
   parseMetrics,
   type HistogramSummary,
   type Sample,
-} from 'kube-proxy-ts/inspect/doctor/prometheus.js';
+} from 'kube-proxy-ts/inspect/prometheus.js';
 import { fetchProxyMetrics } from '../cluster/metrics.js';
 
 export const HISTOGRAMS = {

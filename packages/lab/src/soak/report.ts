@@ -2,7 +2,7 @@
 // refused / timed out / reset / answered by a pod that was not a ready or serving endpoint then), per Service and
 // per kind of churn; each node's proxy as its metrics tell it (network programming latency, syncs, lock waits);
 // what the proxy restarts did to long-lived connections; and the guarantees the soak holds the proxy to.
-import { histogram, type HistogramSummary, type Sample } from 'kube-proxy-ts/inspect/doctor/prometheus.js';
+import { histogram, type HistogramSummary, type Sample } from 'kube-proxy-ts/inspect/prometheus.js';
 import type { ChurnRecord } from './churn.js';
 import type { EligibilityTimeline } from './eligibility.js';
 import type { LostConnection, ProxyRestart } from './faults.js';

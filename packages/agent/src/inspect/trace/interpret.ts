@@ -6,8 +6,7 @@ import type { TraceEvent, TracePacketFields } from './events.js';
 import type { ChainOwners, FrontendEntry, FrontendIndex } from './frontends.js';
 import { frontendKey, servicePortOfChain, servicePortOfComment } from './frontends.js';
 import type { TracedPacket } from './packets.js';
-
-export type ProxyModeName = 'nftables' | 'iptables';
+import type { ProxyMode } from '../../config/proxy-mode.js';
 
 export type TraceOutcome =
   /** DNATed to an endpoint. */
@@ -47,7 +46,7 @@ export interface PacketMeaning {
   readonly path: readonly TraceStep[];
 }
 
-export function isKubeProxyEvent(ev: TraceEvent, mode: ProxyModeName): boolean {
+export function isKubeProxyEvent(ev: TraceEvent, mode: ProxyMode): boolean {
   if (mode === 'nftables') return ev.table === 'kube-proxy';
   return ev.chain.startsWith('KUBE-');
 }
@@ -90,7 +89,7 @@ function servicePortOfEvent(ev: TraceEvent, owners: ChainOwners): string | undef
 export function interpretPacket(
   packet: TracedPacket,
   options: {
-    readonly mode: ProxyModeName;
+    readonly mode: ProxyMode;
     readonly index?: FrontendIndex;
     readonly owners?: ChainOwners;
     readonly traceTable: string;

@@ -12,7 +12,8 @@ import type { TraceEvent } from './events.js';
 import { mergeFrontendIndexes, readFrontendIndex, readIptablesIndex } from './frontends.js';
 import type { FrontendIndex } from './frontends.js';
 import { interpretPacket } from './interpret.js';
-import type { PacketMeaning, ProxyModeName } from './interpret.js';
+import type { ProxyMode } from '../../config/proxy-mode.js';
+import type { PacketMeaning } from './interpret.js';
 import { PacketAssembler } from './packets.js';
 import type { TracedPacket } from './packets.js';
 import { TRACE_TABLE, installTraceTable, nftFamily, removeTraceTables } from './table.js';
@@ -21,7 +22,7 @@ import type { TraceTarget } from './target.js';
 
 export interface TraceOptions extends TraceTableOptions {
   readonly target: TraceTarget;
-  readonly mode: ProxyModeName;
+  readonly mode: ProxyMode;
   readonly runner: CommandRunner;
   readonly streams: StreamRunner;
   /** Stop after this many traced packets (default 1). */
@@ -43,7 +44,7 @@ export interface TracedPacketReport extends PacketMeaning {
 
 export interface TraceReport {
   readonly target: TraceTarget;
-  readonly mode: ProxyModeName;
+  readonly mode: ProxyMode;
   readonly packets: readonly TracedPacketReport[];
   /** Why the trace ended. */
   readonly ended: 'count' | 'timeout' | 'interrupted';

@@ -1,0 +1,17 @@
+// A command's flag that takes one of a closed set of names, read into its type once (config/choice.ts words the
+// refusal as the agent does): `--proxy-mode: unknown mode "ipvs" (iptables or nftables)`.
+import { readChoice } from '../config/choice.js';
+import { UsageError } from './node-options.js';
+
+/** `given` as one of `list` (`fallback` when the flag is absent); a UsageError naming the flag otherwise. */
+export function choiceFlag<T extends string>(
+  flag: string,
+  noun: string,
+  list: readonly T[],
+  given: string | undefined,
+  fallback: T,
+): T {
+  const read = readChoice(noun, list, given, fallback);
+  if (!read.ok) throw new UsageError(`${flag}: ${read.message}`);
+  return read.value;
+}
