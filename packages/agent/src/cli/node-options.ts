@@ -6,8 +6,7 @@ import type { IptablesExtras } from '../backends/iptables/render.js';
 import { nodePortAddressesOrDefault } from '../config/platform-defaults.js';
 import type { ProxyMode } from '../config/proxy-mode.js';
 import { readChoice } from '../config/choice.js';
-import { parseIPSloppy } from '../model/ip.js';
-import { nodeIPs as nodeIPsOf, nodePodCIDRs } from '../model/node-facts.js';
+import { nodeAddressFamilies, nodeIPs as nodeIPsOf, nodePodCIDRs } from '../model/node-facts.js';
 import type { IPFamily } from '../model/ip.js';
 import type { NodeNetworkConfig } from '../sync/backend.js';
 import { DETECT_LOCAL_MODES, nodeNetworkConfig } from '../sync/node-network.js';
@@ -114,14 +113,15 @@ function masqueradeBitOf(values: NodeFlagValues): number {
   return bit;
 }
 
-function familyFrom(flag: string | undefined, primaryIP: string | undefined): IPFamily {
+function familyFrom(flag: string | undefined, nodeIPs: readonly string[]): IPFamily {
   if (flag !== undefined) {
     const f = flag.toLowerCase();
     if (f === 'ipv4') return 'IPv4';
     if (f === 'ipv6') return 'IPv6';
     throw new UsageError(`--ip-family: expected ipv4 or ipv6, got ${JSON.stringify(flag)}`);
   }
-  return parseIPSloppy(primaryIP ?? '')?.family ?? 'IPv4';
+  // The agent's own choice (model/node-facts.ts); a command has no bindAddress, so the first node IP decides.
+  return nodeAddressFamilies('', nodeIPs).primary;
 }
 
 /**
@@ -142,7 +142,7 @@ export function nodeSettings(
     problems.push('no node IP given (--node-ip) and no Node object with addresses; using 127.0.0.1');
     nodeIPs.push('127.0.0.1');
   }
-  const family = familyFrom(values['ip-family'], nodeIPs[0]);
+  const family = familyFrom(values['ip-family'], nodeIPs);
   const nodePortAddresses = nodePortAddressesOrDefault(mode, list(values['nodeport-addresses']));
   const { config, problems: configProblems } = nodeNetworkConfig({
     family,

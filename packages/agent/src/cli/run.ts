@@ -26,7 +26,8 @@ import type { Node, ServiceCIDR } from '../api/objects.js';
 import type { KubeObject } from '../kube/object-identity.js';
 import type { Reflector, ReflectorTiming } from '../kube/reflector.js';
 import { waitForNode } from '../kube/wait-for-node.js';
-import { nodeIPs as nodeIPsOf, nodePodCIDRs } from '../model/node-facts.js';
+import { nodeAddressFamilies, nodeIPs as nodeIPsOf, nodePodCIDRs } from '../model/node-facts.js';
+import type { NodeAddressFamilies } from '../model/node-facts.js';
 import {
   endpointSliceReflector,
   nodeReflector,
@@ -35,7 +36,6 @@ import {
   serviceReflector,
 } from '../kube/watches.js';
 import { sliceRemnant } from '../model/endpoint-slice-cache.js';
-import { parseIPSloppy } from '../model/ip.js';
 import type { IPFamily } from '../model/ip.js';
 import { hostCommandRunner } from '../netfilter/command.js';
 import type { NftExecutors } from '../netfilter/nft/choose-executor.js';
@@ -147,26 +147,6 @@ function hostInterfaces(): Map<string, string[]> {
     );
   }
   return out;
-}
-
-/** The node's addresses as the proxiers use them: bindAddress first when it names one, and the families. */
-export interface NodeAddressFamilies {
-  readonly ips: readonly string[];
-  readonly primary: IPFamily;
-  readonly families: readonly IPFamily[];
-}
-
-/** The primary family is the first address's; the other joins when the node has an address of it. */
-export function nodeAddressFamilies(bindAddress: string, nodeIPs: readonly string[]): NodeAddressFamilies {
-  const bind = parseIPSloppy(bindAddress);
-  const ips = [...nodeIPs];
-  if (bind && bind.text !== '0.0.0.0' && bind.text !== '::') ips.unshift(bind.text);
-  const primary = parseIPSloppy(ips[0] ?? '')?.family ?? 'IPv4';
-  const other: IPFamily = primary === 'IPv4' ? 'IPv6' : 'IPv4';
-  const families: IPFamily[] = ips.some((ip) => parseIPSloppy(ip)?.family === other)
-    ? [primary, other]
-    : [primary];
-  return { ips, primary, families };
 }
 
 /** What every family's proxier is built from. */

@@ -5,9 +5,12 @@
 //   - Pod CIDRs: spec.podCIDRs, or else the older single spec.podCIDR (an API server keeps the two in step; a
 //     hand-written manifest may carry only the older field).
 //   - Zone: the topology.kubernetes.io/zone label, for topology hints.
+//   - Families: the primary is the first address's (bindAddress first when it names one); the other family is
+//     proxied too when the node has an address of it (upstream's dual-stack choice in server_linux.go).
 import { LABEL_TOPOLOGY_ZONE } from '../api/objects.js';
 import type { Node } from '../api/objects.js';
 import { parseIPSloppy } from './ip.js';
+import type { IPFamily } from './ip.js';
 import type { NodeTopology } from './topology.js';
 
 export interface NodeFacts {
@@ -57,4 +60,24 @@ export function nodeFacts(node: Node): NodeFacts {
     podCIDRs: nodePodCIDRs(node),
     ...(zone !== undefined ? { zone } : {}),
   };
+}
+
+/** The node's addresses as the proxiers use them: bindAddress first when it names one, and the families. */
+export interface NodeAddressFamilies {
+  readonly ips: readonly string[];
+  readonly primary: IPFamily;
+  readonly families: readonly IPFamily[];
+}
+
+/** The primary family is the first address's; the other joins when the node has an address of it. */
+export function nodeAddressFamilies(bindAddress: string, nodeIPs: readonly string[]): NodeAddressFamilies {
+  const bind = parseIPSloppy(bindAddress);
+  const ips = [...nodeIPs];
+  if (bind && bind.text !== '0.0.0.0' && bind.text !== '::') ips.unshift(bind.text);
+  const primary = parseIPSloppy(ips[0] ?? '')?.family ?? 'IPv4';
+  const other: IPFamily = primary === 'IPv4' ? 'IPv6' : 'IPv4';
+  const families: IPFamily[] = ips.some((ip) => parseIPSloppy(ip)?.family === other)
+    ? [primary, other]
+    : [primary];
+  return { ips, primary, families };
 }

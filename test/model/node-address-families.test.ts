@@ -2,7 +2,7 @@
 // the first address's family, bindAddress first when it names an address, the other family when the node has one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { nodeAddressFamilies } from '../../packages/agent/src/cli/run.js';
+import { nodeAddressFamilies } from '../../packages/agent/src/model/node-facts.js';
 
 test('single-stack: one family, the node IPs as they are', () => {
   assert.deepEqual(nodeAddressFamilies('0.0.0.0', ['198.18.0.2']), {
