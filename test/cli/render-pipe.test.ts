@@ -94,7 +94,7 @@ describe(`render of ${SERVICES.toLocaleString('en-US')} Services through a pipe`
     child.stdout.on('data', (b: Buffer) => {
       chunks.push(b);
       child.stdout.pause();
-      setTimeout(() => child.stdout.resume(), 2);
+      setTimeout(() => child.stdout.resume(), 2); // a slow reader, the condition under test: not a wait
     });
     const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
     assert.equal(code, 0, stderr);

@@ -23,6 +23,7 @@ async function firstEvent(path: string, change: () => void): Promise<ConfigFileE
   let close = (): void => {};
   try {
     return await new Promise<ConfigFileEvent>((resolve, reject) => {
+      // A deadline for a clear failure, not a wait.
       const timer = setTimeout(() => reject(new Error(`no event within ${WAIT_MS} ms`)), WAIT_MS);
       const started = watchConfigFile(path, (event) => {
         clearTimeout(timer);

@@ -24,6 +24,7 @@ function holdLock(lockFile: string, seconds: number): Promise<ChildProcess> {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   return new Promise((resolve, reject) => {
+    // A deadline for a clear failure, not a wait.
     const timer = setTimeout(() => reject(new Error('flock did not take the lock within 10 s')), 10_000);
     child.stdout?.once('data', () => {
       clearTimeout(timer);

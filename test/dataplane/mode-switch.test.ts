@@ -16,7 +16,7 @@ import type { TestCluster } from './harness/cluster.js';
 import { makeTestCluster } from './harness/cluster.js';
 import { endpointSlice, httpPort, service } from './harness/objects.js';
 import { errorKinds, podsThatAnswered } from './harness/outcomes.js';
-import { waitFor } from './harness/wait.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 const options = kernelOptions(['ip', 'nft', 'iptables-restore', 'iptables-save', 'iptables']);
 

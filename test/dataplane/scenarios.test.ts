@@ -17,7 +17,7 @@ import type { TestCluster } from './harness/cluster.js';
 import { addressOf, makeTestCluster, nodeAddresses } from './harness/cluster.js';
 import { dnsPort, endpointSlice, httpPort, service } from './harness/objects.js';
 import { answered, errorKinds, failed, podsThatAnswered, sourcesSeen } from './harness/outcomes.js';
-import { waitFor } from './harness/wait.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 const REJECT_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH']);
 

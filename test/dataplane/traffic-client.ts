@@ -53,6 +53,7 @@ function httpOnce(host: string, port: number, timeoutMs: number): Promise<Attemp
       res.on('end', () => finish(fromReplyText(Buffer.concat(chunks).toString('utf8'))));
       res.on('error', (e) => finish({ ok: false, error: errorCode(e) }));
     });
+    // The request's own timeout (an unanswered request is an outcome), not a wait.
     const timer = setTimeout(() => {
       finish({ ok: false, error: TIMEOUT });
       req.destroy();
@@ -73,7 +74,7 @@ function udpOnce(host: string, port: number, timeoutMs: number): Promise<Attempt
       socket.close();
       resolve(a);
     };
-    const timer = setTimeout(() => finish({ ok: false, error: TIMEOUT }), timeoutMs);
+    const timer = setTimeout(() => finish({ ok: false, error: TIMEOUT }), timeoutMs); // the request's timeout
     socket.on('message', (msg) => finish(fromReplyText(msg.toString('utf8'))));
     // A connected UDP socket hears ICMP errors (port unreachable → ECONNREFUSED), so a reject is not a timeout.
     socket.on('error', (e) => finish({ ok: false, error: errorCode(e) }));
@@ -137,7 +138,7 @@ async function main(): Promise<void> {
     const line = JSON.stringify(outcome) + '\n';
     process.stdout.write(line);
     if (options.out !== undefined) appendFileSync(options.out, line);
-    if (options.intervalMs > 0) await new Promise((r) => setTimeout(r, options.intervalMs));
+    if (options.intervalMs > 0) await new Promise((r) => setTimeout(r, options.intervalMs)); // the load's pace
   }
 }
 

@@ -36,7 +36,7 @@ test(
           assert.equal((JSON.parse(h.body) as { nodeEligible?: unknown }).nodeEligible, false);
           sawHealthz = true;
         }
-        await delay(1000);
+        await delay(1000); // the pace of the checks through the outage, not a wait
       }
       assert.ok(sawHealthz, 'the health server never answered during the outage');
       assert.ok(

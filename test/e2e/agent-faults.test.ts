@@ -101,7 +101,9 @@ function faultSuite(layout: NftablesLayoutName): void {
         await lab.api.waitForWatchers(path, 1, RECOVER_MS);
         lab.api.bookmark(path);
       }
-      // Let the bookmarks cross both relays before anything cuts the connections (a cut drops unsent bytes).
+      // Let the bookmarks cross both relays before anything cuts the connections (a cut drops unsent bytes). No
+      // event tells the test the proxy has read them; if 500 ms were too little, the watch would be backed off as
+      // a very short one and the recovery checks below would fail, never pass wrongly.
       await delay(500);
     }
 

@@ -84,6 +84,7 @@ export async function httpTally(ns: string, url: string, count: number): Promise
   return { pods, clients, failures };
 }
 
+/** A pause for pacing and for measured windows; each caller says why its pause is not synchronisation. */
 export function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -108,7 +109,7 @@ export async function waitFor<T>(
       throw new Error(
         `timed out after ${timeoutMs / 1000} s waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`,
       );
-    await delay(everyMs);
+    await delay(everyMs); // the polling pace, not a wait
   }
 }
 

@@ -129,6 +129,7 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
     try {
       if (child && child.exitCode === null) {
         child.kill('SIGINT');
+        // Ends on the exit; the 60 s are a deadline before SIGKILL, not a wait.
         await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 60_000))]);
         if (child.exitCode === null) child.kill('SIGKILL');
       }

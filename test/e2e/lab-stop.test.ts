@@ -45,6 +45,7 @@ function startLabUp(prefix: string, stateDir: string): Started {
   const shown = (text: string, timeoutMs: number): Promise<void> =>
     new Promise<void>((resolve, reject) => {
       if (output.includes(text)) return resolve();
+      // A deadline for a clear failure; the wait ends on the output.
       const timer = setTimeout(
         () => reject(new Error(`no "${text}" in ${timeoutMs / 1000} s:\n${output}`)),
         timeoutMs,

@@ -425,14 +425,14 @@ describe('lab web: the lab, seen in a browser', { skip: gate.skip, timeout: 1_80
     async () => {
       const window = async (what: string): Promise<{ self: number; children: number }> => {
         const a = cpuSeconds();
-        await new Promise((r) => setTimeout(r, 60_000));
+        await new Promise((r) => setTimeout(r, 60_000)); // the measurement window (opt-in), not a wait
         const b = cpuSeconds();
         const r = { self: +(b.self - a.self).toFixed(2), children: +(b.children - a.children).toFixed(2) };
         console.log(`# lab CPU over 60 s, ${what}: ${r.self} s (its reaped children: ${r.children} s)`);
         return r;
       };
       // Settle first: the last syncs of the 1,000 Services, and the page's first draw.
-      await new Promise((r) => setTimeout(r, 20_000));
+      await new Promise((r) => setTimeout(r, 20_000)); // settling before measuring (opt-in), not a wait
       const open = await window('page open');
       await p().close();
       page = undefined;

@@ -448,7 +448,8 @@ describe('Reflector: list and watch', () => {
     h.server.failNext = { count: 0, code: 503 };
     await h.rec.waitFor((e) => e.some((x) => x.startsWith('delete default/b')), 'b deleted by the relist');
     await h.server.waitForWatchers(PATH, 1);
-    // Several resync periods have passed: nothing was redelivered.
+    // An absence can only be waited out: five resync periods pass, and nothing is redelivered (a redelivery in
+    // them fails the test; none could make it pass wrongly).
     await new Promise((resolve) => setTimeout(resolve, 100));
     assert.deepEqual(seen, [
       'add a whole 198.18.0.10',

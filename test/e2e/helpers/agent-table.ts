@@ -36,7 +36,7 @@ export function exec(cmd: string, args: readonly string[], stdin = '', timeoutMs
     const child = spawn(cmd, [...args], { stdio: ['pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs); // a deadline, not a wait
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => err.push(b));
     child.on('error', (e) => {

@@ -19,6 +19,6 @@ export async function until(
     if (Date.now() >= deadline) {
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n${await detail()}`);
     }
-    await delay(everyMs);
+    await delay(everyMs); // the polling pace, not a wait
   }
 }

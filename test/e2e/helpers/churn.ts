@@ -67,7 +67,7 @@ export async function churnExperiment(lab: Lab, prefix: string, node = 'worker')
   const sampler = (async () => {
     while (sampling) {
       series.push(await read());
-      await delay(250);
+      await delay(250); // the sampling interval of the series, not a wait for anything
     }
   })();
   try {
@@ -90,10 +90,13 @@ export async function churnExperiment(lab: Lab, prefix: string, node = 'worker')
     await sampler;
   }
   // The sampler may have stopped just before the last sync; the final reading belongs to the series too. The
-  // gauge drops when a sync *starts* (checkout) and the sync counter moves when it *ends*, so let a sync in flight
-  // finish first (minSyncPeriod 15s: no new one starts meanwhile without new changes).
-  await delay(5_000);
-  const end = await read();
+  // gauge drops when a sync *starts* (checkout) and the sync counter moves when it *ends*: the sync that took the
+  // last pending changes has ended once the counter passes its value in the last reading that still had some.
+  const lastBusy = [...series].reverse().find((p) => p.pending > 0);
+  const end = await waitFor('the sync that took the last changes to end', 40_000, async () => {
+    const r = await read();
+    return r.syncs > (lastBusy?.syncs ?? -1) ? r : undefined;
+  });
   const elapsedS = (Date.now() - startedAt) / 1000;
   series.push(end);
   const pending = series.map((p) => p.pending);

@@ -23,6 +23,6 @@ export async function labTurn(timeoutMs = 20 * 60_000): Promise<() => void> {
       throw new Error(
         `the lab suite in process ${lock.holder} still holds ${TURN_FILE} after ${timeoutMs / 1000} s`,
       );
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await new Promise((resolve) => setTimeout(resolve, 1000)); // polling a PID file's lock: its pace, not a wait
   }
 }

@@ -63,6 +63,7 @@ export function waitUntil(
 ): Promise<void> {
   if (check()) return Promise.resolve();
   return new Promise((resolve, reject) => {
+    // A deadline for a clear failure; the wait itself ends on the recorded event.
     const timer = setTimeout(
       () => reject(new Error(`timed out waiting for ${what}; state: ${dump()}`)),
       timeoutMs,

@@ -78,7 +78,7 @@ function fakeKubelet(dir: string): {
       start: (pod) =>
         new Promise((resolve) => {
           started.add(`${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`);
-          setTimeout(resolve, delay.ms);
+          setTimeout(resolve, delay.ms); // a pod start that takes as long as the test says: simulated work
         }),
       stop: () => Promise.resolve(),
     },

@@ -5,15 +5,13 @@ import assert from 'node:assert/strict';
 import { CoreV1Api, KubeConfig, makeInformer, type V1ConfigMap } from '@kubernetes/client-node';
 import { startApiServer, type ApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
+import { waitFor } from '../../helpers/wait-for.js';
 
 const CM = resourceByKind('ConfigMap');
 
+/** Until the informer's callbacks have made `cond` true (they run on the informer's own schedule). */
 async function until(what: string, cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  assert.fail(`timed out waiting for ${what}`);
+  await waitFor(what, () => (cond() ? true : undefined), { timeoutMs: 30_000, intervalMs: 25 });
 }
 
 test('makeInformer survives a bookmark, a 410 and a restart', { timeout: 90_000 }, async () => {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { defaultNodes, startApiServer, type ApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
 import { toolOptions } from '../tools.js';
+import { waitFor } from '../../helpers/wait-for.js';
 
 const DEPLOYMENT = (replicas: number, servicePort: number): string => `
 apiVersion: apps/v1
@@ -176,8 +177,11 @@ describe('kubectl against the lab API server', toolOptions(['kubectl']), () => {
       assert.equal(cip, svc.spec.clusterIP);
 
       // Let the watch catch up, then compare the replica counts it saw (consecutive repeats are status updates).
-      for (let i = 0; i < 100 && !/web 3\n[\s\S]*web 12\n[\s\S]*web 3\n/.test(watched); i++)
-        await new Promise((r) => setTimeout(r, 50));
+      await waitFor(
+        'kubectl get -w to print 3, 12 and 3 replicas',
+        () => (/web 3\n[\s\S]*web 12\n[\s\S]*web 3\n/.test(watched) ? true : undefined),
+        { timeoutMs: 5_000 },
+      ).catch(() => undefined); // the assertion below shows what it printed
       const seen = watched
         .trim()
         .split('\n')

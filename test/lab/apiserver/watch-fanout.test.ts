@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { request, type ClientRequest } from 'node:http';
 import { startApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
+import { waitFor } from '../../helpers/wait-for.js';
 
 const CLIENTS = 50;
 const CHANGES = 5000;
@@ -74,8 +75,11 @@ test(`${CLIENTS} watchers each see all ${CHANGES} changes in order`, async () =>
       expected.push({ type, name, rv: server.store.resourceVersion });
       if (i % 100 === 99) await new Promise((r2) => setImmediate(r2));
     }
-    for (let wait = 0; wait < 600 && seen.some((s) => s.length < CHANGES); wait++)
-      await new Promise((r) => setTimeout(r, 50));
+    await waitFor(
+      'every client to see every change',
+      () => (seen.every((s) => s.length >= CHANGES) ? true : undefined),
+      { timeoutMs: 30_000 },
+    ).catch(() => undefined); // the assertions below say which client missed what
     for (const [i, events] of seen.entries()) {
       assert.equal(events.length, CHANGES, `client ${i} saw ${events.length}`);
       assert.deepEqual(events, expected, `client ${i}`);

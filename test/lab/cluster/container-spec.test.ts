@@ -136,17 +136,19 @@ test('tailLines counts lines, not bytes, and a trailing newline is no extra line
 test('usage: CPU is the rate of a process’s ticks between two rounds, memory its resident set', async () => {
   const { UsageSampler } = await import('../../../packages/lab/src/cluster/usage.js');
   let ticks = 100;
+  let now = 1_000_000;
   const sampler = new UsageSampler(
     () => Promise.resolve(new Map([['node/worker', [42]]])),
     (pid) => (pid === 42 ? { cpuTicks: ticks, rssBytes: 2048 * 1024 } : undefined),
+    () => now,
   );
   await sampler.sample();
   assert.equal(sampler.usage('node/worker')?.cpuNanoCores, 0, 'no rate from one round');
-  await new Promise((resolve) => setTimeout(resolve, 200));
-  ticks += 10; // 0.1 s of CPU in about 0.2 s: about half a core
+  now += 200;
+  ticks += 10; // 0.1 s of CPU (100 ticks a second) in 0.2 s: half a core
   await sampler.sample();
   const u = sampler.usage('node/worker');
-  assert.ok(u && u.cpuNanoCores > 0.3e9 && u.cpuNanoCores < 0.6e9, `${u?.cpuNanoCores}`);
+  assert.equal(u?.cpuNanoCores, 0.5e9);
   assert.equal(u.memoryBytes, 2048 * 1024);
 });
 

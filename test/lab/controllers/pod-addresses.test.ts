@@ -20,13 +20,27 @@ function pod(name: string): object {
   };
 }
 
-async function until<T>(what: string, f: () => T | undefined): Promise<T> {
-  for (let i = 0; i < 200; i++) {
-    const v = f();
-    if (v !== undefined) return v;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`${what}: not within 2 s`);
+/** f()'s first defined value: checked now and after each change to the server's store (10 s at most). */
+function until<T>(server: ApiServer, what: string, f: () => T | undefined): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const check = (): boolean => {
+      const v = f();
+      if (v === undefined) return false;
+      done();
+      resolve(v);
+      return true;
+    };
+    const timer = setTimeout(() => {
+      done();
+      reject(new Error(`${what}: not within 10 s`));
+    }, 10_000); // a deadline for a clear failure, not a wait
+    const unsubscribe = server.store.subscribe(() => void check());
+    const done = (): void => {
+      clearTimeout(timer);
+      unsubscribe();
+    };
+    check();
+  });
 }
 
 describe('pod addresses', () => {
@@ -35,33 +49,43 @@ describe('pod addresses', () => {
 
   test('an address is reused only after the deleted Pod has stopped', async () => {
     const pendingStops: (() => void)[] = [];
+    let stopAsked: () => void = () => undefined;
+    const asked = new Promise<void>((resolve) => (stopAsked = resolve));
+    let firstStarted: () => void = () => undefined;
+    const started = new Promise<void>((resolve) => (firstStarted = resolve));
     const lifecycle: PodLifecycle = {
-      start: async () => undefined,
+      start: async () => firstStarted(),
       // The sandbox teardown takes as long as the test says.
-      stop: () => new Promise<void>((resolve) => pendingStops.push(resolve)),
+      stop: () =>
+        new Promise<void>((resolve) => {
+          pendingStops.push(resolve);
+          stopAsked();
+        }),
     };
     server = await startApiServer({ nodes: defaultNodes(1), podLifecycle: lifecycle, tls: false });
     const s = server;
     const ipOf = (name: string): string | undefined =>
       str(child(s.store.get(POD, 'default', name), 'status'), 'podIP');
     assert.ok(s.registry.create(POD, 'default', pod('first')).ok);
-    const first = await until('first pod address', () => ipOf('first'));
+    const first = await until(s, 'first pod address', () => ipOf('first'));
+    await started; // the kubelet runs it: its deletion is a stop to wait for
 
     assert.ok(s.registry.delete(POD, 'default', 'first', { gracePeriodSeconds: 0 }).ok);
-    await until('first pod gone from the store', () =>
+    await until(s, 'first pod gone from the store', () =>
       s.store.get(POD, 'default', 'first') ? undefined : true,
     );
+    await asked;
     await s.idle();
     assert.equal(pendingStops.length, 1, 'the lab kubelet was asked to stop it, and that is still running');
 
     assert.ok(s.registry.create(POD, 'default', pod('second')).ok);
-    const second = await until('second pod address', () => ipOf('second'));
+    const second = await until(s, 'second pod address', () => ipOf('second'));
     assert.notEqual(second, first, 'the address of a Pod still stopping is not given out');
 
     pendingStops[0]?.();
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await s.idle();
     assert.ok(s.registry.create(POD, 'default', pod('third')).ok);
-    const third = await until('third pod address', () => ipOf('third'));
+    const third = await until(s, 'third pod address', () => ipOf('third'));
     assert.notEqual(third, first, 'even once stopped, a freed address is not handed out again at once');
   });
 
@@ -74,11 +98,11 @@ describe('pod addresses', () => {
       const last = (ip: string): number => Number(ip.split('.').at(-1));
       const started = async (name: string): Promise<number> => {
         assert.ok(s.registry.create(POD, 'default', pod(name)).ok);
-        return last(await until(name, () => ipOf(name)));
+        return last(await until(s, name, () => ipOf(name)));
       };
       const gone = async (name: string): Promise<void> => {
         assert.ok(s.registry.delete(POD, 'default', name, { gracePeriodSeconds: 0 }).ok);
-        await until(`${name} gone`, () => (s.store.get(POD, 'default', name) ? undefined : true));
+        await until(s, `${name} gone`, () => (s.store.get(POD, 'default', name) ? undefined : true));
         await s.idle();
       };
       assert.equal(await started('a'), 2, "the first pod of the node's /24 gets .2 (.1 is the gateway)");

@@ -5,17 +5,15 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startApiServer, type ApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import { labApi } from '../../../packages/lab/src/soak/lab-client.js';
+import { waitFor } from '../../helpers/wait-for.js';
 
 function configMap(name: string): object {
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default' }, data: { k: name } };
 }
 
+/** Until the client's callbacks have made `f` true (they run on the client's own schedule). */
 async function until(what: string, f: () => boolean): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (f()) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`${what}: not within 6 s`);
+  await waitFor(what, () => (f() ? true : undefined), { timeoutMs: 6_000, intervalMs: 20 });
 }
 
 describe('soak lab client', () => {

@@ -44,7 +44,7 @@ for (const [sport, dst, dport] of sends) {
   s.bind({ address: '${NODE_IP}', port: sport }, () => s.send('q', dport, dst, (e) => {
     if (e) { console.error(e.message); process.exitCode = 1; }
     s.close();
-    if (--left === 0) setTimeout(() => {}, 0);
+    if (--left === 0) setTimeout(() => {}, 0); // one more tick for the last close, then exit: not a wait
   }));
 }
 `;

@@ -90,144 +90,372 @@ function acceptsTable(accept: string): boolean {
 
 const ok200 = 200;
 
-export function createHandler(opts: HttpOptions): {
-  handle: (req: IncomingMessage, res: ServerResponse) => void;
-  /** The server's 'upgrade' event: pods/exec and pods/attach over WebSocket; anything else is refused. */
-  upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
-  closeWatches: () => void;
-  watchCount: () => number;
-} {
-  const watches = new Set<ActiveWatch>();
-  const expected = Buffer.from(`Bearer ${opts.token}`);
+function sendJson(res: ServerResponse, code: number, body: unknown): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
 
-  const sendJson = (res: ServerResponse, code: number, body: unknown): void => {
-    if (res.headersSent) {
-      res.end();
+function sendError(res: ServerResponse, err: ApiError): void {
+  sendJson(res, err.code, statusObject(err));
+}
+
+/** Reads the body up to the limit; past it, keeps draining (so the client reads our 413) but stores nothing. */
+function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | 'too-large'> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > maxBytes) {
+        tooLarge = true;
+        chunks.length = 0;
+        // A client that keeps sending far past the limit is cut off.
+        if (size > maxBytes * 16) req.destroy();
+      } else chunks.push(c);
+    });
+    req.on('end', () => resolve(tooLarge ? 'too-large' : Buffer.concat(chunks)));
+    req.on('error', reject);
+    req.on('close', () => {
+      if (tooLarge) resolve('too-large');
+    });
+  });
+}
+
+/** A request body by its content type: JSON, YAML or (not for a patch) protobuf. */
+function decodeBody(buf: Buffer, contentType: string, patch: boolean, kind: string): Result<unknown> {
+  const base = (contentType.split(';')[0] ?? '').trim().toLowerCase();
+  const text = buf.toString('utf8');
+  if (base === 'application/vnd.kubernetes.protobuf' && !patch) {
+    const d = decodeProtobuf(buf, kind);
+    return 'error' in d
+      ? { ok: false, error: { ...errors.unsupportedMediaType(base), message: d.error } }
+      : { ok: true, value: d.value };
+  }
+  if (patch) {
+    if (!patchTypeOf(contentType)) return { ok: false, error: errors.unsupportedMediaType(base) };
+  } else if (base === 'application/yaml' || base === 'application/x-yaml') {
+    try {
+      return { ok: true, value: parseYaml(text) as unknown };
+    } catch (e) {
+      return { ok: false, error: errors.badRequest(`error decoding YAML: ${String(e)}`) };
+    }
+  } else if (base !== '' && base !== 'application/json' && base !== '*/*') {
+    return { ok: false, error: errors.unsupportedMediaType(base) };
+  }
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch (e) {
+    return {
+      ok: false,
+      error: errors.badRequest(
+        `the body of the request was malformed: ${e instanceof Error ? e.message : String(e)}`,
+      ),
+    };
+  }
+}
+
+function selectors(
+  q: URLSearchParams,
+  type: ResourceType,
+): Result<{ labelSelector?: LabelSelector; fieldSelector?: FieldSelector }> {
+  let labelSelector: LabelSelector | undefined;
+  let fieldSelector: FieldSelector | undefined;
+  const ls = q.get('labelSelector');
+  if (ls) {
+    const p = parseLabelSelector(ls);
+    if ('error' in p)
+      return { ok: false, error: errors.badRequest(`unable to parse requirement: ${p.error}`) };
+    labelSelector = p.selector;
+  }
+  const fs = q.get('fieldSelector');
+  if (fs) {
+    const p = parseFieldSelector(fs, type.fieldSelectors);
+    if ('error' in p) return { ok: false, error: errors.badRequest(p.error) };
+    fieldSelector = p.selector;
+  }
+  return { ok: true, value: { labelSelector, fieldSelector } };
+}
+
+function listBody(
+  type: ResourceType,
+  r: ListResult,
+  table: boolean,
+  include: IncludeObject,
+  now: number,
+): unknown {
+  const meta = {
+    resourceVersion: r.resourceVersion,
+    ...(r.continueToken ? { continue: r.continueToken, remainingItemCount: r.remainingItemCount } : {}),
+  };
+  if (table) return renderTable(type, r.items, meta, now, include);
+  return { kind: type.listKind, apiVersion: apiVersionOf(type), metadata: meta, items: r.items };
+}
+
+function deleteOptions(q: URLSearchParams, body: unknown): DeleteOptions {
+  const grace = q.get('gracePeriodSeconds') ?? (isObject(body) ? num(body, 'gracePeriodSeconds') : undefined);
+  const policy = q.get('propagationPolicy') ?? (isObject(body) ? str(body, 'propagationPolicy') : undefined);
+  const pre = isObject(body) && isObject(body.preconditions) ? body.preconditions : undefined;
+  return {
+    ...(grace !== undefined && grace !== null && !Number.isNaN(Number(grace))
+      ? { gracePeriodSeconds: Number(grace) }
+      : {}),
+    ...(policy === 'Orphan' || policy === 'Background' || policy === 'Foreground'
+      ? { propagationPolicy: policy }
+      : {}),
+    ...(pre ? { preconditions: { uid: str(pre, 'uid'), resourceVersion: str(pre, 'resourceVersion') } } : {}),
+  };
+}
+
+/** The verb of a request on a resource route, or the error that refuses it. */
+function requestVerb(method: string, route: ResourceRoute, q: URLSearchParams): Verb | ApiError {
+  const { type, name, sub } = route;
+  const namespace = route.namespace ?? (type.namespaced ? undefined : '');
+  const isWatch = route.watchPrefix || q.get('watch') === 'true' || q.get('watch') === '1';
+  let verb: Verb;
+  if (method === 'GET') verb = isWatch ? 'watch' : name === undefined ? 'list' : 'get';
+  else if (method === 'POST' && name === undefined) verb = 'create';
+  else if (method === 'PUT' && name !== undefined) verb = 'update';
+  else if (method === 'PATCH' && name !== undefined) verb = 'patch';
+  else if (method === 'DELETE') verb = name === undefined ? 'deletecollection' : 'delete';
+  else
+    return errors.methodNotAllowed(
+      method,
+      name === undefined ? `the collection ${type.resource}` : `${type.resource}/${name}`,
+    );
+  if (sub !== undefined && !['get', 'update', 'patch'].includes(verb))
+    return errors.methodNotAllowed(method, `${type.resource}/${sub}`);
+  if (type.namespaced && namespace === undefined && ['create', 'delete', 'deletecollection'].includes(verb))
+    return errors.noRoute();
+  return verb;
+}
+
+const WRITES: readonly Verb[] = ['create', 'update', 'patch', 'delete', 'deletecollection'];
+/** Verbs whose body is required (a delete's is optional). */
+const BODY_REQUIRED: readonly Verb[] = ['create', 'update', 'patch'];
+
+/** The decoded path segments of a request's URL. */
+function pathParts(url: URL): string[] {
+  return url.pathname
+    .split('/')
+    .filter((p) => p !== '')
+    .map(decodeURIComponent);
+}
+
+/** The API server's HTTP side: discovery, OpenAPI, resources (with watches), pods/log, exec and attach. */
+class ApiHandler {
+  readonly watches = new Set<ActiveWatch>();
+  private readonly expected: Buffer;
+
+  constructor(private readonly opts: HttpOptions) {
+    this.expected = Buffer.from(`Bearer ${opts.token}`);
+  }
+
+  handle(req: IncomingMessage, res: ServerResponse): void {
+    this.route(req, res).catch((e: unknown) => {
+      this.opts.logger.error('request failed', { method: req.method, url: req.url, error: String(e) });
+      if (!res.headersSent) sendError(res, errors.internal(String(e)));
+      else res.destroy();
+    });
+  }
+
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => socket.destroy());
+    try {
+      if (!this.authorized(req)) return rejectUpgrade(socket, errors.unauthorized());
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const parts = pathParts(url);
+      if (
+        !serveRemoteCommand(req, socket, head, parts, url.searchParams, this.opts.registry, this.opts.kubelet)
+      )
+        rejectUpgrade(socket, errors.badRequest(`${url.pathname} cannot be upgraded to a stream`));
+    } catch (e) {
+      this.opts.logger.error('upgrade failed', { url: req.url, error: String(e) });
+      socket.destroy();
+    }
+  }
+
+  private authorized(req: IncomingMessage): boolean {
+    const got = Buffer.from(req.headers.authorization ?? '');
+    return got.length === this.expected.length && timingSafeEqual(got, this.expected);
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const parts = pathParts(url);
+    const path = `/${parts.join('/')}`;
+    if (path === '/healthz' || path === '/livez' || path === '/readyz') {
+      res.writeHead(200, { 'Content-Type': 'text/plain' });
+      res.end('ok');
       return;
     }
-    const text = JSON.stringify(body);
-    res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-    res.end(text);
-  };
-  const sendError = (res: ServerResponse, err: ApiError): void => sendJson(res, err.code, statusObject(err));
-
-  const authorized = (req: IncomingMessage): boolean => {
-    const got = Buffer.from(req.headers.authorization ?? '');
-    return got.length === expected.length && timingSafeEqual(got, expected);
-  };
-
-  /** Reads the body up to the limit; past it, keeps draining (so the client reads our 413) but stores nothing. */
-  const readBody = (req: IncomingMessage): Promise<Buffer | 'too-large'> =>
-    new Promise((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      let tooLarge = false;
-      req.on('data', (c: Buffer) => {
-        size += c.length;
-        if (size > opts.maxBodyBytes) {
-          tooLarge = true;
-          chunks.length = 0;
-          // A client that keeps sending far past the limit is cut off.
-          if (size > opts.maxBodyBytes * 16) req.destroy();
-        } else chunks.push(c);
-      });
-      req.on('end', () => resolve(tooLarge ? 'too-large' : Buffer.concat(chunks)));
-      req.on('error', reject);
-      req.on('close', () => {
-        if (tooLarge) resolve('too-large');
-      });
-    });
-
-  const decodeBody = (buf: Buffer, contentType: string, patch: boolean, kind: string): Result<unknown> => {
-    const base = (contentType.split(';')[0] ?? '').trim().toLowerCase();
-    const text = buf.toString('utf8');
-    if (base === 'application/vnd.kubernetes.protobuf' && !patch) {
-      const d = decodeProtobuf(buf, kind);
-      return 'error' in d
-        ? { ok: false, error: { ...errors.unsupportedMediaType(base), message: d.error } }
-        : { ok: true, value: d.value };
+    if (!this.authorized(req)) return sendError(res, errors.unauthorized());
+    const method = req.method ?? 'GET';
+    if (this.serveDiscovery(res, method, path, parts)) return;
+    let routed: ResourceRoute | undefined;
+    if (parts[0] === 'api' && parts[1] === 'v1') routed = routeResource('', 'v1', parts.slice(2));
+    else if (parts[0] === 'apis') routed = routeResource(parts[1] ?? '', parts[2] ?? '', parts.slice(3));
+    if (this.opts.extraRoutes?.(req, res, parts)) return;
+    // pods/log: the kubelet's file, not the registry's object.
+    if (
+      parts.length === 7 &&
+      parts[0] === 'api' &&
+      parts[1] === 'v1' &&
+      parts[2] === 'namespaces' &&
+      parts[4] === 'pods' &&
+      parts[6] === 'log'
+    ) {
+      if (method !== 'GET') return sendError(res, errors.methodNotAllowed(method, 'pods/log'));
+      const pod = this.opts.registry.get(
+        findResource('', 'v1', 'pods') as ResourceType,
+        parts[3] ?? '',
+        parts[5] ?? '',
+      );
+      if (!pod.ok) return sendError(res, pod.error);
+      return servePodLog(req, res, pod.value, this.opts.kubelet, url.searchParams, (e) => sendError(res, e));
     }
-    if (patch) {
-      if (!patchTypeOf(contentType)) return { ok: false, error: errors.unsupportedMediaType(base) };
-    } else if (base === 'application/yaml' || base === 'application/x-yaml') {
-      try {
-        return { ok: true, value: parseYaml(text) as unknown };
-      } catch (e) {
-        return { ok: false, error: errors.badRequest(`error decoding YAML: ${String(e)}`) };
+    if (!routed) return sendError(res, errors.noRoute());
+    await this.serveResource(req, res, routed, url.searchParams);
+  }
+
+  /** Discovery and OpenAPI documents; false when `path` is none of them. */
+  private serveDiscovery(
+    res: ServerResponse,
+    method: string,
+    path: string,
+    parts: readonly string[],
+  ): boolean {
+    const discovery = (doc: object | undefined): true => {
+      if (method !== 'GET') sendError(res, errors.methodNotAllowed(method, path));
+      else if (!doc) sendError(res, errors.noRoute());
+      else sendJson(res, 200, doc);
+      return true;
+    };
+    if (path === '/version') return discovery(SERVER_VERSION);
+    if (path === '/api') return discovery(apiVersions(this.opts.serverAddress()));
+    if (path === '/apis') return discovery(apiGroupList());
+    if (path === '/api/v1') return discovery(apiResourceList('', 'v1'));
+    if (path === '/openapi/v2') {
+      if (method !== 'GET') {
+        sendError(res, errors.methodNotAllowed(method, path));
+        return true;
       }
-    } else if (base !== '' && base !== 'application/json' && base !== '*/*') {
-      return { ok: false, error: errors.unsupportedMediaType(base) };
+      const body = openapiV2Protobuf();
+      res.writeHead(200, { 'Content-Type': OPENAPI_V2_PROTOBUF_TYPE, 'Content-Length': body.length });
+      res.end(body);
+      return true;
     }
-    try {
-      return { ok: true, value: JSON.parse(text) as unknown };
-    } catch (e) {
-      return {
-        ok: false,
-        error: errors.badRequest(
-          `the body of the request was malformed: ${e instanceof Error ? e.message : String(e)}`,
-        ),
-      };
-    }
-  };
+    if (path === '/openapi/v3') return discovery(openapiRoot());
+    if (path.startsWith('/openapi/v3/'))
+      return discovery(openapiGroupVersion(path.slice('/openapi/v3/'.length)));
+    if (parts[0] === 'apis' && parts.length === 2) return discovery(apiGroup(parts[1] ?? ''));
+    if (parts[0] === 'apis' && parts.length === 3)
+      return discovery(apiResourceList(parts[1] ?? '', parts[2] ?? ''));
+    return false;
+  }
 
-  const selectors = (
+  private async serveResource(
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: ResourceRoute,
     q: URLSearchParams,
-    type: ResourceType,
-  ): Result<{ labelSelector?: LabelSelector; fieldSelector?: FieldSelector }> => {
-    let labelSelector: LabelSelector | undefined;
-    let fieldSelector: FieldSelector | undefined;
-    const ls = q.get('labelSelector');
-    if (ls) {
-      const p = parseLabelSelector(ls);
-      if ('error' in p)
-        return { ok: false, error: errors.badRequest(`unable to parse requirement: ${p.error}`) };
-      labelSelector = p.selector;
+  ): Promise<void> {
+    const table = acceptsTable(req.headers.accept ?? '');
+    const includeParam = q.get('includeObject');
+    const include: IncludeObject =
+      includeParam === 'None' || includeParam === 'Object' ? includeParam : 'Metadata';
+    const verb = requestVerb(req.method ?? 'GET', route, q);
+    if (typeof verb !== 'string') return sendError(res, verb);
+    if (verb === 'watch') return this.serveWatch(req, res, route, q, table, include);
+    let body: unknown;
+    if (WRITES.includes(verb)) {
+      const buf = await readBody(req, this.opts.maxBodyBytes);
+      if (buf === 'too-large') {
+        res.setHeader('Connection', 'close');
+        return sendError(res, errors.tooLarge(this.opts.maxBodyBytes));
+      }
+      if (buf.length > 0 || BODY_REQUIRED.includes(verb)) {
+        const decoded = decodeBody(buf, req.headers['content-type'] ?? '', verb === 'patch', route.type.kind);
+        if (!decoded.ok) return sendError(res, decoded.error);
+        body = decoded.value;
+      }
     }
-    const fs = q.get('fieldSelector');
-    if (fs) {
-      const p = parseFieldSelector(fs, type.fieldSelectors);
-      if ('error' in p) return { ok: false, error: errors.badRequest(p.error) };
-      fieldSelector = p.selector;
+    this.serveVerb(req, res, route, q, { verb, body, table, include });
+  }
+
+  /** One registry call for the verb, and its answer (a Table when the client asked for one on a read). */
+  private serveVerb(
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: ResourceRoute,
+    q: URLSearchParams,
+    r: { verb: Exclude<Verb, 'watch'>; body: unknown; table: boolean; include: IncludeObject },
+  ): void {
+    const { type, name = '', sub } = route;
+    const namespace = route.namespace ?? (type.namespaced ? undefined : '');
+    const { verb, body, table, include } = r;
+    const reg = this.opts.registry;
+    const now = this.opts.clock.now();
+    const single = (result: Result<JsonObject>, code = 200): void => {
+      if (!result.ok) return sendError(res, result.error);
+      if (table && verb === 'get') {
+        const meta = { resourceVersion: str(result.value.metadata, 'resourceVersion') };
+        return sendJson(res, code, renderTable(type, [result.value], meta, now, include));
+      }
+      sendJson(res, code, result.value);
+    };
+    switch (verb) {
+      case 'get':
+        return single(
+          sub === 'scale' ? reg.getScale(type, namespace ?? '', name) : reg.get(type, namespace ?? '', name),
+        );
+      case 'list': {
+        const sel = selectors(q, type);
+        if (!sel.ok) return sendError(res, sel.error);
+        const limit = Number(q.get('limit') ?? '0');
+        const listed = reg.list(type, namespace, {
+          ...sel.value,
+          ...(limit > 0 ? { limit } : {}),
+          ...(q.get('continue') ? { continueToken: q.get('continue') ?? '' } : {}),
+        });
+        if (!listed.ok) return sendError(res, listed.error);
+        return sendJson(res, 200, listBody(type, listed.value, table, include, now));
+      }
+      case 'create':
+        return single(reg.create(type, namespace ?? '', body), 201);
+      case 'update':
+        return single(reg.update(type, namespace ?? '', name, body, sub));
+      case 'patch': {
+        const pt = patchTypeOf(req.headers['content-type'] ?? '');
+        if (!pt) return sendError(res, errors.unsupportedMediaType(req.headers['content-type'] ?? ''));
+        return single(reg.patch(type, namespace ?? '', name, pt, body, sub));
+      }
+      case 'delete':
+        return single(reg.delete(type, namespace ?? '', name, deleteOptions(q, body)));
+      case 'deletecollection': {
+        const sel = selectors(q, type);
+        if (!sel.ok) return sendError(res, sel.error);
+        const deleted = reg.deleteCollection(type, namespace, sel.value, deleteOptions(q, body));
+        if (!deleted.ok) return sendError(res, deleted.error);
+        return sendJson(res, 200, listBody(type, deleted.value, false, include, now));
+      }
     }
-    return { ok: true, value: { labelSelector, fieldSelector } };
-  };
+  }
 
-  const listBody = (type: ResourceType, r: ListResult, table: boolean, include: IncludeObject): unknown => {
-    const meta = {
-      resourceVersion: r.resourceVersion,
-      ...(r.continueToken ? { continue: r.continueToken, remainingItemCount: r.remainingItemCount } : {}),
-    };
-    if (table) return renderTable(type, r.items, meta, opts.clock.now(), include);
-    return { kind: type.listKind, apiVersion: apiVersionOf(type), metadata: meta, items: r.items };
-  };
-
-  const deleteOptions = (q: URLSearchParams, body: unknown): DeleteOptions => {
-    const grace =
-      q.get('gracePeriodSeconds') ?? (isObject(body) ? num(body, 'gracePeriodSeconds') : undefined);
-    const policy =
-      q.get('propagationPolicy') ?? (isObject(body) ? str(body, 'propagationPolicy') : undefined);
-    const pre = isObject(body) && isObject(body.preconditions) ? body.preconditions : undefined;
-    return {
-      ...(grace !== undefined && grace !== null && !Number.isNaN(Number(grace))
-        ? { gracePeriodSeconds: Number(grace) }
-        : {}),
-      ...(policy === 'Orphan' || policy === 'Background' || policy === 'Foreground'
-        ? { propagationPolicy: policy }
-        : {}),
-      ...(pre
-        ? { preconditions: { uid: str(pre, 'uid'), resourceVersion: str(pre, 'resourceVersion') } }
-        : {}),
-    };
-  };
-
-  const serveWatch = (
+  private serveWatch(
     req: IncomingMessage,
     res: ServerResponse,
     route: ResourceRoute,
     q: URLSearchParams,
     table: boolean,
     include: IncludeObject,
-  ): void => {
+  ): void {
+    const { opts, watches } = this;
     const sel = selectors(q, route.type);
     if (!sel.ok) return sendError(res, sel.error);
     const rvText = q.get('resourceVersion') ?? undefined;
@@ -288,210 +516,24 @@ export function createHandler(opts: HttpOptions): {
     const stopOnClose = (): void => active.stop();
     req.on('close', stopOnClose);
     res.on('close', stopOnClose);
-  };
+  }
+}
 
-  const serveResource = async (
-    req: IncomingMessage,
-    res: ServerResponse,
-    route: ResourceRoute,
-    q: URLSearchParams,
-  ): Promise<void> => {
-    const method = req.method ?? 'GET';
-    const accept = req.headers.accept ?? '';
-    const table = acceptsTable(accept);
-    const includeParam = q.get('includeObject');
-    const include: IncludeObject =
-      includeParam === 'None' || includeParam === 'Object' ? includeParam : 'Metadata';
-    const { type, name, sub } = route;
-    const namespace = route.namespace ?? (type.namespaced ? undefined : '');
-    const isWatch = route.watchPrefix || q.get('watch') === 'true' || q.get('watch') === '1';
-    let verb: Verb;
-    if (method === 'GET') verb = isWatch ? 'watch' : name === undefined ? 'list' : 'get';
-    else if (method === 'POST' && name === undefined) verb = 'create';
-    else if (method === 'PUT' && name !== undefined) verb = 'update';
-    else if (method === 'PATCH' && name !== undefined) verb = 'patch';
-    else if (method === 'DELETE') verb = name === undefined ? 'deletecollection' : 'delete';
-    else
-      return sendError(
-        res,
-        errors.methodNotAllowed(
-          method,
-          name === undefined ? `the collection ${type.resource}` : `${type.resource}/${name}`,
-        ),
-      );
-    if (sub !== undefined && !['get', 'update', 'patch'].includes(verb))
-      return sendError(res, errors.methodNotAllowed(method, `${type.resource}/${sub}`));
-    if (type.namespaced && namespace === undefined && ['create', 'delete', 'deletecollection'].includes(verb))
-      return sendError(res, errors.noRoute());
-
-    if (verb === 'watch') return serveWatch(req, res, route, q, table, include);
-
-    let body: unknown;
-    if (
-      verb === 'create' ||
-      verb === 'update' ||
-      verb === 'patch' ||
-      verb === 'delete' ||
-      verb === 'deletecollection'
-    ) {
-      const buf = await readBody(req);
-      if (buf === 'too-large') {
-        res.setHeader('Connection', 'close');
-        return sendError(res, errors.tooLarge(opts.maxBodyBytes));
-      }
-      if (buf.length > 0 || verb === 'create' || verb === 'update' || verb === 'patch') {
-        const decoded = decodeBody(buf, req.headers['content-type'] ?? '', verb === 'patch', type.kind);
-        if (!decoded.ok) return sendError(res, decoded.error);
-        body = decoded.value;
-      }
-    }
-    const reg = opts.registry;
-    const single = (r: Result<JsonObject>, code = 200): void => {
-      if (!r.ok) return sendError(res, r.error);
-      if (table && (verb === 'get' || verb === 'list'))
-        return sendJson(
-          res,
-          code,
-          renderTable(
-            type,
-            [r.value],
-            { resourceVersion: str(r.value.metadata, 'resourceVersion') },
-            opts.clock.now(),
-            include,
-          ),
-        );
-      sendJson(res, code, r.value);
-    };
-    switch (verb) {
-      case 'get':
-        return single(
-          sub === 'scale'
-            ? reg.getScale(type, namespace ?? '', name ?? '')
-            : reg.get(type, namespace ?? '', name ?? ''),
-        );
-      case 'list': {
-        const sel = selectors(q, type);
-        if (!sel.ok) return sendError(res, sel.error);
-        const limit = Number(q.get('limit') ?? '0');
-        const r = reg.list(type, namespace, {
-          ...sel.value,
-          ...(limit > 0 ? { limit } : {}),
-          ...(q.get('continue') ? { continueToken: q.get('continue') ?? '' } : {}),
-        });
-        if (!r.ok) return sendError(res, r.error);
-        return sendJson(res, 200, listBody(type, r.value, table, include));
-      }
-      case 'create':
-        return single(reg.create(type, namespace ?? '', body), 201);
-      case 'update':
-        return single(reg.update(type, namespace ?? '', name ?? '', body, sub));
-      case 'patch': {
-        const pt = patchTypeOf(req.headers['content-type'] ?? '');
-        if (!pt) return sendError(res, errors.unsupportedMediaType(req.headers['content-type'] ?? ''));
-        return single(reg.patch(type, namespace ?? '', name ?? '', pt, body, sub));
-      }
-      case 'delete':
-        return single(reg.delete(type, namespace ?? '', name ?? '', deleteOptions(q, body)));
-      case 'deletecollection': {
-        const sel = selectors(q, type);
-        if (!sel.ok) return sendError(res, sel.error);
-        const r = reg.deleteCollection(type, namespace, sel.value, deleteOptions(q, body));
-        if (!r.ok) return sendError(res, r.error);
-        return sendJson(res, 200, listBody(type, r.value, false, include));
-      }
-    }
-  };
-
-  const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const parts = url.pathname
-      .split('/')
-      .filter((p) => p !== '')
-      .map(decodeURIComponent);
-    const path = `/${parts.join('/')}`;
-    if (path === '/healthz' || path === '/livez' || path === '/readyz') {
-      res.writeHead(200, { 'Content-Type': 'text/plain' });
-      res.end('ok');
-      return;
-    }
-    if (!authorized(req)) return sendError(res, errors.unauthorized());
-    const method = req.method ?? 'GET';
-    const discovery = (doc: object | undefined): void => {
-      if (method !== 'GET') return sendError(res, errors.methodNotAllowed(method, path));
-      if (!doc) return sendError(res, errors.noRoute());
-      sendJson(res, 200, doc);
-    };
-    if (path === '/version') return discovery(SERVER_VERSION);
-    if (path === '/api') return discovery(apiVersions(opts.serverAddress()));
-    if (path === '/apis') return discovery(apiGroupList());
-    if (path === '/api/v1') return discovery(apiResourceList('', 'v1'));
-    if (path === '/openapi/v2') {
-      if (method !== 'GET') return sendError(res, errors.methodNotAllowed(method, path));
-      const body = openapiV2Protobuf();
-      res.writeHead(200, { 'Content-Type': OPENAPI_V2_PROTOBUF_TYPE, 'Content-Length': body.length });
-      res.end(body);
-      return;
-    }
-    if (path === '/openapi/v3') return discovery(openapiRoot());
-    if (path.startsWith('/openapi/v3/'))
-      return discovery(openapiGroupVersion(path.slice('/openapi/v3/'.length)));
-    let routed: ResourceRoute | undefined;
-    if (parts[0] === 'api' && parts[1] === 'v1') routed = routeResource('', 'v1', parts.slice(2));
-    else if (parts[0] === 'apis' && parts.length === 2) return discovery(apiGroup(parts[1] ?? ''));
-    else if (parts[0] === 'apis' && parts.length === 3)
-      return discovery(apiResourceList(parts[1] ?? '', parts[2] ?? ''));
-    else if (parts[0] === 'apis') routed = routeResource(parts[1] ?? '', parts[2] ?? '', parts.slice(3));
-    if (opts.extraRoutes?.(req, res, parts)) return;
-    // pods/log: the kubelet's file, not the registry's object.
-    if (
-      parts.length === 7 &&
-      parts[0] === 'api' &&
-      parts[1] === 'v1' &&
-      parts[2] === 'namespaces' &&
-      parts[4] === 'pods' &&
-      parts[6] === 'log'
-    ) {
-      if (method !== 'GET') return sendError(res, errors.methodNotAllowed(method, 'pods/log'));
-      const pod = opts.registry.get(
-        findResource('', 'v1', 'pods') as ResourceType,
-        parts[3] ?? '',
-        parts[5] ?? '',
-      );
-      if (!pod.ok) return sendError(res, pod.error);
-      return servePodLog(req, res, pod.value, opts.kubelet, url.searchParams, (e) => sendError(res, e));
-    }
-    if (!routed) return sendError(res, errors.noRoute());
-    await serveResource(req, res, routed, url.searchParams);
-  };
-
+export function createHandler(opts: HttpOptions): {
+  handle: (req: IncomingMessage, res: ServerResponse) => void;
+  /** The server's 'upgrade' event: pods/exec and pods/attach over WebSocket; anything else is refused. */
+  upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  closeWatches: () => void;
+  watchCount: () => number;
+} {
+  const handler = new ApiHandler(opts);
   return {
-    handle(req, res) {
-      route(req, res).catch((e: unknown) => {
-        opts.logger.error('request failed', { method: req.method, url: req.url, error: String(e) });
-        if (!res.headersSent) sendError(res, errors.internal(String(e)));
-        else res.destroy();
-      });
-    },
-    upgrade(req, socket, head) {
-      socket.on('error', () => socket.destroy());
-      try {
-        if (!authorized(req)) return rejectUpgrade(socket, errors.unauthorized());
-        const url = new URL(req.url ?? '/', 'http://localhost');
-        const parts = url.pathname
-          .split('/')
-          .filter((p) => p !== '')
-          .map(decodeURIComponent);
-        if (!serveRemoteCommand(req, socket, head, parts, url.searchParams, opts.registry, opts.kubelet))
-          rejectUpgrade(socket, errors.badRequest(`${url.pathname} cannot be upgraded to a stream`));
-      } catch (e) {
-        opts.logger.error('upgrade failed', { url: req.url, error: String(e) });
-        socket.destroy();
-      }
-    },
+    handle: (req, res) => handler.handle(req, res),
+    upgrade: (req, socket, head) => handler.upgrade(req, socket, head),
     closeWatches() {
-      for (const w of [...watches]) w.stop();
-      watches.clear();
+      for (const w of [...handler.watches]) w.stop();
+      handler.watches.clear();
     },
-    watchCount: () => watches.size,
+    watchCount: () => handler.watches.size,
   };
 }

@@ -171,14 +171,12 @@ function nodeObject(spec: NodeSpec, index: number): object {
   };
 }
 
-export async function startApiServer(options: ApiServerOptions = {}): Promise<ApiServer> {
-  const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? SILENT_LOGGER;
-  const cidr = parseCidr(options.serviceCIDR ?? '198.19.0.0/16');
-  if (!cidr) throw new Error(`serviceCIDR: "${options.serviceCIDR ?? ''}" is not a CIDR`);
-  const { host, port: wantPort } = parseListen(options.listen);
-  const token = options.token ?? randomBytes(32).toString('hex');
-
+/** The store (restored when asked) and its registry, with the system namespaces and the asked-for Nodes. */
+function openRegistry(
+  options: ApiServerOptions,
+  cidr: NonNullable<ReturnType<typeof parseCidr>>,
+  clock: Clock,
+): { store: ObjectStore; registry: Registry } {
   const store = new ObjectStore({ historyLimit: options.historyLimit ?? 10_000 }, options.restore);
   const allocators = new ServiceAllocators(cidr);
   const strategies = new Map<string, Strategy>([
@@ -193,7 +191,6 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
   ]);
   const registry = new Registry(store, strategies, clock);
   for (const svc of store.list(resourceByKind('Service'))) allocators.record(svc, undefined);
-
   const nsType = resourceByKind('Namespace');
   for (const ns of SYSTEM_NAMESPACES)
     if (!store.get(nsType, '', ns)) registry.create(nsType, '', { metadata: { name: ns } });
@@ -203,6 +200,61 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
     const r = registry.create(nodeType, '', nodeObject(spec, i));
     if (!r.ok) throw new Error(`node ${spec.name}: ${r.error.message}`);
   }
+  return { store, registry };
+}
+
+/**
+ * Every raw socket of `srv`, including ones still in their TLS handshake, which closeAllConnections() does not
+ * see: a client reconnecting just as the server closes would otherwise hold close() open for good.
+ */
+function trackSockets(srv: Server): { count(): number; destroyAll(): void } {
+  const sockets = new Set<Socket>();
+  srv.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  return {
+    count: () => sockets.size,
+    destroyAll(): void {
+      for (const socket of sockets) socket.destroy();
+      sockets.clear();
+    },
+  };
+}
+
+/** Listens on `port` (0: any) of `host`; the port bound. */
+async function listen(srv: Server, port: number, host: string): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(port, host, () => {
+      srv.off('error', reject);
+      resolve();
+    });
+  });
+  return (srv.address() as AddressInfo).port;
+}
+
+/** A restart on the same port: the old listener's port is released a moment after close(), so retry briefly. */
+async function startOnReleasedPort(options: ApiServerOptions): Promise<ApiServer> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await startApiServer(options);
+    } catch (e) {
+      if (attempt >= 50 || !(e instanceof Error) || !('code' in e) || e.code !== 'EADDRINUSE') throw e;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
+
+export async function startApiServer(options: ApiServerOptions = {}): Promise<ApiServer> {
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? SILENT_LOGGER;
+  const cidr = parseCidr(options.serviceCIDR ?? '198.19.0.0/16');
+  if (!cidr) throw new Error(`serviceCIDR: "${options.serviceCIDR ?? ''}" is not a CIDR`);
+  const { host, port: wantPort } = parseListen(options.listen);
+  const token = options.token ?? randomBytes(32).toString('hex');
+
+  const { store, registry } = openRegistry(options, cidr, clock);
 
   let server: Server | undefined;
   let controllers: Controllers | undefined;
@@ -236,25 +288,8 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
     : createServer({ keepAliveTimeout: 30_000 }, handler.handle);
   server = srv;
   srv.on('upgrade', handler.upgrade);
-  // Every raw socket, including ones still in their TLS handshake, which closeAllConnections() does not see: a
-  // client reconnecting just as the server closes would otherwise hold close() open for good.
-  const sockets = new Set<Socket>();
-  srv.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
-  const destroySockets = (): void => {
-    for (const socket of sockets) socket.destroy();
-    sockets.clear();
-  };
-  await new Promise<void>((resolve, reject) => {
-    srv.once('error', reject);
-    srv.listen(wantPort, host, () => {
-      srv.off('error', reject);
-      resolve();
-    });
-  });
-  boundPort = (srv.address() as AddressInfo).port;
+  const sockets = trackSockets(srv);
+  boundPort = await listen(srv, wantPort, host);
   const url = `${cert ? 'https' : 'http'}://${host}:${boundPort}`;
   const kubeconfig = (): string => kubeconfigYaml(url, token, cert?.certPem);
   const writeKubeconfig = async (path: string): Promise<void> => {
@@ -288,7 +323,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
         handler.closeWatches();
         s.closeIdleConnections();
         s.closeAllConnections();
-        destroySockets();
+        sockets.destroyAll();
         await closed;
       })();
       return stopping;
@@ -309,16 +344,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
         restore: store.snapshot(),
         ...overrides,
       };
-      // The old listener's port is released a moment after close(); retry briefly rather than fail.
-      let next: ApiServer | undefined;
-      for (let attempt = 0; !next; attempt++) {
-        try {
-          next = await startApiServer(restartOptions);
-        } catch (e) {
-          if (attempt >= 50 || !(e instanceof Error) || !('code' in e) || e.code !== 'EADDRINUSE') throw e;
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
-      }
+      const next = await startOnReleasedPort(restartOptions);
       // A graceful hand-over: idle keep-alive connections close first (so clients drop them from their pools), then
       // watches end cleanly (their connections are not reused: clients re-watch on a fresh connection to the new
       // listener, already up); only what is still open after a grace period is cut.
@@ -326,12 +352,12 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
       await new Promise((resolve) => setTimeout(resolve, 100));
       handler.closeWatches();
       const deadline = Date.now() + 2_000;
-      while (sockets.size > 0 && Date.now() < deadline) {
+      while (sockets.count() > 0 && Date.now() < deadline) {
         s?.closeIdleConnections();
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
       s?.closeAllConnections();
-      destroySockets();
+      sockets.destroyAll();
       await closed;
       stopping = Promise.resolve();
       return next;

@@ -185,97 +185,97 @@ function keepAllocatedValues(spec: JsonObject, oldSpec: JsonObject): void {
     spec.healthCheckNodePort = oldSpec.healthCheckNodePort;
 }
 
-function validateService(
-  spec: JsonObject,
-  old: JsonObject | undefined,
+/** What the ports of one Service have used so far: names, port/protocol pairs, NodePorts by protocol. */
+interface SeenPorts {
+  readonly names: Set<string>;
+  readonly portKeys: Set<string>;
+  readonly nodePorts: Map<number, string>;
+}
+
+/** The causes of one entry of spec.ports (its name, port, protocol, targetPort and nodePort). */
+function servicePortCauses(
+  p: unknown,
+  i: number,
+  count: number,
+  type: string,
+  seen: SeenPorts,
   self: string,
   alloc: ServiceAllocators,
 ): StatusCause[] {
   const out: StatusCause[] = [];
-  const type = spec.type;
-  if (typeof type !== 'string' || !SERVICE_TYPES.includes(type)) {
-    out.push(
-      cause(
-        'spec.type',
-        `Unsupported value: ${JSON.stringify(type)}: supported values: "ClusterIP", "ExternalName", "LoadBalancer", "NodePort"`,
-        'FieldValueNotSupported',
-      ),
-    );
-    return out;
-  }
-  if (type === 'ExternalName') {
-    if (!str(spec, 'externalName'))
-      out.push(cause('spec.externalName', 'Required value', 'FieldValueRequired'));
-  }
-  const ports = arr(spec, 'ports');
-  if (ports.length === 0 && type !== 'ExternalName' && !isHeadless(spec))
-    out.push(cause('spec.ports', 'Required value', 'FieldValueRequired'));
-  const names = new Set<string>();
-  const portKeys = new Set<string>();
-  const ownNodePorts = new Map<number, string>();
-  ports.forEach((p, i) => {
-    const f = `spec.ports[${i}]`;
-    const name = str(p, 'name');
-    if (ports.length > 1 && !name) out.push(cause(`${f}.name`, 'Required value', 'FieldValueRequired'));
-    if (name !== undefined && name !== '') {
-      if (names.has(name)) out.push(cause(`${f}.name`, `Duplicate value: "${name}"`, 'FieldValueDuplicate'));
-      names.add(name);
-      if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name) || name.length > 63)
-        out.push(
-          cause(
-            `${f}.name`,
-            `Invalid value: "${name}": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'`,
-          ),
-        );
-    }
-    out.push(...portCauses(`${f}.port`, isObject(p) ? p.port : undefined));
-    const proto = isObject(p) ? p.protocol : undefined;
-    out.push(...protocolCauses(`${f}.protocol`, proto));
-    const pk = `${String(num(p, 'port'))}/${String(proto)}`;
-    if (portKeys.has(pk))
+  const f = `spec.ports[${i}]`;
+  const name = str(p, 'name');
+  if (count > 1 && !name) out.push(cause(`${f}.name`, 'Required value', 'FieldValueRequired'));
+  if (name !== undefined && name !== '') {
+    if (seen.names.has(name))
+      out.push(cause(`${f}.name`, `Duplicate value: "${name}"`, 'FieldValueDuplicate'));
+    seen.names.add(name);
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name) || name.length > 63)
       out.push(
         cause(
-          `${f}`,
-          `Duplicate value: {"port":${String(num(p, 'port'))},"protocol":"${String(proto)}"}`,
-          'FieldValueDuplicate',
+          `${f}.name`,
+          `Invalid value: "${name}": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'`,
         ),
       );
-    portKeys.add(pk);
-    const tp = isObject(p) ? p.targetPort : undefined;
-    if (typeof tp === 'number') out.push(...portCauses(`${f}.targetPort`, tp));
-    else if (typeof tp === 'string')
-      for (const e of portNameErrors(tp)) out.push(cause(`${f}.targetPort`, `Invalid value: "${tp}": ${e}`));
-    else if (tp !== undefined)
-      out.push(cause(`${f}.targetPort`, 'Invalid value: must be a number or a port name'));
-    const np = isObject(p) ? p.nodePort : undefined;
-    if (np !== undefined && np !== 0) {
-      if (!needsNodePorts(type))
-        out.push(
-          cause(
-            `${f}.nodePort`,
-            `Forbidden: may not be used when \`type\` is '${type}'`,
-            'FieldValueForbidden',
-          ),
-        );
-      else if (typeof np !== 'number' || !Number.isInteger(np) || np < NODE_PORT_MIN || np > NODE_PORT_MAX)
-        out.push(
-          cause(
-            `${f}.nodePort`,
-            `Invalid value: ${JSON.stringify(np)}: provided port is not in the valid range. The range of valid ports is ${NODE_PORT_MIN}-${NODE_PORT_MAX}`,
-          ),
-        );
-      else {
-        const owner = alloc.nodePorts.get(np);
-        if (owner !== undefined && owner !== self)
-          out.push(cause(`${f}.nodePort`, `Invalid value: ${np}: provided port is already allocated`));
-        // The same NodePort may serve one port number over two protocols, nothing else.
-        const mine = ownNodePorts.get(np);
-        if (mine !== undefined && mine === String(proto))
-          out.push(cause(`${f}.nodePort`, `Duplicate value: "${np}"`, 'FieldValueDuplicate'));
-        ownNodePorts.set(np, String(proto));
-      }
-    }
-  });
+  }
+  out.push(...portCauses(`${f}.port`, isObject(p) ? p.port : undefined));
+  const proto = isObject(p) ? p.protocol : undefined;
+  out.push(...protocolCauses(`${f}.protocol`, proto));
+  const pk = `${String(num(p, 'port'))}/${String(proto)}`;
+  if (seen.portKeys.has(pk))
+    out.push(
+      cause(
+        `${f}`,
+        `Duplicate value: {"port":${String(num(p, 'port'))},"protocol":"${String(proto)}"}`,
+        'FieldValueDuplicate',
+      ),
+    );
+  seen.portKeys.add(pk);
+  const tp = isObject(p) ? p.targetPort : undefined;
+  if (typeof tp === 'number') out.push(...portCauses(`${f}.targetPort`, tp));
+  else if (typeof tp === 'string')
+    for (const e of portNameErrors(tp)) out.push(cause(`${f}.targetPort`, `Invalid value: "${tp}": ${e}`));
+  else if (tp !== undefined)
+    out.push(cause(`${f}.targetPort`, 'Invalid value: must be a number or a port name'));
+  const np = isObject(p) ? p.nodePort : undefined;
+  if (np !== undefined && np !== 0)
+    out.push(...nodePortCauses(`${f}.nodePort`, np, String(proto), type, seen, self, alloc));
+  return out;
+}
+
+function nodePortCauses(
+  f: string,
+  np: unknown,
+  proto: string,
+  type: string,
+  seen: SeenPorts,
+  self: string,
+  alloc: ServiceAllocators,
+): StatusCause[] {
+  if (!needsNodePorts(type))
+    return [cause(f, `Forbidden: may not be used when \`type\` is '${type}'`, 'FieldValueForbidden')];
+  if (typeof np !== 'number' || !Number.isInteger(np) || np < NODE_PORT_MIN || np > NODE_PORT_MAX)
+    return [
+      cause(
+        f,
+        `Invalid value: ${JSON.stringify(np)}: provided port is not in the valid range. The range of valid ports is ${NODE_PORT_MIN}-${NODE_PORT_MAX}`,
+      ),
+    ];
+  const out: StatusCause[] = [];
+  const owner = alloc.nodePorts.get(np);
+  if (owner !== undefined && owner !== self)
+    out.push(cause(f, `Invalid value: ${np}: provided port is already allocated`));
+  // The same NodePort may serve one port number over two protocols, nothing else.
+  const mine = seen.nodePorts.get(np);
+  if (mine !== undefined && mine === proto)
+    out.push(cause(f, `Duplicate value: "${np}"`, 'FieldValueDuplicate'));
+  seen.nodePorts.set(np, proto);
+  return out;
+}
+
+/** Session affinity and the traffic policies. */
+function policyCauses(spec: JsonObject, type: string): StatusCause[] {
+  const out: StatusCause[] = [];
   if (!['None', 'ClientIP'].includes(String(spec.sessionAffinity)))
     out.push(
       cause(
@@ -315,6 +315,37 @@ function validateService(
         `Invalid value: ${JSON.stringify(spec.externalTrafficPolicy)}: may only be set for externally-accessible services`,
       ),
     );
+  return out;
+}
+
+function validateService(
+  spec: JsonObject,
+  old: JsonObject | undefined,
+  self: string,
+  alloc: ServiceAllocators,
+): StatusCause[] {
+  const out: StatusCause[] = [];
+  const type = spec.type;
+  if (typeof type !== 'string' || !SERVICE_TYPES.includes(type)) {
+    out.push(
+      cause(
+        'spec.type',
+        `Unsupported value: ${JSON.stringify(type)}: supported values: "ClusterIP", "ExternalName", "LoadBalancer", "NodePort"`,
+        'FieldValueNotSupported',
+      ),
+    );
+    return out;
+  }
+  if (type === 'ExternalName') {
+    if (!str(spec, 'externalName'))
+      out.push(cause('spec.externalName', 'Required value', 'FieldValueRequired'));
+  }
+  const ports = arr(spec, 'ports');
+  if (ports.length === 0 && type !== 'ExternalName' && !isHeadless(spec))
+    out.push(cause('spec.ports', 'Required value', 'FieldValueRequired'));
+  const seen: SeenPorts = { names: new Set(), portKeys: new Set(), nodePorts: new Map() };
+  ports.forEach((p, i) => out.push(...servicePortCauses(p, i, ports.length, type, seen, self, alloc)));
+  out.push(...policyCauses(spec, type));
   arr(spec, 'externalIPs').forEach((ip, i) => {
     if (typeof ip !== 'string' || !isValidIP(ip))
       out.push(

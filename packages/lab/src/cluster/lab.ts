@@ -4,7 +4,7 @@
 // one per node), service names for every namespace, and last the `svc/web` workload. stop() undoes it all; so
 // does `lab down` from its records.
 import type { NftablesLayoutName } from 'kube-proxy-ts/config/nftables-layout.js';
-import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs';
+import { mkdirSync, renameSync, writeFileSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { hostCommandRunner, type CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
 import { SILENT_LOGGER, type Logger } from 'kube-proxy-ts/util/logger.js';
@@ -12,12 +12,15 @@ import { defaultNodes, startApiServer, type ApiServer } from '../apiserver/index
 import { child, num, str } from '../apiserver/json.js';
 import { kubeconfigYaml } from '../apiserver/kubeconfig.js';
 import { resourceByKind } from '../apiserver/resources.js';
-import type { Pod } from '../apiserver/types.js';
-import type { ContainerProcess } from './containers.js';
-import { namespacePids } from '@kube-proxy-ts/netns/index.js';
-import { serveMetrics, UsageSampler } from './usage.js';
-import { KUBE_PROXY_LABELS, kubeProxyDaemonSet } from './kube-proxy-daemonset.js';
-import { HostsFiles, serviceName, type HostsTarget, type ServiceName } from './hosts.js';
+import { serveMetrics, type UsageSampler } from './usage.js';
+import { kubeProxyDaemonSet } from './kube-proxy-daemonset.js';
+import {
+  configMapLookup,
+  followProxyConfigMap,
+  LabHosts,
+  labUsageSampler,
+  ProxyProcesses,
+} from './lab-parts.js';
 import {
   DEFAULT_PREFIX,
   NODE_APISERVER_ADDRESS,
@@ -118,13 +121,8 @@ export class LabAlreadyUpError extends Error {
   }
 }
 
-/** The node's kube-proxy, as its DaemonSet pod's container runs it. */
-export interface ProxyView {
-  /** How many kube-proxy processes this node has started (every pod, every restart). */
-  readonly starts: number;
-  readonly running: boolean;
-  pid(): number | undefined;
-}
+export type { ProxyView } from './lab-parts.js';
+import type { ProxyView } from './lab-parts.js';
 
 export interface NodeHandle {
   readonly name: string;
@@ -173,20 +171,8 @@ function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-export async function startLab(options: LabOptions = {}): Promise<Lab> {
-  const runner = options.runner ?? hostCommandRunner;
-  const logger = options.logger ?? SILENT_LOGGER;
-  const progress = options.progress ?? ((): void => undefined);
-  // A start step: first, whether the start was called off.
-  const step = (line: string): void => {
-    options.signal?.throwIfAborted();
-    progress(line);
-  };
-  const prefix = options.prefix ?? DEFAULT_PREFIX;
-  const mode = options.mode ?? 'nftables';
-  const layout = labLayout(options.nodes ?? 2, prefix);
-  const paths = labPaths(options.stateDir ?? defaultStateDir());
-
+/** The state directory's and the prefix's locks, both or neither; a lab holding either is named in the error. */
+function takeLabLocks(paths: LabPaths, prefix: string): { release(): void } {
   const stateLock = acquireLabLock(paths.lockFile);
   if (!stateLock.ok) throw new LabAlreadyUpError(stateLock.holder, paths.stateDir);
   const prefixLock = acquireLabLock(prefixLockFile(prefix));
@@ -194,13 +180,21 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     stateLock.release();
     throw new LabAlreadyUpError(prefixLock.holder, `another state directory (namespace prefix ${prefix})`);
   }
-  const lock = {
+  return {
     release(): void {
       prefixLock.release();
       stateLock.release();
     },
   };
-  // A lab that died without `lab down` left namespaces behind: clean them before building anew.
+}
+
+/** A lab that died without `lab down` left namespaces behind: they go before the lab is built anew. */
+async function sweepLeftovers(
+  runner: CommandRunner,
+  paths: LabPaths,
+  prefix: string,
+  progress: (line: string) => void,
+): Promise<void> {
   const previous = readLabState(paths.stateFile);
   const stale = [prefix];
   if (previous.ok && previous.state.prefix !== prefix) stale.push(previous.state.prefix);
@@ -213,13 +207,59 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     if (r.namespaces.length > 0)
       progress(`removed ${r.namespaces.length} namespaces a previous lab left behind`);
   }
+}
 
-  const baseState: LabState = {
+/** Creates each object in `namespace` of the server's registry; an error names the kind and `what`. */
+function createAll(
+  server: ApiServer,
+  what: string,
+  objects: readonly (readonly [string, string, object])[],
+): void {
+  for (const [kind, namespace, obj] of objects) {
+    const r = server.registry.create(resourceByKind(kind), namespace, obj);
+    if (!r.ok) throw new Error(`creating ${kind} ${what}: ${r.error.message}`);
+  }
+}
+
+/** Each node's handle: its directory, kubeconfig and config copy written, its relay to the API server made. */
+function nodeHandles(
+  runner: CommandRunner,
+  layout: LabLayout,
+  paths: LabPaths,
+  nodeKubeconfig: string,
+  configText: string,
+  proxies: ProxyProcesses,
+  logger: Logger,
+): NodeHandle[] {
+  return layout.nodes.map((n) => {
+    mkdirSync(paths.nodeDir(n.name), { recursive: true, mode: 0o700 });
+    writeAtomically(paths.nodeKubeconfig(n.name), nodeKubeconfig);
+    // A copy of config.conf for tools run by hand (`explain --config`); the proxies read their pod's volume.
+    writeAtomically(paths.nodeConfig(n.name), configText);
+    const relay = new Supervised(
+      runner,
+      {
+        name: `relay on ${n.name}`,
+        namespace: n.namespace,
+        argv: () =>
+          labCliArgv(['relay', '--listen', NODE_APISERVER_ADDRESS, '--socket', paths.apiserverSocket]),
+        pidFile: `${paths.nodeDir(n.name)}/relay.pid`,
+        log: paths.relayLog(n.name),
+      },
+      logger.child({ node: n.name }),
+    );
+    return { name: n.name, namespace: n.namespace, proxy: proxies.view(n.name), relay };
+  });
+}
+
+/** The state recorded before anything else starts, so that `lab down` finds even a half-built lab. */
+function initialState(options: LabOptions, prefix: string, layout: LabLayout): LabState {
+  return {
     version: 1,
     pid: process.pid,
     prefix,
     nodes: layout.nodes.map((n) => n.name),
-    mode,
+    mode: options.mode ?? 'nftables',
     ...(options.iptables !== undefined ? { iptables: options.iptables } : {}),
     ...(options.nftablesLayout !== undefined ? { nftablesLayout: options.nftablesLayout } : {}),
     startedAt: new Date().toISOString(),
@@ -227,366 +267,310 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     token: '',
     caPem: '',
   };
-  writeLabState(paths.stateFile, baseState);
+}
 
-  const cleanups: (() => Promise<void> | void)[] = [];
-  let lifecycle: NamespacePodLifecycle | undefined;
-  let resolveStopped: () => void = () => undefined;
-  const stopped = new Promise<void>((resolve) => (resolveStopped = resolve));
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> =>
-    (stopping ??= (async () => {
-      progress('stopping the lab');
-      lifecycle?.close();
-      for (const c of cleanups.reverse()) {
-        try {
-          await c();
-        } catch (e) {
-          logger.warn('cleanup step failed', { error: e instanceof Error ? e.message : String(e) });
-        }
+/** Stops everything in reverse order of start, once however often asked; then the sweep and the locks. */
+class LabTeardown {
+  readonly cleanups: (() => Promise<void> | void)[] = [];
+  lifecycle: NamespacePodLifecycle | undefined;
+  private stopping: Promise<void> | undefined;
+  private resolveStopped: () => void = () => undefined;
+  readonly stopped = new Promise<void>((resolve) => (this.resolveStopped = resolve));
+
+  constructor(
+    private readonly runner: CommandRunner,
+    private readonly prefix: string,
+    private readonly paths: LabPaths,
+    private readonly lock: { release(): void },
+    private readonly logger: Logger,
+    private readonly progress: (line: string) => void,
+  ) {}
+
+  stop(): Promise<void> {
+    return (this.stopping ??= this.run());
+  }
+
+  private async run(): Promise<void> {
+    this.progress('stopping the lab');
+    this.lifecycle?.close();
+    for (const c of this.cleanups.reverse()) {
+      try {
+        await c();
+      } catch (e) {
+        this.logger.warn('cleanup step failed', { error: e instanceof Error ? e.message : String(e) });
       }
-      const r = await removeLabLeftovers(runner, prefix);
-      for (const e of r.errors) logger.warn('teardown', { error: e });
-      removeStateDir(paths.stateDir);
-      lock.release();
-      progress(`removed ${r.namespaces.length} namespaces; nothing left behind`);
-      resolveStopped();
-    })());
+    }
+    const r = await removeLabLeftovers(this.runner, this.prefix);
+    for (const e of r.errors) this.logger.warn('teardown', { error: e });
+    removeStateDir(this.paths.stateDir);
+    this.lock.release();
+    this.progress(`removed ${r.namespaces.length} namespaces; nothing left behind`);
+    this.resolveStopped();
+  }
+}
 
+export async function startLab(options: LabOptions = {}): Promise<Lab> {
+  const runner = options.runner ?? hostCommandRunner;
+  const logger = options.logger ?? SILENT_LOGGER;
+  const progress = options.progress ?? ((): void => undefined);
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
+  const layout = labLayout(options.nodes ?? 2, prefix);
+  const paths = labPaths(options.stateDir ?? defaultStateDir());
+  const lock = takeLabLocks(paths, prefix);
+  const teardown = new LabTeardown(runner, prefix, paths, lock, logger, progress);
   try {
-    step(
-      `building the network: ${layout.nodes.length} nodes (${layout.nodes.map((n) => n.name).join(', ')}), underlay, client`,
-    );
-    if (options.iptables !== undefined) prepareIptablesBinDir(paths, options.iptables);
-    let image: ImageRuntime | undefined;
-    if (options.image !== undefined) {
-      step(`unpacking the node image ${options.image} (kube-proxy runs from it, by runc)`);
-      image = await openImageRuntime(runner, options.image, paths.stateDir);
-    }
-    await buildLabNetwork(runner, layout);
-
-    const hosts = new HostsFiles();
-    const podTargets = new Map<string, HostsTarget>();
-    let refreshHosts: () => void = () => undefined;
-    // Each node's kube-proxy: the container process of its DaemonSet pod. Its PID file and log are linked at the
-    // node's paths (`lab status`, the walkthrough's `tail`), whichever pod runs it now.
-    const proxyProcesses = new Map<string, { starts: number; current?: ContainerProcess }>();
-    const serverRef: { current?: ApiServer } = {};
-    lifecycle = namespacePodLifecycle({
-      runner,
-      layout,
-      ...(image ? { image } : {}),
-      podStateDir: paths.podDir(),
-      logger: logger.child({ component: 'pods' }),
-      configMaps: () => (namespace, name) => {
-        const cm = serverRef.current?.store.get(resourceByKind('ConfigMap'), namespace, name);
-        if (!cm) return undefined;
-        const data: Record<string, string> = {};
-        for (const [k, v] of Object.entries(child(cm, 'data'))) if (typeof v === 'string') data[k] = v;
-        return data;
-      },
-      containerStarted: (pod, container) => {
-        const labels = pod.metadata.labels ?? {};
-        if (
-          pod.metadata.namespace !== CONFIGMAP_NAMESPACE ||
-          labels['k8s-app'] !== KUBE_PROXY_LABELS['k8s-app']
-        )
-          return;
-        const node = pod.spec?.nodeName ?? '';
-        const entry = proxyProcesses.get(node) ?? { starts: 0 };
-        entry.starts++;
-        entry.current = container;
-        proxyProcesses.set(node, entry);
-        for (const [link, target] of [
-          [paths.proxyPidFile(node), container.pidFile],
-          [paths.proxyLog(node), container.logFile()],
-        ] as const) {
-          if (target === undefined) continue;
-          try {
-            mkdirSync(paths.nodeDir(node), { recursive: true, mode: 0o700 });
-            rmSync(link, { force: true });
-            symlinkSync(target, link);
-          } catch (e) {
-            logger.warn('cannot link the proxy file', { link, error: String(e) });
-          }
-        }
-      },
-      events: {
-        added: (ns: string, pod: Pod) => {
-          const target: HostsTarget = {
-            netns: ns,
-            podNamespace: pod.metadata.namespace ?? 'default',
-            self: { name: pod.metadata.name ?? ns, ip: pod.status?.podIP ?? '127.0.0.1' },
-          };
-          podTargets.set(ns, target);
-          // At once, not debounced: `ip netns exec` binds the file only if it exists when a process starts, and a
-          // pod's command (kubectl run … -- curl http://web.svc/) starts right after this.
-          try {
-            hosts.write(target, serverRef.current ? serviceNames(serverRef.current) : []);
-          } catch (e) {
-            logger.warn('cannot write hosts file', { netns: ns, error: String(e) });
-          }
-        },
-        removed: (ns: string) => {
-          podTargets.delete(ns);
-          hosts.remove(ns);
-        },
-      },
-    });
-    mkdirSync(paths.podDir(), { recursive: true, mode: 0o700 });
-
-    step('starting the API server');
-    // kubectl top: each pod's processes (its namespace's, or its containers' on the host network), each node's.
-    const pidsOf = async (netns: string): Promise<number[]> => namespacePids(runner, netns).catch(() => []);
-    const usage = new UsageSampler(async () => {
-      const groups = new Map<string, number[]>();
-      const byNode = new Map<string, number[]>();
-      for (const n of layout.nodes) byNode.set(n.name, await pidsOf(n.namespace));
-      for (const p of lifecycle?.runningPods() ?? []) {
-        const own = p.containers.flatMap((c) => c.pid() ?? []);
-        const inNs = p.hostNetwork ? [] : await pidsOf(p.netns);
-        p.containers.forEach((c, i) => {
-          const pid = c.pid();
-          // A pod server's namespace may hold helpers too: the rest of the namespace counts for its first container.
-          const rest = i === 0 ? inNs.filter((x) => !own.includes(x)) : [];
-          groups.set(`pod/${p.namespace}/${p.name}/${c.name}`, [
-            ...(pid !== undefined ? [pid] : []),
-            ...rest,
-          ]);
-        });
-        byNode.get(p.node)?.push(...own, ...inNs);
-      }
-      for (const [node, pids] of byNode) groups.set(`node/${node}`, pids);
-      return groups;
-    });
-    usage.start();
-    cleanups.push(() => usage.stop());
-    const zones = options.zones ?? [];
-    const server = await startApiServer({
-      nodes: defaultNodes(layout.nodes.length).map((n, i) =>
-        zones.length > 0 ? { ...n, zone: zones[i % zones.length] } : n,
-      ),
-      podLifecycle: lifecycle,
-      kubelet: lifecycle,
-      extraRoutes: (req, res, parts) =>
-        serveMetrics(
-          req,
-          res,
-          parts,
-          usage,
-          () => layout.nodes.map((n) => n.name),
-          () =>
-            (lifecycle?.runningPods() ?? []).map((p) => ({
-              namespace: p.namespace,
-              name: p.name,
-              containers: p.containers.map((c) => c.name),
-            })),
-        ),
-      kubeconfigPath: paths.kubeconfig,
-      logger: logger.child({ component: 'apiserver' }),
-    });
-    serverRef.current = server;
-    cleanups.push(() => server.stop());
-    const serverState: LabState = {
-      ...baseState,
-      apiserverURL: server.url,
-      token: server.token,
-      caPem: server.caPem ?? '',
-    };
-    writeLabState(paths.stateFile, serverState);
-
-    // Service names: every namespace's hosts file follows the Services (debounced: a burst writes once).
-    let hostsTimer: NodeJS.Timeout | undefined;
-    const writeAllHosts = (): void => {
-      const services = serviceNames(server);
-      const targets: HostsTarget[] = [
-        { netns: layout.clientNamespace },
-        ...layout.nodes.map((n) => ({ netns: n.namespace })),
-        ...podTargets.values(),
-      ];
-      for (const t of targets) {
-        try {
-          hosts.write(t, services);
-        } catch (e) {
-          logger.warn('cannot write hosts file', { netns: t.netns, error: String(e) });
-        }
-      }
-    };
-    refreshHosts = () => {
-      if (hostsTimer) return;
-      hostsTimer = setTimeout(() => {
-        hostsTimer = undefined;
-        writeAllHosts();
-      }, 50);
-    };
-    const unsubscribeHosts = server.store.subscribe((ev) => {
-      if (ev.resource.kind === 'Service') refreshHosts();
-    });
-    cleanups.push(() => {
-      unsubscribeHosts();
-      if (hostsTimer) clearTimeout(hostsTimer);
-    });
-    writeAllHosts();
-
-    const bridge: Bridge = await startSocketBridge(paths.apiserverSocket, server.port);
-    cleanups.push(() => bridge.close());
-
-    // kube-system/kube-proxy, as kubeadm makes it; every node's config.conf is a copy of its config.conf key.
-    const CONFIGMAP = resourceByKind('ConfigMap');
-    const created = server.registry.create(CONFIGMAP, CONFIGMAP_NAMESPACE, kubeProxyConfigMap(mode));
-    if (!created.ok) throw new Error(`creating ConfigMap kube-system/kube-proxy: ${created.error.message}`);
-    let configText = configFromConfigMap(created.value) ?? '';
-    const nodeKubeconfig = kubeconfigYaml(`https://${NODE_APISERVER_ADDRESS}`, server.token, server.caPem);
-
-    const nodes: NodeHandle[] = layout.nodes.map((n) => {
-      mkdirSync(paths.nodeDir(n.name), { recursive: true, mode: 0o700 });
-      writeAtomically(paths.nodeKubeconfig(n.name), nodeKubeconfig);
-      // A copy of config.conf for tools run by hand (`explain --config`); the proxies read their pod's volume.
-      writeAtomically(paths.nodeConfig(n.name), configText);
-      const nlog = logger.child({ node: n.name });
-      const relay = new Supervised(
-        runner,
-        {
-          name: `relay on ${n.name}`,
-          namespace: n.namespace,
-          argv: () =>
-            labCliArgv(['relay', '--listen', NODE_APISERVER_ADDRESS, '--socket', paths.apiserverSocket]),
-          pidFile: `${paths.nodeDir(n.name)}/relay.pid`,
-          log: paths.relayLog(n.name),
-        },
-        nlog,
-      );
-      const proxy: ProxyView = {
-        get starts() {
-          return proxyProcesses.get(n.name)?.starts ?? 0;
-        },
-        get running() {
-          return proxyProcesses.get(n.name)?.current?.running ?? false;
-        },
-        pid: () => proxyProcesses.get(n.name)?.current?.pid(),
-      };
-      return { name: n.name, namespace: n.namespace, proxy, relay };
-    });
-    cleanups.push(async () => {
-      await lifecycle?.stopProcesses(5000);
-      await Promise.all(nodes.map((n) => n.relay.stop()));
-    });
-    let web: LabWeb | undefined;
-    if (options.web !== false) {
-      const port = typeof options.web === 'object' ? options.web.port : undefined;
-      web = await startLabWeb({
-        store: server.store,
-        runner,
-        paths,
-        prefix,
-        nodes: layout.nodes.map((n) => ({ name: n.name, namespace: n.namespace })),
-        startedAt: baseState.startedAt,
-        nodeEnv: (node) => nodeEnvironment(paths, node, options.iptables, process.env.PATH ?? ''),
-        ...(port !== undefined ? { port } : {}),
-      });
-      const running = web;
-      cleanups.push(() => running.close());
-      writeLabState(paths.stateFile, { ...serverState, webURL: web.url });
-      progress(`web view (this host only, with its token): ${web.url}`);
-    }
-    step('starting a relay on every node, and DaemonSet kube-system/kube-proxy');
-    for (const n of nodes) n.relay.start();
-    for (const [kind, obj] of [
-      [
-        'ServiceAccount',
-        {
-          apiVersion: 'v1',
-          kind: 'ServiceAccount',
-          metadata: { name: 'kube-proxy', namespace: 'kube-system' },
-        },
-      ],
-      [
-        'DaemonSet',
-        kubeProxyDaemonSet({
-          kubeconfigPath: paths.nodeKubeconfig('$(NODE_NAME)'),
-          extraArgs:
-            options.nftablesLayout !== undefined ? [`--nftables-layout=${options.nftablesLayout}`] : [],
-          env: nodeEnvironment(paths, '$(NODE_NAME)', options.iptables, process.env.PATH ?? ''),
-        }),
-      ],
-    ] as const) {
-      const r = server.registry.create(resourceByKind(kind), CONFIGMAP_NAMESPACE, obj);
-      if (!r.ok) throw new Error(`creating ${kind} kube-system/kube-proxy: ${r.error.message}`);
-    }
-
-    // The node copies follow the ConfigMap; the proxies do only with followConfigMap (their volumes are rewritten,
-    // each proxy exits on the change and its container restarts). Otherwise `rollout restart` applies an edit.
-    const unsubscribeConfig = server.store.subscribe((ev) => {
-      if (ev.resource.kind !== 'ConfigMap') return;
-      const meta = child(ev.object, 'metadata');
-      if (str(meta, 'namespace') !== CONFIGMAP_NAMESPACE || str(meta, 'name') !== CONFIGMAP_NAME) return;
-      if (ev.type === 'DELETED') return;
-      const text = configFromConfigMap(ev.object);
-      if (text === undefined || text === configText) return;
-      configText = text;
-      for (const n of nodes) writeAtomically(paths.nodeConfig(n.name), text);
-      if (options.followConfigMap === true) {
-        progress("kube-proxy ConfigMap changed: rewriting the kube-proxy pods' config volumes");
-        // After the store's fan-out: the lookup reads the stored object.
-        setImmediate(() => lifecycle?.refreshConfigMap(CONFIGMAP_NAMESPACE, CONFIGMAP_NAME));
-      } else
-        progress(
-          'kube-proxy ConfigMap changed: `kubectl -n kube-system rollout restart ds kube-proxy` applies it',
-        );
-    });
-    cleanups.push(unsubscribeConfig);
-
-    if (options.workload !== false) {
-      progress(
-        `creating namespace ${WORKLOAD_NAMESPACE}, Deployment ${WEB} (${WEB_REPLICAS} replicas) and Service ${WEB}`,
-      );
-      for (const [kind, ns, obj] of [
-        ['Namespace', '', workloadNamespace()],
-        ['Deployment', WORKLOAD_NAMESPACE, webDeployment()],
-        ['Service', WORKLOAD_NAMESPACE, webService()],
-      ] as const) {
-        const r = server.registry.create(resourceByKind(kind), ns, obj);
-        if (!r.ok) throw new Error(`creating ${kind} ${WEB}: ${r.error.message}`);
-      }
-    }
-
-    await waitUntilReady(
-      runner,
-      server,
-      nodes,
-      options.workload !== false,
-      options.readyTimeoutMs ?? 120_000,
-      progress,
-      options.signal,
-    );
-    const lab: Lab = {
-      layout,
-      paths,
-      server,
-      kubeconfigPath: paths.kubeconfig,
-      nodes,
-      runner,
-      ...(web ? { web } : {}),
-      stopped,
-      stop,
-      apiServerOutage: (ms) => {
-        progress(`API server outage: the nodes' connections are cut and refused for ${ms / 1000} s`);
-        bridge.outage(ms);
-      },
-    };
+    await sweepLeftovers(runner, paths, prefix, progress);
+    const lab = await buildLab(options, { runner, logger, progress, prefix, layout, paths, teardown });
     return lab;
   } catch (e) {
     const tails = layout.nodes.flatMap((n) =>
       [paths.proxyLog(n.name), paths.relayLog(n.name)].map((f) => logTail(f, 8)).filter((t) => t !== ''),
     );
-    await stop();
+    await teardown.stop();
     if (e instanceof Error && tails.length > 0) e.message += `\n${tails.join('\n')}`;
     throw e;
   }
 }
 
-function serviceNames(server: ApiServer): ServiceName[] {
-  return server.store.list(resourceByKind('Service')).flatMap((s) => serviceName(s) ?? []);
+interface LabContext {
+  readonly runner: CommandRunner;
+  readonly logger: Logger;
+  readonly progress: (line: string) => void;
+  readonly prefix: string;
+  readonly layout: LabLayout;
+  readonly paths: LabPaths;
+  readonly teardown: LabTeardown;
+}
+
+/** The lab, step by step: network, kubelet, API server, nodes, web view, kube-proxy, workload; then the wait. */
+async function buildLab(options: LabOptions, c: LabContext): Promise<Lab> {
+  const { runner, logger, progress, layout, paths, teardown } = c;
+  const { cleanups } = teardown;
+  const mode = options.mode ?? 'nftables';
+  // A start step: first, whether the start was called off.
+  const step = (line: string): void => {
+    options.signal?.throwIfAborted();
+    progress(line);
+  };
+  const baseState = initialState(options, c.prefix, layout);
+  writeLabState(paths.stateFile, baseState);
+
+  step(
+    `building the network: ${layout.nodes.length} nodes (${layout.nodes.map((n) => n.name).join(', ')}), underlay, client`,
+  );
+  if (options.iptables !== undefined) prepareIptablesBinDir(paths, options.iptables);
+  let image: ImageRuntime | undefined;
+  if (options.image !== undefined) {
+    step(`unpacking the node image ${options.image} (kube-proxy runs from it, by runc)`);
+    image = await openImageRuntime(runner, options.image, paths.stateDir);
+  }
+  await buildLabNetwork(runner, layout);
+
+  const hosts = new LabHosts(layout, logger);
+  const proxies = new ProxyProcesses(paths, logger);
+  const serverRef: { current?: ApiServer } = {};
+  const lifecycle = namespacePodLifecycle({
+    runner,
+    layout,
+    ...(image ? { image } : {}),
+    podStateDir: paths.podDir(),
+    logger: logger.child({ component: 'pods' }),
+    configMaps: configMapLookup(() => serverRef.current),
+    containerStarted: (pod, container) => proxies.containerStarted(pod, container),
+    events: hosts,
+  });
+  teardown.lifecycle = lifecycle;
+  mkdirSync(paths.podDir(), { recursive: true, mode: 0o700 });
+
+  step('starting the API server');
+  const usage = labUsageSampler(runner, layout, () => lifecycle.runningPods());
+  usage.start();
+  cleanups.push(() => usage.stop());
+  const server = await startLabApiServer(options, c, lifecycle, usage);
+  serverRef.current = server;
+  cleanups.push(() => server.stop());
+  const serverState: LabState = {
+    ...baseState,
+    apiserverURL: server.url,
+    token: server.token,
+    caPem: server.caPem ?? '',
+  };
+  writeLabState(paths.stateFile, serverState);
+  hosts.follow(server);
+  cleanups.push(() => hosts.close());
+
+  const bridge: Bridge = await startSocketBridge(paths.apiserverSocket, server.port);
+  cleanups.push(() => bridge.close());
+
+  // kube-system/kube-proxy, as kubeadm makes it; every node's config.conf is a copy of its config.conf key.
+  const created = server.registry.create(
+    resourceByKind('ConfigMap'),
+    CONFIGMAP_NAMESPACE,
+    kubeProxyConfigMap(mode),
+  );
+  if (!created.ok) throw new Error(`creating ConfigMap kube-system/kube-proxy: ${created.error.message}`);
+  const configText = configFromConfigMap(created.value) ?? '';
+  const nodeKubeconfig = kubeconfigYaml(`https://${NODE_APISERVER_ADDRESS}`, server.token, server.caPem);
+  const nodes = nodeHandles(runner, layout, paths, nodeKubeconfig, configText, proxies, logger);
+  cleanups.push(async () => {
+    await lifecycle.stopProcesses(5000);
+    await Promise.all(nodes.map((n) => n.relay.stop()));
+  });
+  const web = options.web !== false ? await startWeb(options, c, server, baseState.startedAt) : undefined;
+  if (web) writeLabState(paths.stateFile, { ...serverState, webURL: web.url });
+
+  step('starting a relay on every node, and DaemonSet kube-system/kube-proxy');
+  for (const n of nodes) n.relay.start();
+  startKubeProxy(options, c, server, nodes, configText, lifecycle);
+
+  if (options.workload !== false) {
+    progress(
+      `creating namespace ${WORKLOAD_NAMESPACE}, Deployment ${WEB} (${WEB_REPLICAS} replicas) and Service ${WEB}`,
+    );
+    createAll(server, WEB, [
+      ['Namespace', '', workloadNamespace()],
+      ['Deployment', WORKLOAD_NAMESPACE, webDeployment()],
+      ['Service', WORKLOAD_NAMESPACE, webService()],
+    ]);
+  }
+
+  await waitUntilReady(
+    runner,
+    server,
+    nodes,
+    options.workload !== false,
+    options.readyTimeoutMs ?? 120_000,
+    progress,
+    options.signal,
+  );
+  return {
+    layout,
+    paths,
+    server,
+    kubeconfigPath: paths.kubeconfig,
+    nodes,
+    runner,
+    ...(web ? { web } : {}),
+    stopped: teardown.stopped,
+    stop: () => teardown.stop(),
+    apiServerOutage: (ms) => {
+      progress(`API server outage: the nodes' connections are cut and refused for ${ms / 1000} s`);
+      bridge.outage(ms);
+    },
+  };
+}
+
+/**
+ * The kube-proxy DaemonSet (its pods are the proxies, one per node) and the node copies of its ConfigMap, which
+ * follow it; the proxies follow it only with followConfigMap (their volumes are rewritten, each proxy exits on
+ * the change and its container restarts). Otherwise `rollout restart` applies an edit.
+ */
+function startKubeProxy(
+  options: LabOptions,
+  c: LabContext,
+  server: ApiServer,
+  nodes: readonly NodeHandle[],
+  configText: string,
+  lifecycle: NamespacePodLifecycle,
+): void {
+  const { paths, progress } = c;
+  createAll(server, 'kube-system/kube-proxy', [
+    [
+      'ServiceAccount',
+      CONFIGMAP_NAMESPACE,
+      {
+        apiVersion: 'v1',
+        kind: 'ServiceAccount',
+        metadata: { name: 'kube-proxy', namespace: 'kube-system' },
+      },
+    ],
+    [
+      'DaemonSet',
+      CONFIGMAP_NAMESPACE,
+      kubeProxyDaemonSet({
+        kubeconfigPath: paths.nodeKubeconfig('$(NODE_NAME)'),
+        extraArgs:
+          options.nftablesLayout !== undefined ? [`--nftables-layout=${options.nftablesLayout}`] : [],
+        env: nodeEnvironment(paths, '$(NODE_NAME)', options.iptables, process.env.PATH ?? ''),
+      }),
+    ],
+  ]);
+
+  c.teardown.cleanups.push(
+    followProxyConfigMap(
+      server,
+      configText,
+      (text) => {
+        for (const n of nodes) writeAtomically(paths.nodeConfig(n.name), text);
+      },
+      () => {
+        if (options.followConfigMap === true) {
+          progress("kube-proxy ConfigMap changed: rewriting the kube-proxy pods' config volumes");
+          // After the store's fan-out: the lookup reads the stored object.
+          setImmediate(() => lifecycle.refreshConfigMap(CONFIGMAP_NAMESPACE, CONFIGMAP_NAME));
+        } else
+          progress(
+            'kube-proxy ConfigMap changed: `kubectl -n kube-system rollout restart ds kube-proxy` applies it',
+          );
+      },
+    ),
+  );
+}
+
+/** The embedded API server with the lab's kubelet, its nodes (zones in turn) and `kubectl top`'s metrics. */
+function startLabApiServer(
+  options: LabOptions,
+  c: LabContext,
+  lifecycle: NamespacePodLifecycle,
+  usage: UsageSampler,
+): Promise<ApiServer> {
+  const zones = options.zones ?? [];
+  return startApiServer({
+    nodes: defaultNodes(c.layout.nodes.length).map((n, i) =>
+      zones.length > 0 ? { ...n, zone: zones[i % zones.length] } : n,
+    ),
+    podLifecycle: lifecycle,
+    kubelet: lifecycle,
+    extraRoutes: (req, res, parts) =>
+      serveMetrics(
+        req,
+        res,
+        parts,
+        usage,
+        () => c.layout.nodes.map((n) => n.name),
+        () =>
+          lifecycle.runningPods().map((p) => ({
+            namespace: p.namespace,
+            name: p.name,
+            containers: p.containers.map((x) => x.name),
+          })),
+      ),
+    kubeconfigPath: c.paths.kubeconfig,
+    logger: c.logger.child({ component: 'apiserver' }),
+  });
+}
+
+/** The web view on this host (its URL carries the token); closed with the lab. */
+async function startWeb(
+  options: LabOptions,
+  c: LabContext,
+  server: ApiServer,
+  startedAt: string,
+): Promise<LabWeb> {
+  const port = typeof options.web === 'object' ? options.web.port : undefined;
+  const web = await startLabWeb({
+    store: server.store,
+    runner: c.runner,
+    paths: c.paths,
+    prefix: c.prefix,
+    nodes: c.layout.nodes.map((n) => ({ name: n.name, namespace: n.namespace })),
+    startedAt,
+    nodeEnv: (node) => nodeEnvironment(c.paths, node, options.iptables, process.env.PATH ?? ''),
+    ...(port !== undefined ? { port } : {}),
+  });
+  c.teardown.cleanups.push(() => web.close());
+  c.progress(`web view (this host only, with its token): ${web.url}`);
+  return web;
 }
 
 /** The last lines of a log file, headed by its path; '' when there is none (the state directory goes on stop). */

@@ -17,13 +17,19 @@ import type {
   PodLifecycle,
   PodStatusReport,
   StreamingKubelet,
+  StreamSession,
 } from '../controllers/pod-lifecycle.js';
 import { execInNamespace, followLog } from './streams.js';
 import { startPodServerIn, type PodServerHandle } from '@kube-proxy-ts/netns/pod-process.js';
-import { resolveContainer, type ImageLauncher, type VolumeMapping } from './container-spec.js';
+import {
+  resolveContainer,
+  type ImageLauncher,
+  type ResolvedContainer,
+  type VolumeMapping,
+} from './container-spec.js';
 import { imageContainerArgv, type ImageRuntime } from './image-runtime.js';
 import { ContainerProcess, podPhase, readinessProbeOf, type RestartPolicy } from './containers.js';
-import { podNamespaceName, podVethName, type LabLayout } from './layout.js';
+import { podNamespaceName, podVethName, type LabLayout, type LabNodeLayout } from './layout.js';
 import { attachPod, detachPod } from './network.js';
 
 /** The port the pod server listens on when the Pod declares none (TCP and UDP). */
@@ -120,338 +126,422 @@ function imageLauncher(
     });
 }
 
-export function namespacePodLifecycle(o: NamespacePodLifecycleOptions): NamespacePodLifecycle {
-  const now = o.now ?? Date.now;
-  const servers = new Map<string, PodServerHandle>();
-  interface PodRuntime {
-    readonly uid: string;
-    readonly namespace: string;
-    readonly name: string;
-    readonly node: string;
-    readonly netns: string;
-    readonly hostNetwork: boolean;
-    readonly pids: { readonly name: string; pid(): number | undefined }[];
-    readonly processes: ContainerProcess[];
-    readonly views: PodContainerView[];
-    /** Rewrites the pod's configMap volumes from the current ConfigMaps. */
-    readonly refreshVolumes: (namespace: string, name: string) => void;
-  }
-  // By "namespace/name" of the Pod.
-  const runtimes = new Map<string, PodRuntime>();
-  // One chain of work per namespace name: a Pod re-created under the same name waits for its predecessor's stop.
-  const chains = new Map<string, Promise<void>>();
-  const timers = new Set<NodeJS.Timeout>();
-  const waiters = new Set<() => void>();
-  let closed = false;
+/** What the lab's kubelet keeps of each Pod it runs. */
+interface PodRuntime {
+  readonly uid: string;
+  readonly namespace: string;
+  readonly name: string;
+  readonly node: string;
+  readonly netns: string;
+  readonly hostNetwork: boolean;
+  readonly pids: { readonly name: string; pid(): number | undefined }[];
+  readonly processes: ContainerProcess[];
+  readonly views: PodContainerView[];
+  /** Rewrites the pod's configMap volumes from the current ConfigMaps. */
+  readonly refreshVolumes: (namespace: string, name: string) => void;
+}
 
-  const serial = (ns: string, work: () => Promise<void>): Promise<void> => {
-    const prev = chains.get(ns) ?? Promise.resolve();
+/** Writes a configMap volume's keys (or its items) as files: the directory its mountPath stands for. */
+function writeConfigMapVolume(
+  dir: string,
+  volume: JsonObject,
+  data: Record<string, string> | undefined,
+): void {
+  const cmName = str(child(volume, 'configMap'), 'name') ?? '';
+  if (!data) throw new Error(`configmap "${cmName}" not found (volume ${str(volume, 'name') ?? ''})`);
+  const items = arr(child(volume, 'configMap'), 'items');
+  const files: [string, string][] =
+    items.length > 0
+      ? items.flatMap((it) => {
+          const key = str(it, 'key') ?? '';
+          return key in data ? [[str(it, 'path') ?? key, data[key] ?? ''] as [string, string]] : [];
+        })
+      : Object.entries(data);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  for (const [path, text] of files) {
+    if (path.includes('..') || path.startsWith('/')) continue;
+    const target = join(dir, path);
+    // A rename, as the kubelet's atomic writer swaps ..data: a watcher never sees half a file.
+    writeFileSync(`${target}.tmp`, text, { mode: 0o600 });
+    renameSync(`${target}.tmp`, target);
+  }
+}
+
+/** The pod's volumes as host paths (configMap and emptyDir under its state directory, hostPath as given). */
+function volumeMappings(podObj: JsonObject, podDir: string, container: JsonObject): VolumeMapping[] {
+  const volumes = new Map(
+    arr(child(podObj, 'spec'), 'volumes').map((v) => [str(v, 'name') ?? '', v as JsonObject]),
+  );
+  return arr(container, 'volumeMounts').flatMap((m) => {
+    const v = volumes.get(str(m, 'name') ?? '');
+    const mountPath = str(m, 'mountPath');
+    if (!v || !mountPath) return [];
+    const hostPath = str(child(v, 'hostPath'), 'path');
+    const dir = join(podDir, 'volumes', str(v, 'name') ?? '');
+    const sub = str(m, 'subPath');
+    const hostPathType = str(child(v, 'hostPath'), 'type');
+    if (hostPath !== undefined) return [{ mountPath, hostPath, ...(hostPathType ? { hostPathType } : {}) }];
+    if ('configMap' in v || 'emptyDir' in v) return [{ mountPath, hostPath: sub ? join(dir, sub) : dir }];
+    return [];
+  });
+}
+
+function restartPolicyOf(pod: Pod): RestartPolicy {
+  const policy = pod.spec?.restartPolicy;
+  return policy === 'Never' || policy === 'OnFailure' ? policy : 'Always';
+}
+
+/** A Pod as the kubelet starts it: where it runs, its state directory, its containers resolved to commands. */
+interface PodStart {
+  readonly pod: Pod;
+  readonly podObj: JsonObject;
+  readonly ns: string;
+  readonly name: string;
+  readonly podNamespace: string;
+  readonly node: LabNodeLayout;
+  readonly ip: string;
+  readonly uid: string;
+  readonly podDir: string;
+  readonly hostNetwork: boolean;
+  readonly netns: string;
+  readonly containers: readonly JsonObject[];
+  readonly resolved: readonly ResolvedContainer[];
+  /** A container without a command: the pod server answers for it. */
+  readonly needsServer: boolean;
+}
+
+class NamespaceKubelet implements NamespacePodLifecycle {
+  private readonly now: () => number;
+  private readonly servers = new Map<string, PodServerHandle>();
+  /** By "namespace/name" of the Pod. */
+  private readonly runtimes = new Map<string, PodRuntime>();
+  /** One chain of work per namespace name: a Pod re-created under the same name waits for its predecessor's stop. */
+  private readonly chains = new Map<string, Promise<void>>();
+  private readonly waiters = new Set<() => void>();
+  private closed = false;
+
+  constructor(private readonly o: NamespacePodLifecycleOptions) {
+    this.now = o.now ?? Date.now;
+  }
+
+  start(pod: Pod, report?: (status: PodStatusReport) => void): Promise<void> {
+    const ns = this.nsOf(pod);
+    return this.serial(ns, async () => {
+      if (this.closed) throw new Error('the lab is shutting down');
+      const s = this.prepare(pod, ns);
+      if (!s.hostNetwork) {
+        // A namespace left by a Pod of the same name (removed at its deadline while its stop still ran) goes first.
+        await detachPod(this.o.runner, ns);
+        await attachPod(this.o.runner, { namespace: ns, node: s.node, veth: podVethName(s.uid), ip: s.ip });
+        this.o.events?.added(ns, pod);
+      }
+      const views: PodContainerView[] = s.needsServer ? [await this.startPodServer(s)] : [];
+      const processes = this.containerProcesses(s, views, report);
+      // Views in the order the Pod lists its containers (kubectl logs names the first by default).
+      const order = (v: PodContainerView): number => s.resolved.findIndex((r) => r.name === v.name);
+      views.sort((a, b) => order(a) - order(b));
+      this.runtimes.set(this.keyOf(pod), {
+        uid: s.uid,
+        namespace: s.podNamespace,
+        name: s.name,
+        node: s.node.name,
+        netns: s.netns,
+        hostNetwork: s.hostNetwork,
+        pids: s.resolved.map((r) => {
+          const p = processes.find((x) => x.name === r.name);
+          return { name: r.name, pid: () => (p ? p.pid() : this.servers.get(ns)?.pid) };
+        }),
+        processes,
+        views,
+        refreshVolumes: (cmNamespace, cmName) => this.writeVolumes(s, cmNamespace, cmName),
+      });
+      for (const p of processes) p.start();
+      this.o.logger.v(2, () => ({
+        msg: 'pod started',
+        fields: { pod: s.name, ns: s.netns, ip: s.ip, node: s.node.name, processes: processes.length },
+      }));
+    });
+  }
+
+  stop(pod: Pod): Promise<void> {
+    const ns = this.nsOf(pod);
+    const deadline = Date.parse(pod.metadata.deletionTimestamp ?? '');
+    const key = this.keyOf(pod);
+    return this.serial(ns, async () => {
+      const rt = this.runtimes.get(key);
+      const same = rt !== undefined && rt.uid === (pod.metadata.uid ?? ns);
+      if (same) {
+        // Processes get SIGTERM at once and the rest of the grace period to exit, as a container runtime gives.
+        const grace = Number.isNaN(deadline) ? 1000 : Math.max(1000, deadline - this.now());
+        await Promise.all(rt.processes.map((p) => p.stop(grace)));
+      }
+      if (!Number.isNaN(deadline) && this.servers.has(ns)) await this.sleepUntil(deadline);
+      if (this.closed) return;
+      if (same) this.runtimes.delete(key);
+      const server = this.servers.get(ns);
+      this.servers.delete(ns);
+      await server?.stop(1000);
+      if (pod.spec?.hostNetwork !== true) {
+        await detachPod(this.o.runner, ns);
+        this.o.events?.removed(ns);
+      }
+      this.o.logger.v(2, () => ({ msg: 'pod stopped', fields: { pod: pod.metadata.name, ns } }));
+    });
+  }
+
+  containers(podNamespace: string, podName: string): readonly PodContainerView[] | undefined {
+    return this.runtimes.get(`${podNamespace}/${podName}`)?.views;
+  }
+
+  runningPods(): RunningPod[] {
+    return [...this.runtimes.values()].map((rt) => ({
+      namespace: rt.namespace,
+      name: rt.name,
+      node: rt.node,
+      hostNetwork: rt.hostNetwork,
+      netns: rt.netns,
+      containers: rt.pids,
+    }));
+  }
+
+  exec(
+    podNamespace: string,
+    podName: string,
+    container: string,
+    command: readonly string[],
+    session: StreamSession,
+  ): void {
+    const rt = this.runtimes.get(`${podNamespace}/${podName}`);
+    const view = rt?.views.find((v) => v.name === container);
+    if (!rt || !view)
+      return session.finish({ error: `container ${container} of pod ${podName} is not running` });
+    void execInNamespace(view.netns, command, session);
+  }
+
+  attach(podNamespace: string, podName: string, container: string, session: StreamSession): void {
+    const rt = this.runtimes.get(`${podNamespace}/${podName}`);
+    const p = rt?.processes.find((x) => x.name === container);
+    if (p) return p.attach(session);
+    // The pod server: its request log from now on, for as long as the pod runs.
+    const log = rt?.views.find((v) => v.name === container)?.logFile(false);
+    const server = this.servers.get(rt?.netns ?? '');
+    if (!rt || log === undefined || !server)
+      return session.finish({ error: `container ${container} of pod ${podName} is not running` });
+    followLog(
+      log,
+      session,
+      server.exited.then((r) => r.code),
+    );
+  }
+
+  refreshConfigMap(namespace: string, name: string): void {
+    for (const rt of this.runtimes.values()) {
+      try {
+        rt.refreshVolumes(namespace, name);
+      } catch (e) {
+        this.o.logger.warn('cannot refresh a configMap volume', {
+          configMap: `${namespace}/${name}`,
+          error: String(e),
+        });
+      }
+    }
+  }
+
+  namespaces(): string[] {
+    return [...this.servers.keys()];
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const w of [...this.waiters]) w();
+  }
+
+  async stopProcesses(graceMs: number): Promise<void> {
+    await Promise.all([...this.runtimes.values()].flatMap((rt) => rt.processes.map((p) => p.stop(graceMs))));
+  }
+
+  /** Where the Pod runs and what it runs, its state directory and volumes made; throws what is wrong with it. */
+  private prepare(pod: Pod, ns: string): PodStart {
+    const podObj = pod as unknown as JsonObject;
+    const name = pod.metadata.name ?? '';
+    const podNamespace = pod.metadata.namespace ?? 'default';
+    const nodeName = pod.spec?.nodeName;
+    const node = this.o.layout.nodes.find((n) => n.name === nodeName);
+    if (!node) throw new Error(`pod ${name}: node ${nodeName ?? '(none)'} is not a lab node`);
+    const ip = pod.status?.podIP;
+    if (!ip) throw new Error(`pod ${name}: no podIP`);
+    const uid = pod.metadata.uid ?? ns;
+    const podDir = join(this.o.podStateDir, `${podNamespace}_${name}_${uid}`);
+    mkdirSync(podDir, { recursive: true, mode: 0o700 });
+    const hostNetwork = pod.spec?.hostNetwork === true;
+    const netns = hostNetwork ? node.namespace : ns;
+    const containers = arr(child(podObj, 'spec'), 'containers').map((c) => c as JsonObject);
+    const launcher = this.o.image
+      ? imageLauncher(this.o.image, { podDir, netns, hostname: node.name, uid })
+      : undefined;
+    const resolved = containers.map((c) =>
+      resolveContainer(podObj, c, volumeMappings(podObj, podDir, c), launcher),
+    );
+    const needsServer = resolved.some((r) => r.argv === undefined);
+    // A host-network pod shares its node's namespace: the lab runs only commands there, never a pod server
+    // (its ports would collide with the node's).
+    if (hostNetwork && needsServer)
+      throw new Error(`pod ${name}: hostNetwork pods must name a command for every container in the lab`);
+    const start: PodStart = {
+      pod,
+      podObj,
+      ns,
+      name,
+      podNamespace,
+      node,
+      ip,
+      uid,
+      podDir,
+      hostNetwork,
+      netns,
+      containers,
+      resolved,
+      needsServer,
+    };
+    this.writeVolumes(start);
+    return start;
+  }
+
+  /**
+   * The Pod's volumes under its state directory: every configMap and emptyDir one, or (given a ConfigMap) only
+   * the configMap volumes of that ConfigMap.
+   */
+  private writeVolumes(s: PodStart, cmNamespace?: string, cmName?: string): void {
+    if (cmNamespace !== undefined && cmNamespace !== s.podNamespace) return;
+    for (const v of arr(child(s.podObj, 'spec'), 'volumes')) {
+      const volume = v as JsonObject;
+      const dir = join(s.podDir, 'volumes', str(volume, 'name') ?? '');
+      if ('configMap' in volume) {
+        const name = str(child(volume, 'configMap'), 'name') ?? '';
+        if (cmName === undefined || name === cmName)
+          writeConfigMapVolume(dir, volume, this.o.configMaps?.()(s.podNamespace, name));
+      } else if ('emptyDir' in volume && cmName === undefined)
+        mkdirSync(dir, { recursive: true, mode: 0o700 });
+    }
+  }
+
+  /** The pod server in the Pod's namespace, answering for the containers that name no command. */
+  private async startPodServer(s: PodStart): Promise<PodContainerView> {
+    const serverName = s.resolved.find((r) => r.argv === undefined)?.name ?? 'pod-server';
+    const logDir = join(s.podDir, 'containers', serverName);
+    mkdirSync(logDir, { recursive: true, mode: 0o700 });
+    const ports = podPorts(s.pod);
+    const server = await startPodServerIn(this.o.runner, s.ns, {
+      name: s.name,
+      tcpPorts: ports.tcp,
+      udpPorts: ports.udp,
+      stateDir: this.o.podStateDir,
+      maxLifetimeSeconds: POD_SERVER_LIFETIME_SECONDS,
+      readyTimeoutMs: 60_000,
+      logFile: join(logDir, '0.log'),
+    });
+    this.servers.set(s.ns, server);
+    return {
+      name: serverName,
+      restartCount: 0,
+      netns: s.netns,
+      logFile: (previous) => (previous ? undefined : join(logDir, '0.log')),
+    };
+  }
+
+  /** A process per container that names a command (not started yet); each one's view is added to `views`. */
+  private containerProcesses(
+    s: PodStart,
+    views: PodContainerView[],
+    report: ((status: PodStatusReport) => void) | undefined,
+  ): ContainerProcess[] {
+    const processes: ContainerProcess[] = [];
+    const sendReport = (): void => report?.(this.statusReport(s, processes));
+    for (const r of s.resolved) {
+      if (r.argv === undefined) continue;
+      const p = new ContainerProcess(
+        this.o.runner,
+        s.netns,
+        { ...r, argv: r.argv },
+        s.podDir,
+        restartPolicyOf(s.pod),
+        `${s.name}_${s.podNamespace}(${s.uid})`,
+        { started: (c) => this.o.containerStarted?.(s.pod, c), changed: sendReport },
+        this.o.logger,
+        readinessProbeOf(s.containers.find((c) => str(c, 'name') === r.name) ?? {}),
+      );
+      processes.push(p);
+      views.push({
+        name: p.name,
+        get restartCount() {
+          return p.restartCount;
+        },
+        netns: s.netns,
+        logFile: (previous) => p.logFile(previous),
+      });
+    }
+    return processes;
+  }
+
+  /** The Pod's status as its containers are now; a pod server's container is always running and ready. */
+  private statusReport(s: PodStart, processes: readonly ContainerProcess[]): PodStatusReport {
+    const statuses = s.resolved.map((r): JsonObject => {
+      const p = processes.find((x) => x.name === r.name);
+      if (p) return p.status();
+      return {
+        name: r.name,
+        image: r.image,
+        imageID: '',
+        ready: true,
+        started: true,
+        restartCount: 0,
+        state: { running: { startedAt: s.pod.status?.startTime ?? '' } },
+        lastState: {},
+      };
+    });
+    const phase = processes.length > 0 && !s.needsServer ? podPhase(processes) : 'Running';
+    return { phase, containerStatuses: statuses };
+  }
+
+  private serial(ns: string, work: () => Promise<void>): Promise<void> {
+    const prev = this.chains.get(ns) ?? Promise.resolve();
     const next = prev.catch(() => undefined).then(work);
     const settled = next.catch(() => undefined);
-    chains.set(ns, settled);
+    this.chains.set(ns, settled);
     void settled.then(() => {
-      if (chains.get(ns) === settled) chains.delete(ns);
+      if (this.chains.get(ns) === settled) this.chains.delete(ns);
     });
     return next;
-  };
+  }
 
-  const sleepUntil = (deadline: number): Promise<void> =>
-    new Promise((resolve) => {
-      const wait = Math.max(0, deadline - now());
-      if (closed || wait === 0) return resolve();
+  /** Resolves at `deadline`, or at once when the lifecycle is closed (then or later). */
+  private sleepUntil(deadline: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wait = Math.max(0, deadline - this.now());
+      if (this.closed || wait === 0) return resolve();
       const done = (): void => {
         clearTimeout(t);
-        timers.delete(t);
-        waiters.delete(done);
+        this.waiters.delete(done);
         resolve();
       };
       const t = setTimeout(done, wait);
-      timers.add(t);
-      waiters.add(done);
+      this.waiters.add(done);
     });
+  }
 
-  const nsOf = (pod: Pod): string =>
-    podNamespaceName(o.layout.prefix, pod.metadata.namespace ?? 'default', pod.metadata.name ?? '');
-
-  const keyOf = (pod: Pod): string => `${pod.metadata.namespace ?? 'default'}/${pod.metadata.name ?? ''}`;
-
-  /** Writes a configMap volume's keys (or its items) as files: the directory its mountPath stands for. */
-  const writeConfigMapVolume = (dir: string, volume: JsonObject, podNamespace: string): void => {
-    const cmName = str(child(volume, 'configMap'), 'name') ?? '';
-    const data = o.configMaps?.()(podNamespace, cmName);
-    if (!data) throw new Error(`configmap "${cmName}" not found (volume ${str(volume, 'name') ?? ''})`);
-    const items = arr(child(volume, 'configMap'), 'items');
-    const files: [string, string][] =
-      items.length > 0
-        ? items.flatMap((it) => {
-            const key = str(it, 'key') ?? '';
-            return key in data ? [[str(it, 'path') ?? key, data[key] ?? ''] as [string, string]] : [];
-          })
-        : Object.entries(data);
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    for (const [path, text] of files) {
-      if (path.includes('..') || path.startsWith('/')) continue;
-      const target = join(dir, path);
-      // A rename, as the kubelet's atomic writer swaps ..data: a watcher never sees half a file.
-      writeFileSync(`${target}.tmp`, text, { mode: 0o600 });
-      renameSync(`${target}.tmp`, target);
-    }
-  };
-
-  /** The pod's volumes as host paths (configMap and emptyDir under its state directory, hostPath as given). */
-  const volumeMappings = (podObj: JsonObject, podDir: string, container: JsonObject): VolumeMapping[] => {
-    const volumes = new Map(
-      arr(child(podObj, 'spec'), 'volumes').map((v) => [str(v, 'name') ?? '', v as JsonObject]),
+  private nsOf(pod: Pod): string {
+    return podNamespaceName(
+      this.o.layout.prefix,
+      pod.metadata.namespace ?? 'default',
+      pod.metadata.name ?? '',
     );
-    return arr(container, 'volumeMounts').flatMap((m) => {
-      const v = volumes.get(str(m, 'name') ?? '');
-      const mountPath = str(m, 'mountPath');
-      if (!v || !mountPath) return [];
-      const hostPath = str(child(v, 'hostPath'), 'path');
-      const dir = join(podDir, 'volumes', str(v, 'name') ?? '');
-      const sub = str(m, 'subPath');
-      const hostPathType = str(child(v, 'hostPath'), 'type');
-      if (hostPath !== undefined) return [{ mountPath, hostPath, ...(hostPathType ? { hostPathType } : {}) }];
-      if ('configMap' in v || 'emptyDir' in v) return [{ mountPath, hostPath: sub ? join(dir, sub) : dir }];
-      return [];
-    });
-  };
+  }
 
-  return {
-    start(pod, report) {
-      const ns = nsOf(pod);
-      return serial(ns, async () => {
-        if (closed) throw new Error('the lab is shutting down');
-        const podObj = pod as unknown as JsonObject;
-        const name = pod.metadata.name ?? '';
-        const podNamespace = pod.metadata.namespace ?? 'default';
-        const nodeName = pod.spec?.nodeName;
-        const node = o.layout.nodes.find((n) => n.name === nodeName);
-        if (!node) throw new Error(`pod ${name}: node ${nodeName ?? '(none)'} is not a lab node`);
-        const ip = pod.status?.podIP;
-        if (!ip) throw new Error(`pod ${name}: no podIP`);
-        const uid = pod.metadata.uid ?? ns;
-        const podDir = join(o.podStateDir, `${podNamespace}_${name}_${uid}`);
-        mkdirSync(podDir, { recursive: true, mode: 0o700 });
+  private keyOf(pod: Pod): string {
+    return `${pod.metadata.namespace ?? 'default'}/${pod.metadata.name ?? ''}`;
+  }
+}
 
-        const specVolumes = arr(child(podObj, 'spec'), 'volumes');
-        const refreshVolumes = (cmNamespace: string, cmName: string): void => {
-          if (cmNamespace !== podNamespace) return;
-          for (const v of specVolumes)
-            if (str(child(v, 'configMap'), 'name') === cmName)
-              writeConfigMapVolume(
-                join(podDir, 'volumes', str(v, 'name') ?? ''),
-                v as JsonObject,
-                podNamespace,
-              );
-        };
-        for (const v of specVolumes) {
-          const dir = join(podDir, 'volumes', str(v, 'name') ?? '');
-          if ('configMap' in (v as JsonObject)) writeConfigMapVolume(dir, v as JsonObject, podNamespace);
-          else if ('emptyDir' in (v as JsonObject)) mkdirSync(dir, { recursive: true, mode: 0o700 });
-        }
-        const containers = arr(child(podObj, 'spec'), 'containers').map((c) => c as JsonObject);
-        const hostNetwork = pod.spec?.hostNetwork === true;
-        const launcher = o.image
-          ? imageLauncher(o.image, {
-              podDir,
-              netns: hostNetwork ? node.namespace : ns,
-              hostname: node.name,
-              uid,
-            })
-          : undefined;
-        const resolved = containers.map((c) =>
-          resolveContainer(podObj, c, volumeMappings(podObj, podDir, c), launcher),
-        );
-        const needsServer = resolved.some((r) => r.argv === undefined);
-        // A host-network pod shares its node's namespace: the lab runs only commands there, never a pod server
-        // (its ports would collide with the node's).
-        if (hostNetwork && needsServer)
-          throw new Error(`pod ${name}: hostNetwork pods must name a command for every container in the lab`);
-        const netns = hostNetwork ? node.namespace : ns;
-        if (!hostNetwork) {
-          // A namespace left by a Pod of the same name (removed at its deadline while its stop still ran) goes first.
-          await detachPod(o.runner, ns);
-          await attachPod(o.runner, { namespace: ns, node, veth: podVethName(uid), ip });
-          o.events?.added(ns, pod);
-        }
-        const views: PodContainerView[] = [];
-        if (needsServer) {
-          const serverName = resolved.find((r) => r.argv === undefined)?.name ?? 'pod-server';
-          const logDir = join(podDir, 'containers', serverName);
-          mkdirSync(logDir, { recursive: true, mode: 0o700 });
-          const ports = podPorts(pod);
-          const server = await startPodServerIn(o.runner, ns, {
-            name,
-            tcpPorts: ports.tcp,
-            udpPorts: ports.udp,
-            stateDir: o.podStateDir,
-            maxLifetimeSeconds: POD_SERVER_LIFETIME_SECONDS,
-            readyTimeoutMs: 60_000,
-            logFile: join(logDir, '0.log'),
-          });
-          servers.set(ns, server);
-          views.push({
-            name: serverName,
-            restartCount: 0,
-            netns,
-            logFile: (previous) => (previous ? undefined : join(logDir, '0.log')),
-          });
-        }
-        const policy: RestartPolicy =
-          pod.spec?.restartPolicy === 'Never' || pod.spec?.restartPolicy === 'OnFailure'
-            ? pod.spec.restartPolicy
-            : 'Always';
-        const processes: ContainerProcess[] = [];
-        const sendReport = (): void => {
-          if (!report) return;
-          const statuses = resolved.map((r): JsonObject => {
-            const p = processes.find((x) => x.name === r.name);
-            if (p) return p.status();
-            return {
-              name: r.name,
-              image: r.image,
-              imageID: '',
-              ready: true,
-              started: true,
-              restartCount: 0,
-              state: { running: { startedAt: pod.status?.startTime ?? '' } },
-              lastState: {},
-            };
-          });
-          const phase = processes.length > 0 && !needsServer ? podPhase(processes) : 'Running';
-          const r: PodStatusReport = { phase, containerStatuses: statuses };
-          report(r);
-        };
-        for (const r of resolved) {
-          if (r.argv === undefined) continue;
-          const p = new ContainerProcess(
-            o.runner,
-            netns,
-            { ...r, argv: r.argv },
-            podDir,
-            policy,
-            `${name}_${podNamespace}(${uid})`,
-            {
-              started: (c) => o.containerStarted?.(pod, c),
-              changed: sendReport,
-            },
-            o.logger,
-            readinessProbeOf(containers.find((c) => str(c, 'name') === r.name) ?? {}),
-          );
-          processes.push(p);
-          views.push({
-            name: p.name,
-            get restartCount() {
-              return p.restartCount;
-            },
-            netns,
-            logFile: (previous) => p.logFile(previous),
-          });
-        }
-        // Views in the order the Pod lists its containers (kubectl logs names the first by default).
-        views.sort(
-          (a, b) =>
-            resolved.findIndex((r) => r.name === a.name) - resolved.findIndex((r) => r.name === b.name),
-        );
-        const pids = resolved.map((r) => {
-          const p = processes.find((x) => x.name === r.name);
-          return { name: r.name, pid: () => (p ? p.pid() : servers.get(ns)?.pid) };
-        });
-        runtimes.set(keyOf(pod), {
-          uid,
-          namespace: podNamespace,
-          name,
-          node: node.name,
-          netns,
-          hostNetwork,
-          pids,
-          processes,
-          views,
-          refreshVolumes,
-        });
-        for (const p of processes) p.start();
-        o.logger.v(2, () => ({
-          msg: 'pod started',
-          fields: { pod: name, ns: netns, ip, node: node.name, processes: processes.length },
-        }));
-      });
-    },
-    stop(pod) {
-      const ns = nsOf(pod);
-      const deadline = Date.parse(pod.metadata.deletionTimestamp ?? '');
-      const key = keyOf(pod);
-      return serial(ns, async () => {
-        const rt = runtimes.get(key);
-        if (rt && rt.uid === (pod.metadata.uid ?? ns)) {
-          // Processes get SIGTERM at once and the rest of the grace period to exit, as a container runtime gives.
-          const grace = Number.isNaN(deadline) ? 1000 : Math.max(1000, deadline - now());
-          await Promise.all(rt.processes.map((p) => p.stop(grace)));
-        }
-        if (!Number.isNaN(deadline) && servers.has(ns)) await sleepUntil(deadline);
-        if (closed) return;
-        if (rt && rt.uid === (pod.metadata.uid ?? ns)) runtimes.delete(key);
-        const server = servers.get(ns);
-        servers.delete(ns);
-        await server?.stop(1000);
-        if (pod.spec?.hostNetwork !== true) {
-          await detachPod(o.runner, ns);
-          o.events?.removed(ns);
-        }
-        o.logger.v(2, () => ({ msg: 'pod stopped', fields: { pod: pod.metadata.name, ns } }));
-      });
-    },
-    containers: (podNamespace, podName) => runtimes.get(`${podNamespace}/${podName}`)?.views,
-    runningPods: () =>
-      [...runtimes.values()].map((rt) => ({
-        namespace: rt.namespace,
-        name: rt.name,
-        node: rt.node,
-        hostNetwork: rt.hostNetwork,
-        netns: rt.netns,
-        containers: rt.pids,
-      })),
-    exec(podNamespace, podName, container, command, session) {
-      const rt = runtimes.get(`${podNamespace}/${podName}`);
-      const view = rt?.views.find((v) => v.name === container);
-      if (!rt || !view)
-        return session.finish({ error: `container ${container} of pod ${podName} is not running` });
-      void execInNamespace(view.netns, command, session);
-    },
-    attach(podNamespace, podName, container, session) {
-      const rt = runtimes.get(`${podNamespace}/${podName}`);
-      const p = rt?.processes.find((x) => x.name === container);
-      if (p) return p.attach(session);
-      // The pod server: its request log from now on, for as long as the pod runs.
-      const log = rt?.views.find((v) => v.name === container)?.logFile(false);
-      const server = servers.get(rt?.netns ?? '');
-      if (!rt || log === undefined || !server)
-        return session.finish({ error: `container ${container} of pod ${podName} is not running` });
-      followLog(
-        log,
-        session,
-        server.exited.then((r) => r.code),
-      );
-    },
-    refreshConfigMap(namespace, name) {
-      for (const rt of runtimes.values()) {
-        try {
-          rt.refreshVolumes(namespace, name);
-        } catch (e) {
-          o.logger.warn('cannot refresh a configMap volume', {
-            configMap: `${namespace}/${name}`,
-            error: String(e),
-          });
-        }
-      }
-    },
-    namespaces: () => [...servers.keys()],
-    close() {
-      closed = true;
-      for (const w of [...waiters]) w();
-    },
-    async stopProcesses(graceMs) {
-      await Promise.all([...runtimes.values()].flatMap((rt) => rt.processes.map((p) => p.stop(graceMs))));
-    },
-  };
+export function namespacePodLifecycle(o: NamespacePodLifecycleOptions): NamespacePodLifecycle {
+  return new NamespaceKubelet(o);
 }

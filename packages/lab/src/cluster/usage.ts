@@ -51,6 +51,8 @@ export class UsageSampler {
   constructor(
     private readonly groups: UsageGroups,
     private readonly read: (pid: number) => ProcessUsage | undefined = readProcessUsage,
+    /** Wall-clock milliseconds (tests give their own). */
+    private readonly now: () => number = Date.now,
   ) {}
 
   start(intervalMs = USAGE_INTERVAL_MS): void {
@@ -68,7 +70,7 @@ export class UsageSampler {
     this.running ??= (async () => {
       try {
         const groups = await this.groups();
-        const now = Date.now();
+        const now = this.now();
         const seconds = (now - this.previousAt) / 1000;
         const ticks = new Map<number, number>();
         const next = new Map<string, Usage>();

@@ -20,7 +20,14 @@ import {
   type CommandRunner,
   type StreamRunner,
 } from 'kube-proxy-ts/netfilter/command.js';
-import { labLayout, labPaths, podNamespaceName } from '../cluster/layout.js';
+import {
+  labLayout,
+  labPaths,
+  podNamespaceName,
+  type LabLayout,
+  type LabNodeLayout,
+  type LabPaths,
+} from '../cluster/layout.js';
 import { listNamespaces } from '@kube-proxy-ts/netns/index.js';
 import { nodeEnvironment } from '../cluster/node-env.js';
 import { labCliArgv } from '../cluster/processes.js';
@@ -29,19 +36,12 @@ import { Churn, type PodState } from './churn.js';
 import { EligibilityTimeline } from './eligibility.js';
 import { signalProxy, startLockHolders, type ProxyRestart } from './faults.js';
 import { labApi, type LabApi } from './lab-client.js';
-import {
-  CONTROL_SERVICE,
-  type LoadConfig,
-  type LoadRecord,
-  type LoadTarget,
-  type LongTarget,
-} from './load-generator.js';
-import { WEB_POD_PORT } from '../cluster/workload.js';
+import type { LoadConfig, LoadRecord } from './load-generator.js';
 import { API_OUTAGE_MS } from '../cluster/relay.js';
 import { NodeSampler } from './node-sampler.js';
-import { buildReport, failedTotal, type Generator, type SoakReport } from './report.js';
+import { buildReport, failedTotal, type Generator, type SoakInputs, type SoakReport } from './report.js';
+import { frontendsOf, soakTargets, type SoakTargets } from './targets.js';
 import {
-  ANCHOR,
   CLIENT,
   SOAK_NAMESPACE,
   deployment,
@@ -259,31 +259,25 @@ async function proxyPods(api: LabApi): Promise<ProxyPodStatus> {
   return { names: names.sort(), restarts };
 }
 
-export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<SoakReport> {
-  const bad = checkSoakOptions(options);
-  if (bad !== undefined) throw new Error(bad);
-  const read = readLabState(labPaths(deps.stateDir).stateFile);
-  if (!read.ok) throw new Error(read.missing ? 'no lab is up (kube-proxy-ts lab up)' : read.reason);
-  const state: LabState = read.state;
-  const layout = labLayout(state.nodes.length, state.prefix);
-  const paths = labPaths(deps.stateDir);
-  const api = labApi({ url: state.apiserverURL, token: state.token, caPem: state.caPem });
-  const { progress } = deps;
-  const workDir = join(deps.stateDir, 'soak');
-  rmSync(workDir, { recursive: true, force: true });
-  mkdirSync(workDir, { recursive: true, mode: 0o700 });
+/** A generator as the soak runs it: where, what to, its settings and the file it writes its records to. */
+type SoakGenerator = Omit<Generator, 'records'> & { file: RecordFile; netns: string; config: LoadConfig };
 
-  progress(`removing what an earlier soak left, if anything`);
-  await deleteWorkload(api, deps.runner, state.prefix);
-  const plans = servicePlan(options.services);
-  const churnOf = new Map(plans.map((p) => [p.name, p.churn]));
-  const expectedPods = deployments(options.services).reduce((a, d) => a + d.replicas, 0);
-  progress(
-    `creating namespace ${SOAK_NAMESPACE}: ${plans.length} Services, ${expectedPods} pods in ${deployments(options.services).length} Deployments`,
-  );
-  await createWorkload(api, options.services);
+/** The timers of the soak's faults, all cleared when it ends (or fails). */
+class Timers {
+  private readonly all: NodeJS.Timeout[] = [];
+  after(ms: number, run: () => void): void {
+    this.all.push(setTimeout(run, ms));
+  }
+  clear(): void {
+    for (const t of this.all) clearTimeout(t);
+  }
+}
 
-  const abort = new AbortController();
+/** The soak's view of its workload: Pods (for the churn) and EndpointSlices (the eligibility timeline). */
+function watchWorkload(
+  api: LabApi,
+  signal: AbortSignal,
+): { pods: Map<string, PodState>; timeline: EligibilityTimeline; watches: Promise<unknown>[] } {
   const pods = new Map<string, PodState>();
   const timeline = new EligibilityTimeline();
   const watches = [
@@ -296,18 +290,294 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
         if (type === 'DELETED') pods.delete(p.name);
         else pods.set(p.name, p);
       },
-      abort.signal,
+      signal,
     ),
     api.watch(
       `/apis/discovery.k8s.io/v1/namespaces/${SOAK_NAMESPACE}/endpointslices`,
       (type, obj) => (type === 'RESET' ? timeline.reset() : timeline.observe(type, obj, Date.now())),
-      abort.signal,
+      signal,
     ),
   ].map((p) => p.catch(() => undefined));
+  return { pods, timeline, watches };
+}
 
+/** The generators: ClusterIPs from the soak-client pod (60% of the rate), NodePorts from the client host. */
+async function loadGenerators(
+  api: LabApi,
+  state: LabState,
+  layout: LabLayout,
+  pods: ReadonlyMap<string, PodState>,
+  options: SoakOptions,
+  workDir: string,
+): Promise<SoakGenerator[]> {
+  const services = (await api.request('GET', `/api/v1/namespaces/${SOAK_NAMESPACE}/services`)) as {
+    items?: Service[];
+  };
+  const clientPod = [...pods.values()].find((p) => p.app === CLIENT);
+  if (!clientPod) throw new Error('soak: the soak-client pod is missing');
+  const targets = soakTargets(
+    servicePlan(options.services),
+    frontendsOf(services.items ?? []),
+    clientPod,
+    pods.values(),
+    layout.nodes,
+  );
+  const generator = (
+    where: string,
+    netns: string,
+    of: SoakTargets['pod'],
+    share: number,
+    file: string,
+  ): SoakGenerator => ({
+    where,
+    netns,
+    targets: of.targets,
+    long: of.long,
+    config: {
+      durationMs: options.durationMs,
+      ratePerSecond: Math.max(1, Math.round(options.ratePerSecond * share)),
+      timeoutMs: REQUEST_TIMEOUT_MS,
+      targets: of.targets,
+      long: of.long,
+      longIntervalMs: 250,
+    },
+    file: new RecordFile(join(workDir, file)),
+  });
+  return [
+    generator(
+      `pod/${clientPod.name}`,
+      podNamespaceName(state.prefix, SOAK_NAMESPACE, clientPod.name),
+      targets.pod,
+      0.6,
+      'pod.ndjson',
+    ),
+    generator('client', layout.clientNamespace, targets.client, 0.4, 'client.ndjson'),
+  ];
+}
+
+/** Each generator as `lab load` in its namespace; resolves when they are done. */
+function startGenerators(
+  generators: readonly SoakGenerator[],
+  workDir: string,
+  runner: CommandRunner,
+  durationMs: number,
+): Promise<{ code: number; stderr: string }[]> {
+  return Promise.all(
+    generators.map((g, i) => {
+      const configPath = join(workDir, `load-${i}.json`);
+      writeFileSync(configPath, JSON.stringify(g.config));
+      return runner.run(
+        'ip',
+        ['netns', 'exec', g.netns, ...labCliArgv(['load', '--config', configPath, '--out', g.file.path])],
+        { timeoutMs: durationMs + 60_000 },
+      );
+    }),
+  );
+}
+
+/**
+ * Churn: one change every 1/rate seconds, up to CHURN_IN_FLIGHT writes at once (an API server busy with the
+ * EndpointSlices of 200 Services answers a write in a few hundred ms); past that the next change waits, so the
+ * rate reached is what the cluster took, and the report says it.
+ */
+async function churnUntil(churn: Churn, perSecond: number, endAt: number): Promise<void> {
+  if (perSecond <= 0) return;
+  const every = 1000 / perSecond;
+  const inFlight = new Set<Promise<void>>();
+  for (let next = Date.now(); Date.now() < endAt;) {
+    if (inFlight.size >= CHURN_IN_FLIGHT) await Promise.race(inFlight);
+    const p = churn.step().finally(() => inFlight.delete(p));
+    inFlight.add(p);
+    next += every;
+    await delay(Math.max(0, next - Date.now()));
+  }
+  await Promise.all(inFlight);
+}
+
+interface RestartContext {
+  readonly nodes: readonly LabNodeLayout[];
+  readonly paths: LabPaths;
+  readonly deps: SoakDeps;
+  readonly sampler: NodeSampler;
+  readonly timers: Timers;
+  readonly endAt: number;
+}
+
+/**
+ * A proxy restart every `every` ms, the nodes in turn, SIGTERM and SIGKILL alternately; each one's record gets
+ * the time its proxy synced again. `restarting` settles when the last restart's wait is over.
+ */
+function scheduleRestarts(
+  every: number,
+  durationMs: number,
+  c: RestartContext,
+): { restarts: ProxyRestart[]; restarting: Promise<void>[] } {
+  const restarts: ProxyRestart[] = [];
+  const restarting: Promise<void>[] = [];
+  let n = 0;
+  const restartOne = (): void => {
+    // Room for the new process to come up and sync, and for the connections to show they survived.
+    if (Date.now() + RESTART_ROOM_MS > c.endAt) return;
+    const node = c.nodes[n % c.nodes.length];
+    const signal = n % 2 === 0 ? 'SIGTERM' : 'SIGKILL';
+    n++;
+    if (!node) return;
+    restarting.push(restartProxy(node.name, signal, restarts, c));
+    c.timers.after(every, restartOne);
+  };
+  c.timers.after(Math.min(every, durationMs / 3), restartOne);
+  return { restarts, restarting };
+}
+
+async function restartProxy(
+  node: string,
+  signal: 'SIGTERM' | 'SIGKILL',
+  restarts: ProxyRestart[],
+  c: RestartContext,
+): Promise<void> {
+  const { progress, runner } = c.deps;
+  const r = await signalProxy(runner, node, c.paths.proxyPidFile(node), signal);
+  if (typeof r === 'string') return progress(`proxy restart: ${r}`);
+  progress(`${signal} to kube-proxy on ${node} (pid ${r.pid})`);
+  restarts.push(r);
+  try {
+    await waitUntil(`kube-proxy on ${node} to sync after ${signal}`, 60_000, () => {
+      const p = c.sampler.latest(node);
+      return p !== undefined && p.t > r.at && p.lastSyncMs > r.at;
+    });
+    r.syncedAt = c.sampler.latest(node)?.lastSyncMs;
+    progress(
+      `kube-proxy on ${node} synced again ${(((r.syncedAt ?? 0) - r.at) / 1000).toFixed(1)} s after ${signal}`,
+    );
+  } catch (e) {
+    progress(String(e));
+  }
+}
+
+/** An API server outage every `every` ms (none in the last 5 s); the times they began. */
+function scheduleOutages(
+  every: number,
+  outage: () => void,
+  c: Pick<RestartContext, 'deps' | 'timers' | 'endAt'>,
+): number[] {
+  const began: number[] = [];
+  const next = (): void => {
+    if (Date.now() + 5000 > c.endAt) return;
+    began.push(Date.now());
+    outage();
+    c.deps.progress('API server outage');
+    c.timers.after(every, next);
+  };
+  c.timers.after(every, next);
+  return began;
+}
+
+/** A progress line every 5 s while the soak runs: requests, failures, changes, each node's pending changes. */
+function progressTicker(
+  generators: readonly SoakGenerator[],
+  churn: Churn,
+  sampler: NodeSampler,
+  nodes: readonly LabNodeLayout[],
+  startedAt: number,
+  progress: (line: string) => void,
+): NodeJS.Timeout {
+  return setInterval(() => {
+    for (const g of generators) g.file.read();
+    const recs = generators.flatMap((g) => g.file.records.filter((r) => r.k === 'req'));
+    const failed = recs.filter((r) => r.r !== 'ok').length;
+    const pending = nodes
+      .map((n) => `${n.name} ${sampler.latest(n.name)?.pendingEndpoints ?? '?'}`)
+      .join(', ');
+    progress(
+      `${((Date.now() - startedAt) / 1000).toFixed(0)} s: ${recs.length} requests, ${failed} not answered; ${churn.records.length} changes; pending ${pending}`,
+    );
+  }, 5000);
+}
+
+/**
+ * After the load: flipped pods ready again, every proxy synced with nothing pending; then the nodes checked for
+ * stale UDP entries. Pods still in their grace period are serving endpoints: their UDP entries are not stale
+ * until they are gone and that removal is synced.
+ */
+async function settleAndCheckConntrack(
+  churn: Churn,
+  pods: ReadonlyMap<string, PodState>,
+  sampler: NodeSampler,
+  api: LabApi,
+  deps: SoakDeps,
+  nodes: readonly LabNodeLayout[],
+): Promise<{ count: number; evidence: string[] }> {
+  const { progress } = deps;
+  await churn.restore();
+  progress('waiting for terminating pods to be gone and every proxy to sync that');
+  await waitUntil('the terminating soak pods to be gone', 120_000, () =>
+    [...pods.values()].every((p) => !p.terminating),
+  ).catch((e: unknown) => progress(String(e)));
+  await settled(sampler, nodes, 'every proxy to settle after the soak').catch((e: unknown) =>
+    progress(String(e)),
+  );
+  await delay(1500);
+  return staleConntrack(api, deps.runner, nodes);
+}
+
+/** Exits of a kube-proxy the soak did not cause: restarts beyond its own, and pods replaced. */
+function unexpectedExits(before: ProxyPodStatus, after: ProxyPodStatus, caused: number): number {
+  const replaced = after.names.filter((n) => !before.names.includes(n)).length;
+  return Math.max(0, after.restarts - before.restarts - caused) + replaced;
+}
+
+function reportSettings(state: LabState, options: SoakOptions): SoakInputs['settings'] {
+  return {
+    mode: state.mode,
+    ...(state.mode === 'nftables' ? { layout: state.nftablesLayout ?? 'upstream' } : {}),
+    ...(state.iptables !== undefined ? { iptables: state.iptables } : {}),
+    durationSeconds: options.durationMs / 1000,
+    services: options.services,
+    churnPerSecond: options.churnPerSecond,
+    ratePerSecond: options.ratePerSecond,
+    competingLockHolder: options.competingLockHolder,
+    ...(options.restartProxyEveryMs !== undefined
+      ? { restartProxyEverySeconds: options.restartProxyEveryMs / 1000 }
+      : {}),
+    ...(options.apiserverOutageEveryMs !== undefined
+      ? { apiserverOutageEverySeconds: options.apiserverOutageEveryMs / 1000 }
+      : {}),
+  };
+}
+
+/** The lab as its state file records it, or an error saying why there is none. */
+function openLab(stateDir: string): { state: LabState; layout: LabLayout; paths: LabPaths; api: LabApi } {
+  const paths = labPaths(stateDir);
+  const read = readLabState(paths.stateFile);
+  if (!read.ok) throw new Error(read.missing ? 'no lab is up (kube-proxy-ts lab up)' : read.reason);
+  const { state } = read;
+  const api = labApi({ url: state.apiserverURL, token: state.token, caPem: state.caPem });
+  return { state, layout: labLayout(state.nodes.length, state.prefix), paths, api };
+}
+
+export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<SoakReport> {
+  const bad = checkSoakOptions(options);
+  if (bad !== undefined) throw new Error(bad);
+  const { state, layout, paths, api } = openLab(deps.stateDir);
+  const { progress } = deps;
+  const workDir = join(deps.stateDir, 'soak');
+  rmSync(workDir, { recursive: true, force: true });
+  mkdirSync(workDir, { recursive: true, mode: 0o700 });
+
+  progress(`removing what an earlier soak left, if anything`);
+  await deleteWorkload(api, deps.runner, state.prefix);
+  const plans = servicePlan(options.services);
+  const expectedPods = deployments(options.services).reduce((a, d) => a + d.replicas, 0);
+  progress(
+    `creating namespace ${SOAK_NAMESPACE}: ${plans.length} Services, ${expectedPods} pods in ${deployments(options.services).length} Deployments`,
+  );
+  await createWorkload(api, options.services);
+
+  const abort = new AbortController();
+  const { pods, timeline, watches } = watchWorkload(api, abort.signal);
   const sampler = new NodeSampler(deps.runner, layout.nodes);
   const lockHolders: { stop(): Promise<void> }[] = [];
-  const timers: NodeJS.Timeout[] = [];
+  const timers = new Timers();
   try {
     await waitUntil(`${expectedPods} soak pods ready`, 300_000, () => {
       const ready = [...pods.values()].filter((p) => p.ready && !p.terminating).length;
@@ -315,126 +585,7 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
     });
     sampler.start();
     await settled(sampler, layout.nodes, 'every proxy to sync the soak workload');
-
-    // Frontends: ClusterIPs and NodePorts, as the API server allocated them.
-    const svcList = (await api.request('GET', `/api/v1/namespaces/${SOAK_NAMESPACE}/services`)) as {
-      items?: Service[];
-    };
-    const frontends = new Map<string, { clusterIP: string; tcpNodePort?: number; udpNodePort?: number }>();
-    for (const s of svcList.items ?? []) {
-      const ports = s.spec?.ports ?? [];
-      frontends.set(s.metadata?.name ?? '', {
-        clusterIP: s.spec?.clusterIP ?? '',
-        ...(ports.find((p) => p.protocol === 'TCP')?.nodePort !== undefined
-          ? { tcpNodePort: ports.find((p) => p.protocol === 'TCP')?.nodePort }
-          : {}),
-        ...(ports.find((p) => p.protocol === 'UDP')?.nodePort !== undefined
-          ? { udpNodePort: ports.find((p) => p.protocol === 'UDP')?.nodePort }
-          : {}),
-      });
-    }
-    const clientPod = [...pods.values()].find((p) => p.app === CLIENT);
-    if (!clientPod) throw new Error('soak: the soak-client pod is missing');
-    // ClusterIP load from a pod: a few Services of each churn kind (graceful, readiness) and the anchor.
-    const clusterTargets: LoadTarget[] = [];
-    for (const plan of [
-      ...plans.filter((p) => p.name !== ANCHOR).slice(0, 8),
-      ...plans.filter((p) => p.name === ANCHOR),
-    ])
-      for (const protocol of ['tcp', 'udp'] as const)
-        clusterTargets.push({
-          service: plan.name,
-          protocol,
-          via: 'clusterIP',
-          host: frontends.get(plan.name)?.clusterIP ?? '',
-          port: 80,
-          ...(clientPod.node !== undefined ? { node: clientPod.node } : {}),
-        });
-    // The control: the anchor pods' own addresses, the same pod servers without any Service rule in the path.
-    for (const p of [...pods.values()].filter((x) => x.app === ANCHOR && x.ip !== undefined))
-      for (const protocol of ['tcp', 'udp'] as const)
-        clusterTargets.push({
-          service: CONTROL_SERVICE,
-          protocol,
-          via: 'podIP',
-          host: p.ip ?? '',
-          port: WEB_POD_PORT,
-        });
-    const anchor = frontends.get(ANCHOR);
-    const podLong: LongTarget[] = [
-      { service: ANCHOR, via: 'clusterIP', host: anchor?.clusterIP ?? '', port: 80, connections: 4 },
-    ];
-    // NodePort load from the client host, through every node.
-    const nodePortTargets: LoadTarget[] = [];
-    for (const plan of plans.filter((p) => p.nodePort && p.name !== ANCHOR))
-      for (const n of layout.nodes) {
-        const f = frontends.get(plan.name);
-        if (f?.tcpNodePort !== undefined)
-          nodePortTargets.push({
-            service: plan.name,
-            protocol: 'tcp',
-            via: 'nodePort',
-            host: n.ip,
-            port: f.tcpNodePort,
-            node: n.name,
-          });
-        if (f?.udpNodePort !== undefined)
-          nodePortTargets.push({
-            service: plan.name,
-            protocol: 'udp',
-            via: 'nodePort',
-            host: n.ip,
-            port: f.udpNodePort,
-            node: n.name,
-          });
-      }
-    const clientLong: LongTarget[] =
-      anchor?.tcpNodePort === undefined
-        ? []
-        : layout.nodes.map((n) => ({
-            service: ANCHOR,
-            via: 'nodePort' as const,
-            host: n.ip,
-            port: anchor.tcpNodePort ?? 0,
-            connections: 2,
-          }));
-
-    const generators: (Omit<Generator, 'records'> & {
-      file: RecordFile;
-      netns: string;
-      config: LoadConfig;
-    })[] = [
-      {
-        where: `pod/${clientPod.name}`,
-        netns: podNamespaceName(state.prefix, SOAK_NAMESPACE, clientPod.name),
-        targets: clusterTargets,
-        long: podLong,
-        config: {
-          durationMs: options.durationMs,
-          ratePerSecond: Math.max(1, Math.round(options.ratePerSecond * 0.6)),
-          timeoutMs: REQUEST_TIMEOUT_MS,
-          targets: clusterTargets,
-          long: podLong,
-          longIntervalMs: 250,
-        },
-        file: new RecordFile(join(workDir, 'pod.ndjson')),
-      },
-      {
-        where: 'client',
-        netns: layout.clientNamespace,
-        targets: nodePortTargets,
-        long: clientLong,
-        config: {
-          durationMs: options.durationMs,
-          ratePerSecond: Math.max(1, Math.round(options.ratePerSecond * 0.4)),
-          timeoutMs: REQUEST_TIMEOUT_MS,
-          targets: nodePortTargets,
-          long: clientLong,
-          longIntervalMs: 250,
-        },
-        file: new RecordFile(join(workDir, 'client.ndjson')),
-      },
-    ];
+    const generators = await loadGenerators(api, state, layout, pods, options, workDir);
 
     const kubeProxyBefore = await proxyPods(api);
     if (options.competingLockHolder) {
@@ -447,110 +598,33 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
       );
     }
     const startedAt = Date.now();
-    progress(
-      `soak: ${options.durationMs / 1000} s, load ${options.ratePerSecond} req/s (${clusterTargets.length} ClusterIP targets from ${clientPod.name}, ${nodePortTargets.length} NodePort targets from the client; ${[...podLong, ...clientLong].reduce((a, l) => a + l.connections, 0)} long-lived connections), churn ${options.churnPerSecond}/s`,
-    );
-    const running = generators.map((g, i) => {
-      const configPath = join(workDir, `load-${i}.json`);
-      writeFileSync(configPath, JSON.stringify(g.config));
-      return deps.runner.run(
-        'ip',
-        ['netns', 'exec', g.netns, ...labCliArgv(['load', '--config', configPath, '--out', g.file.path])],
-        {
-          timeoutMs: options.durationMs + 60_000,
-        },
-      );
-    });
     const endAt = startedAt + options.durationMs;
-
-    // Churn: one change every 1/rate seconds, up to CHURN_IN_FLIGHT writes at once (an API server busy with the
-    // EndpointSlices of 200 Services answers a write in a few hundred ms); past that the next change waits, so
-    // the rate reached is what the cluster took, and the report says it.
+    const [podGen, clientGen] = generators;
+    const longCount = generators.flatMap((g) => g.long).reduce((a, l) => a + l.connections, 0);
+    progress(
+      `soak: ${options.durationMs / 1000} s, load ${options.ratePerSecond} req/s (${podGen?.targets.length} ClusterIP targets from ${podGen?.where.replace('pod/', '')}, ${clientGen?.targets.length} NodePort targets from the client; ${longCount} long-lived connections), churn ${options.churnPerSecond}/s`,
+    );
+    const running = startGenerators(generators, workDir, deps.runner, options.durationMs);
     const churn = new Churn(
       api,
       () => [...pods.values()],
       Array.from({ length: flappyCount(options.services) }, (_, k) => flappyName(k)),
     );
-    const churning = (async () => {
-      if (options.churnPerSecond <= 0) return;
-      const every = 1000 / options.churnPerSecond;
-      const inFlight = new Set<Promise<void>>();
-      for (let next = Date.now(); Date.now() < endAt;) {
-        if (inFlight.size >= CHURN_IN_FLIGHT) await Promise.race(inFlight);
-        const p = churn.step().finally(() => inFlight.delete(p));
-        inFlight.add(p);
-        next += every;
-        await delay(Math.max(0, next - Date.now()));
-      }
-      await Promise.all(inFlight);
-    })();
-
-    // Faults on timers.
-    const restarts: ProxyRestart[] = [];
-    const restarting: Promise<void>[] = [];
-    if (options.restartProxyEveryMs !== undefined) {
-      let n = 0;
-      const every = options.restartProxyEveryMs;
-      const restartOne = (): void => {
-        // Room for the new process to come up and sync, and for the connections to show they survived.
-        if (Date.now() + RESTART_ROOM_MS > endAt) return;
-        const node = layout.nodes[n % layout.nodes.length];
-        const signal = n % 2 === 0 ? 'SIGTERM' : 'SIGKILL';
-        n++;
-        if (!node) return;
-        restarting.push(
-          (async () => {
-            const r = await signalProxy(deps.runner, node.name, paths.proxyPidFile(node.name), signal);
-            if (typeof r === 'string') return progress(`proxy restart: ${r}`);
-            progress(`${signal} to kube-proxy on ${node.name} (pid ${r.pid})`);
-            restarts.push(r);
-            try {
-              await waitUntil(`kube-proxy on ${node.name} to sync after ${signal}`, 60_000, () => {
-                const p = sampler.latest(node.name);
-                return p !== undefined && p.t > r.at && p.lastSyncMs > r.at;
-              });
-              r.syncedAt = sampler.latest(node.name)?.lastSyncMs;
-              progress(
-                `kube-proxy on ${node.name} synced again ${(((r.syncedAt ?? 0) - r.at) / 1000).toFixed(1)} s after ${signal}`,
-              );
-            } catch (e) {
-              progress(String(e));
-            }
-          })(),
-        );
-        timers.push(setTimeout(restartOne, every));
-      };
-      timers.push(setTimeout(restartOne, Math.min(every, options.durationMs / 3)));
-    }
-    const apiOutages: number[] = [];
-    if (options.apiserverOutageEveryMs !== undefined && deps.apiOutage) {
-      const every = options.apiserverOutageEveryMs;
-      const outage = (): void => {
-        if (Date.now() + 5000 > endAt) return;
-        apiOutages.push(Date.now());
-        deps.apiOutage?.();
-        progress('API server outage');
-        timers.push(setTimeout(outage, every));
-      };
-      timers.push(setTimeout(outage, every));
-    }
-
-    // Progress every 5 s while it runs.
-    const ticker = setInterval(() => {
-      for (const g of generators) g.file.read();
-      const recs = generators.flatMap((g) => g.file.records.filter((r) => r.k === 'req'));
-      const failed = recs.filter((r) => r.r !== 'ok').length;
-      const pending = layout.nodes
-        .map((n) => `${n.name} ${sampler.latest(n.name)?.pendingEndpoints ?? '?'}`)
-        .join(', ');
-      progress(
-        `${((Date.now() - startedAt) / 1000).toFixed(0)} s: ${recs.length} requests, ${failed} not answered; ${churn.records.length} changes; pending ${pending}`,
-      );
-    }, 5000);
-    const results = await Promise.all(running);
+    const churning = churnUntil(churn, options.churnPerSecond, endAt);
+    const faults = { nodes: layout.nodes, paths, deps, sampler, timers, endAt };
+    const { restarts, restarting } =
+      options.restartProxyEveryMs !== undefined
+        ? scheduleRestarts(options.restartProxyEveryMs, options.durationMs, faults)
+        : { restarts: [], restarting: [] };
+    const apiOutages =
+      options.apiserverOutageEveryMs !== undefined && deps.apiOutage
+        ? scheduleOutages(options.apiserverOutageEveryMs, deps.apiOutage, faults)
+        : [];
+    const ticker = progressTicker(generators, churn, sampler, layout.nodes, startedAt, progress);
+    const results = await running;
     clearInterval(ticker);
     await churning;
-    for (const t of timers) clearTimeout(t);
+    timers.clear();
     await Promise.all(restarting);
     const endedAt = Date.now();
     for (const h of lockHolders.splice(0)) await h.stop();
@@ -560,42 +634,12 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
     });
     for (const g of generators) g.file.read();
 
-    // Settle: flipped pods ready again, every proxy synced with nothing pending; then look for stale UDP entries.
-    // Pods still in their grace period are serving endpoints: their UDP entries are not stale until they are
-    // gone and that removal is synced.
-    await churn.restore();
-    progress('waiting for terminating pods to be gone and every proxy to sync that');
-    await waitUntil('the terminating soak pods to be gone', 120_000, () =>
-      [...pods.values()].every((p) => !p.terminating),
-    ).catch((e: unknown) => progress(String(e)));
-    await settled(sampler, layout.nodes, 'every proxy to settle after the soak').catch((e: unknown) =>
-      progress(String(e)),
-    );
-    await delay(1500);
-    const stale = await staleConntrack(api, deps.runner, layout.nodes);
-    const kubeProxyAfter = await proxyPods(api);
-    const replaced = kubeProxyAfter.names.filter((n) => !kubeProxyBefore.names.includes(n)).length;
-    const unexpectedProxyExits =
-      Math.max(0, kubeProxyAfter.restarts - kubeProxyBefore.restarts - restarts.length) + replaced;
+    const stale = await settleAndCheckConntrack(churn, pods, sampler, api, deps, layout.nodes);
+    const unexpectedProxyExits = unexpectedExits(kubeProxyBefore, await proxyPods(api), restarts.length);
     await sampler.stop();
 
     const report = buildReport({
-      settings: {
-        mode: state.mode,
-        ...(state.mode === 'nftables' ? { layout: state.nftablesLayout ?? 'upstream' } : {}),
-        ...(state.iptables !== undefined ? { iptables: state.iptables } : {}),
-        durationSeconds: options.durationMs / 1000,
-        services: options.services,
-        churnPerSecond: options.churnPerSecond,
-        ratePerSecond: options.ratePerSecond,
-        competingLockHolder: options.competingLockHolder,
-        ...(options.restartProxyEveryMs !== undefined
-          ? { restartProxyEverySeconds: options.restartProxyEveryMs / 1000 }
-          : {}),
-        ...(options.apiserverOutageEveryMs !== undefined
-          ? { apiserverOutageEverySeconds: options.apiserverOutageEveryMs / 1000 }
-          : {}),
-      },
+      settings: reportSettings(state, options),
       startedAt,
       endedAt,
       generators: generators.map((g) => ({
@@ -604,7 +648,7 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
         long: g.long,
         records: g.file.records,
       })),
-      churnOf,
+      churnOf: new Map(plans.map((p) => [p.name, p.churn])),
       timeline,
       churn: churn.records,
       nodes: sampler.series,
@@ -617,7 +661,7 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
     progress(`soak done: ${report.requests.sent} requests, ${failedTotal(report.requests)} failed`);
     return report;
   } finally {
-    for (const t of timers) clearTimeout(t);
+    timers.clear();
     for (const h of lockHolders) await h.stop();
     await sampler.stop();
     abort.abort();

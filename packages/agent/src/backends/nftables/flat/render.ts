@@ -88,6 +88,82 @@ function flatProtocol(proto: string): FlatProtocol {
   return p;
 }
 
+interface AffinityChains {
+  readonly chainOps: NftOperation[];
+  readonly chains: string[];
+  readonly affinitySets: string[];
+}
+
+/**
+ * A ClientIP-affinity port's own chains: its selection chains (cluster and local views), and per endpoint the
+ * affinity set and the chain that records and DNATs; sets first, then the chains, then their rules.
+ */
+function affinityChains(policy: ServicePortPolicy, node: NodeNetworkConfig): AffinityChains {
+  const sp = policy.servicePort;
+  const base = servicePortChainBase(sp.name);
+  const chainOps: NftOperation[] = [];
+  const chains: string[] = [];
+  const affinitySets: string[] = [];
+  const rules: NftOperation[] = [];
+  const chain = (name: string): void => {
+    chains.push(name);
+    chainOps.push({ verb: 'add', object: { kind: 'chain', name } });
+    chainOps.push({ verb: 'flush', object: { kind: 'chain', name } });
+  };
+  const selection = (name: string, eps: ServicePortPolicy['clusterEndpoints']): void => {
+    chain(name);
+    for (const r of affinitySelectionRules(sp, eps, name, node)) rules.push({ verb: 'add', object: r });
+  };
+  if (policy.usesClusterEndpoints) selection(SERVICE_CHAIN_PREFIX + base, policy.clusterEndpoints);
+  if (policy.usesLocalEndpoints) selection(LOCAL_CHAIN_PREFIX + base, policy.localEndpoints);
+  const sets: NftOperation[] = [];
+  for (const ep of policy.reachableEndpoints) {
+    const a = affinityEndpoint(sp, ep, node);
+    sets.push({ verb: 'add', object: a.set });
+    affinitySets.push(a.set.name);
+    chain(a.chain);
+    for (const r of a.rules) rules.push({ verb: 'add', object: r });
+  }
+  chainOps.unshift(...sets);
+  chainOps.push(...rules);
+  return { chainOps, chains, affinitySets };
+}
+
+/**
+ * The first name nft cannot hold in what a port renders (names come from the cluster: such a Service is skipped,
+ * never sent). An endpoint entry's key is a frontend that another element of this port carries too (its
+ * service-ips or dispatch entry, checked here) plus a slot number, and its value is a slot identity, checked once
+ * per endpoint: nothing of it is new.
+ */
+function firstProblem(
+  chainOps: readonly NftOperation[],
+  slots: PortSlots,
+  protocol: FlatProtocol,
+  elements: readonly NftElement[],
+  endpointEntries: ReadonlySet<NftElement>,
+): string | undefined {
+  for (const op of chainOps) {
+    const problem = validateOperation(op);
+    if (problem !== undefined) return problem;
+  }
+  for (const id of new Set([...slots.cluster, ...slots.local])) {
+    const probe: NftElement = {
+      kind: 'element',
+      set: endpointsMapName('cluster', protocol),
+      key: ['x'],
+      value: slotValue(id),
+    };
+    const problem = validateOperation({ verb: 'add', object: probe });
+    if (problem !== undefined) return problem;
+  }
+  for (const e of elements) {
+    if (endpointEntries.has(e)) continue;
+    const problem = validateOperation({ verb: 'add', object: e });
+    if (problem !== undefined) return problem;
+  }
+  return undefined;
+}
+
 /** Renders one service port from its policy (src/model/port-policy.ts) and the slots it had last time. */
 export function renderFlatServicePort(
   policy: ServicePortPolicy,
@@ -213,63 +289,14 @@ export function renderFlatServicePort(
     if (noExternal !== undefined) el(NO_ENDPOINT_NODEPORTS_MAP, frontend, [verdict(noExternal)], comment);
   }
 
-  const chainOps: NftOperation[] = [];
-  const chains: string[] = [];
-  const affinitySets: string[] = [];
   for (const ep of policy.reachableEndpoints) {
     if (ep.isLocal) el(HAIRPIN_SET, [ep.ip, ep.ip, proto, String(ep.port)]);
   }
-  if (affinity) {
-    const base = servicePortChainBase(sp.name);
-    const rules: NftOperation[] = [];
-    const chain = (name: string): void => {
-      chains.push(name);
-      chainOps.push({ verb: 'add', object: { kind: 'chain', name } });
-      chainOps.push({ verb: 'flush', object: { kind: 'chain', name } });
-    };
-    const selection = (name: string, eps: ServicePortPolicy['clusterEndpoints']): void => {
-      chain(name);
-      for (const r of affinitySelectionRules(sp, eps, name, node)) rules.push({ verb: 'add', object: r });
-    };
-    if (policy.usesClusterEndpoints) selection(SERVICE_CHAIN_PREFIX + base, policy.clusterEndpoints);
-    if (policy.usesLocalEndpoints) selection(LOCAL_CHAIN_PREFIX + base, policy.localEndpoints);
-    const sets: NftOperation[] = [];
-    for (const ep of policy.reachableEndpoints) {
-      const a = affinityEndpoint(sp, ep, node);
-      sets.push({ verb: 'add', object: a.set });
-      affinitySets.push(a.set.name);
-      chain(a.chain);
-      for (const r of a.rules) rules.push({ verb: 'add', object: r });
-    }
-    chainOps.unshift(...sets);
-    chainOps.push(...rules);
-  }
-
-  // Names come from the cluster: a Service whose names nft cannot hold is skipped, never sent.
-  for (const op of chainOps) {
-    const problem = validateOperation(op);
-    if (problem !== undefined)
-      return { ok: false, key: sp.key, serviceName: sp.serviceName, reason: problem };
-  }
-  for (const id of new Set([...slots.cluster, ...slots.local])) {
-    const probe: NftElement = {
-      kind: 'element',
-      set: endpointsMapName('cluster', protocol),
-      key: ['x'],
-      value: slotValue(id),
-    };
-    const problem = validateOperation({ verb: 'add', object: probe });
-    if (problem !== undefined)
-      return { ok: false, key: sp.key, serviceName: sp.serviceName, reason: problem };
-  }
-  // An endpoint entry's key is a frontend that another element of this port carries too (its service-ips or
-  // dispatch entry, checked here) plus a slot number, and its value was checked above: nothing of it is new.
-  for (const e of elements) {
-    if (endpointEntries.has(e)) continue;
-    const problem = validateOperation({ verb: 'add', object: e });
-    if (problem !== undefined)
-      return { ok: false, key: sp.key, serviceName: sp.serviceName, reason: problem };
-  }
+  const { chainOps, chains, affinitySets } = affinity
+    ? affinityChains(policy, node)
+    : { chainOps: [], chains: [], affinitySets: [] };
+  const problem = firstProblem(chainOps, slots, protocol, elements, endpointEntries);
+  if (problem !== undefined) return { ok: false, key: sp.key, serviceName: sp.serviceName, reason: problem };
 
   return {
     ok: true,

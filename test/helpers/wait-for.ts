@@ -1,5 +1,6 @@
-// Polling for an outcome in kernel tests (a server listening, traffic having moved on). The timeout is a
-// generous upper bound on waiting, never an assertion about speed.
+// Polling for an outcome the test cannot be told of (a server listening, traffic having moved on, a client's
+// callbacks having run): the probe is the condition, the interval only its pace. The timeout is a generous upper
+// bound on waiting, never an assertion about speed.
 export async function waitFor<T>(
   what: string,
   probe: () => T | undefined | Promise<T | undefined>,
@@ -10,6 +11,6 @@ export async function waitFor<T>(
     const value = await probe();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs)); // the polling pace, not a wait
   }
 }
