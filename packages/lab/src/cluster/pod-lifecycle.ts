@@ -373,6 +373,8 @@ class NamespaceKubelet implements NamespacePodLifecycle {
     const uid = pod.metadata.uid ?? ns;
     const podDir = join(this.o.podStateDir, `${podNamespace}_${name}_${uid}`);
     mkdirSync(podDir, { recursive: true, mode: 0o700 });
+    // The volumes before the containers: a container's mounts are resolved from what they hold.
+    this.writeVolumes({ podObj, podDir, podNamespace });
     const hostNetwork = pod.spec?.hostNetwork === true;
     const netns = hostNetwork ? node.namespace : ns;
     const containers = arr(child(podObj, 'spec'), 'containers').map((c) => c as JsonObject);
@@ -387,7 +389,7 @@ class NamespaceKubelet implements NamespacePodLifecycle {
     // (its ports would collide with the node's).
     if (hostNetwork && needsServer)
       throw new Error(`pod ${name}: hostNetwork pods must name a command for every container in the lab`);
-    const start: PodStart = {
+    return {
       pod,
       podObj,
       ns,
@@ -403,15 +405,17 @@ class NamespaceKubelet implements NamespacePodLifecycle {
       resolved,
       needsServer,
     };
-    this.writeVolumes(start);
-    return start;
   }
 
   /**
    * The Pod's volumes under its state directory: every configMap and emptyDir one, or (given a ConfigMap) only
    * the configMap volumes of that ConfigMap.
    */
-  private writeVolumes(s: PodStart, cmNamespace?: string, cmName?: string): void {
+  private writeVolumes(
+    s: Pick<PodStart, 'podObj' | 'podDir' | 'podNamespace'>,
+    cmNamespace?: string,
+    cmName?: string,
+  ): void {
     if (cmNamespace !== undefined && cmNamespace !== s.podNamespace) return;
     for (const v of arr(child(s.podObj, 'spec'), 'volumes')) {
       const volume = v as JsonObject;
