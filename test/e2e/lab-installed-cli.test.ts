@@ -50,16 +50,20 @@ describe(
     let output = '';
     let releaseTurn: () => void = () => undefined;
 
-    before(async () => {
-      const where = await inNewShell('command -v kube-proxy-ts && command -v kube-proxy-ts-lab');
-      if (where.code !== 0) {
-        const why =
-          'kube-proxy-ts is not on the system PATH: run bash scripts/setup.sh (it installs the CLI)';
-        if (kernelRequired) throw new Error(why);
-        console.log(`# ${why}`);
-      }
-      releaseTurn = await labTurn();
-    });
+    before(
+      async () => {
+        const where = await inNewShell('command -v kube-proxy-ts && command -v kube-proxy-ts-lab');
+        if (where.code !== 0) {
+          const why =
+            'kube-proxy-ts is not on the system PATH: run bash scripts/setup.sh (it installs the CLI)';
+          if (kernelRequired) throw new Error(why);
+          console.log(`# ${why}`);
+        }
+        releaseTurn = await labTurn();
+        // The turn can take another lab suite's whole run: longer than one test's 10 minutes on a busy machine.
+      },
+      { timeout: 25 * 60_000 },
+    );
 
     after(async () => {
       if (child?.pid !== undefined && child.exitCode === null) {

@@ -98,9 +98,13 @@ describe(
   () => {
     let releaseTurn: () => void = () => undefined;
     const made: { prefix: string; stateDir: string; lab?: Started }[] = [];
-    before(async () => {
-      releaseTurn = await labTurn();
-    });
+    // The turn can take another lab suite's whole run: longer than one test's 10 minutes on a busy machine.
+    before(
+      async () => {
+        releaseTurn = await labTurn();
+      },
+      { timeout: 25 * 60_000 },
+    );
     after(async () => {
       try {
         for (const m of made) {
