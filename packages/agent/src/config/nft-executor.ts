@@ -5,7 +5,3 @@
 export const NFT_EXECUTORS = ['auto', 'cli', 'library'] as const;
 export type NftExecutorChoice = (typeof NFT_EXECUTORS)[number];
 export const DEFAULT_NFT_EXECUTOR: NftExecutorChoice = 'auto';
-
-export function isNftExecutorChoice(value: string): value is NftExecutorChoice {
-  return (NFT_EXECUTORS as readonly string[]).includes(value);
-}

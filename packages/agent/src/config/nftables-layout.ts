@@ -13,7 +13,3 @@ export const NFTABLES_LAYOUT_DESCRIPTIONS: Readonly<Record<NftablesLayoutName, s
     'shared maps keyed by frontend (service-ips, *-dispatch, endpoints-<proto>) and shared dispatch chains by ' +
     'endpoint count; no chain per service port; one-endpoint changes are a few element operations',
 };
-
-export function isNftablesLayout(value: string): value is NftablesLayoutName {
-  return (NFTABLES_LAYOUTS as readonly string[]).includes(value);
-}
