@@ -4,7 +4,7 @@
 // its own order, so each rule is asked for with `-C` (the kernel's own comparison), and a chain by its rule count.
 import { nftFamilyOf } from '../backends/nftables/backend.js';
 import { TABLE_NAME } from '../backends/nftables/naming.js';
-import { ELEMENT_CONTAINERS } from '../backends/nftables/planner.js';
+import { UPSTREAM_ELEMENT_CONTAINERS } from '../backends/nftables/upstream-layout.js';
 import type { CommandRunner } from '../netfilter/command.js';
 import { isNotFound } from '../netfilter/nft/errors.js';
 import { NftCommandExecutor } from '../netfilter/nft/executor.js';
@@ -41,7 +41,7 @@ export interface KernelReader {
 export function liveKernelReader(family: IPFamily, commands: CommandRunner): KernelReader {
   const nft = new NftCommandExecutor({ family: nftFamilyOf(family), table: TABLE_NAME }, commands);
   const ipt = new IptablesClient({ family, commands, clock: systemClock });
-  const kinds = new Map<string, 'set' | 'map'>(ELEMENT_CONTAINERS.map((c) => [c.name, c.kind]));
+  const kinds = new Map<string, 'set' | 'map'>(UPSTREAM_ELEMENT_CONTAINERS.map((c) => [c.name, c.kind]));
   return {
     async nftListing() {
       try {

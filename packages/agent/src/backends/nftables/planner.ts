@@ -1,39 +1,21 @@
-// Decides what one sync sends (upstream-backends.md §1.9). It remembers, per service port, what it rendered last
-// and which shared-set elements it owns, and what the kernel holds (elements, service chains, affinity sets), so a
-// partial sync costs O(changed services): it re-renders only those, diffs only the element keys they touch, and
-// keeps running totals instead of recounting. Kernel-side memory changes only in commit(), after nft succeeded;
-// after a failure the owner discards the planner's view by doing a full sync (which reads the kernel back).
+// Decides what one sync sends (upstream-backends.md §1.9), for either ruleset layout: the layout renders one
+// service port (PortRendering) and this planner does everything else. It remembers, per service port, what the
+// port owns (its claims in the element ledger, its chains and affinity sets, the shared chains it points at) and
+// what the kernel holds, so a partial sync costs O(changed services): it re-renders only those, diffs only the
+// element keys they touched, and keeps running totals instead of recounting. Kernel-side memory changes only in
+// commit(), after nft succeeded; after a failure the owner discards the planner's view by doing a full sync (which
+// reads the kernel back).
 import { changedPorts } from './changed-ports.js';
+import { ElementLedger, KernelUpdates, elementKey, elementValue } from './element-ledger.js';
+import type { ElementContainer, LayoutPlanner } from './layout.js';
+import { isAffinitySet, isServiceChain } from './naming.js';
+import type { RenderedServicePort } from './service-port.js';
 import type { NftElement, NftOperation } from '../../netfilter/nft/objects.js';
 import type { NftListing } from '../../netfilter/nft/executor.js';
 import type { FeatureGates } from '../../model/feature-gates.js';
-import type { NodeNetworkConfig, ProxySnapshot } from '../../sync/backend.js';
-import {
-  CLUSTER_IPS_SET,
-  FIREWALL_IPS_MAP,
-  HAIRPIN_SET,
-  NO_ENDPOINT_NODEPORTS_MAP,
-  NO_ENDPOINT_SERVICES_MAP,
-  SERVICE_IPS_MAP,
-  SERVICE_NODEPORTS_MAP,
-  isAffinitySet,
-  isServiceChain,
-} from './naming.js';
-import type { RenderedServicePort } from './service-port.js';
-import { renderServicePort } from './service-port.js';
 import { policyNode, servicePortPolicy } from '../../model/port-policy.js';
-import { renderSetup } from './setup.js';
-
-/** The shared sets and maps whose elements are diffed against the kernel. */
-export const ELEMENT_CONTAINERS = [
-  { kind: 'set', name: CLUSTER_IPS_SET },
-  { kind: 'set', name: HAIRPIN_SET },
-  { kind: 'map', name: SERVICE_IPS_MAP },
-  { kind: 'map', name: SERVICE_NODEPORTS_MAP },
-  { kind: 'map', name: FIREWALL_IPS_MAP },
-  { kind: 'map', name: NO_ENDPOINT_SERVICES_MAP },
-  { kind: 'map', name: NO_ENDPOINT_NODEPORTS_MAP },
-] as const;
+import type { PolicyNode, ServicePortPolicy } from '../../model/port-policy.js';
+import type { NodeNetworkConfig, ProxySnapshot } from '../../sync/backend.js';
 
 /** Milliseconds a flushed chain waits before it is deleted (kernels < 6.2 notice late that it is unreferenced). */
 export const STALE_CHAIN_DELAY_MS = 1000;
@@ -45,22 +27,25 @@ export interface KernelView {
   readonly elements: ReadonlyMap<string, readonly NftElement[]>;
 }
 
-export const EMPTY_KERNEL: KernelView = {
-  listing: { table: { kind: 'table' }, chains: [], sets: [], maps: [], rules: [] },
-  elements: new Map(ELEMENT_CONTAINERS.map((c) => [c.name, []])),
-};
+export type RenderOutcome<R> =
+  | { readonly ok: true; readonly value: R }
+  | { readonly ok: false; readonly key: string; readonly serviceName: string; readonly reason: string };
 
-interface Desired {
-  readonly element: NftElement;
-  readonly value: string;
-  owners: number;
+/** What a layout gives the planner: its containers, its fixed objects, and how it renders one service port. */
+export interface PortRendering<R extends RenderedServicePort, M> {
+  /** The shared sets and maps whose elements are diffed, in the order a full sync writes their adds. */
+  readonly containers: readonly ElementContainer[];
+  /** The table's fixed objects (chains, sets, maps, base rules), written first by every full sync. */
+  setup(firstSync: boolean, nodePortIPs: readonly string[]): NftOperation[];
+  /** Renders one port; `previous` is what memo() kept of its last rendering (undefined: it had none). */
+  render(policy: ServicePortPolicy, previous: M | undefined): RenderOutcome<R>;
+  /** What to keep of a rendering for the next one (the flat layout's slots). */
+  memo(rendered: R): M;
+  /** Whether a listed chain is one of the layout's shared chains (RenderedServicePort.sharedChains). */
+  isSharedChain(name: string): boolean;
+  /** A shared chain's add, flush and rule. */
+  sharedChainOps(name: string): readonly NftOperation[];
 }
-
-/**
- * What the planner remembers of a rendered service port between syncs: what it owns in the kernel, not the rule
- * text (that is only needed in the transaction that sends it, and is most of a rendering's memory).
- */
-type OwnedServicePort = Omit<RenderedServicePort, 'chainOps'>;
 
 export interface SkippedServicePort {
   readonly key: string;
@@ -81,8 +66,8 @@ export interface Plan {
   readonly setupOps: readonly NftOperation[];
   readonly ops: readonly NftOperation[];
   /**
-   * Written after `ops`, then `tailOps`: a flat full sync's element adds, made as they are written, so that a
-   * cold start's million operations never all exist at once (they were most of its peak memory).
+   * Written after `ops`, then `tailOps`: a full sync's element adds, made as they are written, so that a cold
+   * start's million operations never all exist at once (they were most of its peak memory).
    */
   readonly deferredOps?: DeferredOps;
   readonly tailOps?: readonly NftOperation[];
@@ -94,37 +79,71 @@ export interface Plan {
   commit(): void;
 }
 
-function valueOf(e: NftElement): string {
-  return e.value ? e.value.join(' . ') : '';
+/**
+ * What the planner keeps of a rendered port between syncs: what it owns in the kernel, not its rule text (that is
+ * needed only in the transaction that sends it) nor its elements (the ledger holds them as text; `claims` is the
+ * port's (set, key) pairs there, for release).
+ */
+type OwnedPort<M> = Pick<
+  RenderedServicePort,
+  'sharedChains' | 'chains' | 'affinitySets' | 'noLocalInternal' | 'noLocalExternal'
+> & { readonly claims: readonly string[]; readonly memo: M };
+
+/** What re-rendering some ports produced: their chain operations and the chains and sets they use. */
+class Rendering {
+  readonly chainOps: NftOperation[] = [];
+  readonly chains = new Set<string>();
+  readonly affinitySets = new Set<string>();
+  readonly sharedChains = new Set<string>();
+  readonly newlySkipped: SkippedServicePort[] = [];
+
+  add(r: RenderedServicePort): void {
+    for (const op of r.chainOps) this.chainOps.push(op);
+    for (const c of r.chains) this.chains.add(c);
+    for (const s of r.affinitySets) this.affinitySets.add(s);
+    for (const c of r.sharedChains) this.sharedChains.add(c);
+  }
 }
 
-function keyOf(e: NftElement): string {
-  return e.key.join(' . ');
+/** What a partial sync's released ports used before. */
+interface Released {
+  readonly chains: Set<string>;
+  readonly affinitySets: Set<string>;
 }
 
-export class SyncPlanner {
+export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlanner {
+  readonly #layout: PortRendering<R, M>;
   readonly #node: NodeNetworkConfig;
   readonly #featureGates: FeatureGates | undefined;
   readonly #nodePortIPs: () => readonly string[];
+  readonly #ledger = new ElementLedger();
 
   // Desired state (rebuilt by a full sync, patched by a partial one).
-  #rendered = new Map<string, OwnedServicePort>();
+  #rendered = new Map<string, OwnedPort<M>>();
   /** Service name → its service-port keys (arrays: almost every Service has one or two ports). */
   #portsByService = new Map<string, string[]>();
   #trackedPorts = 0;
   #skipped = new Map<string, string>();
-  #desired = new Map<string, Map<string, Desired>>();
   #noLocalInternal = 0;
   #noLocalExternal = 0;
+  /** Shared chain → how many rendered ports point at it. */
+  #sharedUsers = new Map<string, number>();
 
   // What the kernel holds (changed only by commit()).
-  #kernelElements = new Map<string, Map<string, string>>();
+  /** Shared chains that exist with their rule. */
+  #kernelShared = new Set<string>();
   #kernelChains = new Set<string>();
   #kernelAffinitySets = new Set<string>();
-  /** Flushed service chains → when they became stale (ms). */
+  /** Flushed chains → when they became stale (ms). */
   readonly staleChains = new Map<string, number>();
 
-  constructor(node: NodeNetworkConfig, nodePortIPs: () => readonly string[], featureGates?: FeatureGates) {
+  constructor(
+    layout: PortRendering<R, M>,
+    node: NodeNetworkConfig,
+    nodePortIPs: () => readonly string[],
+    featureGates?: FeatureGates,
+  ) {
+    this.#layout = layout;
     this.#node = node;
     this.#nodePortIPs = nodePortIPs;
     this.#featureGates = featureGates;
@@ -142,27 +161,40 @@ export class SyncPlanner {
     for (const n of names) {
       this.staleChains.delete(n);
       this.#kernelChains.delete(n);
+      this.#kernelShared.delete(n);
     }
   }
 
-  #render(
+  /** What the layout kept of a port's last rendering (tests; the planner's memory between syncs). */
+  memoOf(key: string): M | undefined {
+    return this.#rendered.get(key)?.memo;
+  }
+
+  #policyNode(snapshot: ProxySnapshot): PolicyNode {
+    return policyNode(snapshot.topology, this.#node.nodeIPs[0], this.#featureGates);
+  }
+
+  /** Renders one port into `out`; a port that cannot be rendered is skipped (and said once). */
+  #renderPort(
     snapshot: ProxySnapshot,
+    node: PolicyNode,
     key: string,
-    newlySkipped: SkippedServicePort[],
-  ): RenderedServicePort | undefined {
+    previous: M | undefined,
+    out: Rendering,
+  ): R | undefined {
     const sp = snapshot.serviceMap.get(key);
     if (!sp) return undefined;
-    const node = policyNode(snapshot.topology, this.#node.nodeIPs[0], this.#featureGates);
     const policy = servicePortPolicy(sp, snapshot.endpointsMap.get(key) ?? [], node);
-    const r = renderServicePort(policy, { node: this.#node });
-    if (r.ok) {
-      this.#skipped.delete(key);
-      return r.value;
+    const r = this.#layout.render(policy, previous);
+    if (!r.ok) {
+      if (this.#skipped.get(key) !== r.reason)
+        out.newlySkipped.push({ key, serviceName: r.serviceName, reason: r.reason });
+      this.#skipped.set(key, r.reason);
+      return undefined;
     }
-    if (this.#skipped.get(key) !== r.reason)
-      newlySkipped.push({ key, serviceName: r.serviceName, reason: r.reason });
-    this.#skipped.set(key, r.reason);
-    return undefined;
+    this.#skipped.delete(key);
+    out.add(r.value);
+    return r.value;
   }
 
   #track(serviceName: string, key: string): void {
@@ -173,65 +205,37 @@ export class SyncPlanner {
     this.#trackedPorts++;
   }
 
-  #claim(r: OwnedServicePort, touched: Map<string, Set<string>> | undefined): void {
-    for (const e of r.elements) {
-      let set = this.#desired.get(e.set);
-      if (!set) this.#desired.set(e.set, (set = new Map()));
-      const key = keyOf(e);
-      const d = set.get(key);
-      if (d) d.owners++;
-      else set.set(key, { element: e, value: valueOf(e), owners: 1 });
-      if (touched) touch(touched, e.set, key);
-    }
+  /** Claims a freshly rendered port's elements and shared chains and keeps what the planner owns of it. */
+  #claim(key: string, r: R, touched: Map<string, Set<string>> | undefined): void {
+    const claims = this.#ledger.claim(r.elements, touched);
+    for (const c of r.sharedChains) this.#sharedUsers.set(c, (this.#sharedUsers.get(c) ?? 0) + 1);
     if (r.noLocalInternal) this.#noLocalInternal++;
     if (r.noLocalExternal) this.#noLocalExternal++;
+    this.#rendered.set(key, owned(r, claims, this.#layout.memo(r)));
   }
 
-  #release(r: OwnedServicePort, touched: Map<string, Set<string>>): void {
-    for (const e of r.elements) {
-      const set = this.#desired.get(e.set);
-      const key = keyOf(e);
-      const d = set?.get(key);
-      if (d && --d.owners === 0) set?.delete(key);
-      touch(touched, e.set, key);
+  #release(key: string, r: OwnedPort<M>, touched: Map<string, Set<string>>, released: Released): void {
+    this.#ledger.release(r.claims, touched);
+    for (const c of r.sharedChains) {
+      const n = (this.#sharedUsers.get(c) ?? 0) - 1;
+      if (n > 0) this.#sharedUsers.set(c, n);
+      else this.#sharedUsers.delete(c);
     }
     if (r.noLocalInternal) this.#noLocalInternal--;
     if (r.noLocalExternal) this.#noLocalExternal--;
+    for (const c of r.chains) released.chains.add(c);
+    for (const s of r.affinitySets) released.affinitySets.add(s);
+    this.#rendered.delete(key);
   }
 
-  /** Element operations for the given keys: adds (delete+add for a new value) first, then deletes. */
-  #diffElements(
-    keysBySet: Iterable<[string, Iterable<string>]>,
-    adds: NftOperation[],
-    deletes: NftOperation[],
-    kernelUpdates: [string, string, string | undefined][],
-  ): void {
-    for (const [setName, keys] of keysBySet) {
-      const desired = this.#desired.get(setName);
-      const kernel = this.#kernelElements.get(setName);
-      for (const key of keys) {
-        const d = desired?.get(key);
-        const k = kernel?.get(key);
-        if (d) {
-          if (k === d.value) continue;
-          if (k !== undefined) adds.push({ verb: 'delete', object: deleteElement(d.element) });
-          adds.push({ verb: 'add', object: d.element });
-          kernelUpdates.push([setName, key, d.value]);
-        } else if (k !== undefined) {
-          deletes.push({ verb: 'delete', object: { kind: 'element', set: setName, key: key.split(' . ') } });
-          kernelUpdates.push([setName, key, undefined]);
-        }
-      }
+  /** Each shared chain's operations; nft resolves a chain before any element that points at it. */
+  #sharedChainOps(names: Iterable<string>, ops: NftOperation[]): string[] {
+    const made: string[] = [];
+    for (const name of names) {
+      for (const op of this.#layout.sharedChainOps(name)) ops.push(op);
+      made.push(name);
     }
-  }
-
-  #applyKernelUpdates(updates: readonly [string, string, string | undefined][]): void {
-    for (const [setName, key, value] of updates) {
-      let set = this.#kernelElements.get(setName);
-      if (!set) this.#kernelElements.set(setName, (set = new Map()));
-      if (value === undefined) set.delete(key);
-      else set.set(key, value);
-    }
+    return made;
   }
 
   /** Everything, diffed against what the kernel holds (`kernel`, read back just before). */
@@ -246,210 +250,199 @@ export class SyncPlanner {
   renderFull(snapshot: ProxySnapshot): {
     plan(kernel: KernelView, now: number, firstSync: boolean): Plan;
   } {
-    const newlySkipped: SkippedServicePort[] = [];
+    const previous = this.#rendered;
     this.#rendered = new Map();
     this.#portsByService = new Map();
     this.#trackedPorts = 0;
-    this.#desired = new Map();
+    this.#ledger.resetDesired();
+    this.#sharedUsers = new Map();
     this.#noLocalInternal = 0;
     this.#noLocalExternal = 0;
-    const chainOps: NftOperation[] = [];
-    const activeChains = new Set<string>();
-    const activeAffinitySets = new Set<string>();
+    const rendering = new Rendering();
+    const node = this.#policyNode(snapshot);
     const seenSkipped = new Map<string, string>();
     for (const [key, sp] of snapshot.serviceMap) {
       this.#track(sp.serviceName, key);
-      const r = this.#render(snapshot, key, newlySkipped);
-      if (!r) {
-        seenSkipped.set(key, this.#skipped.get(key) ?? '');
-        continue;
-      }
-      this.#rendered.set(key, owned(r));
-      this.#claim(r, undefined);
-      for (const op of r.chainOps) chainOps.push(op);
-      for (const c of r.chains) activeChains.add(c);
-      for (const s of r.affinitySets) activeAffinitySets.add(s);
+      const r = this.#renderPort(snapshot, node, key, previous.get(key)?.memo, rendering);
+      if (r) this.#claim(key, r, undefined);
+      else seenSkipped.set(key, this.#skipped.get(key) ?? '');
     }
     this.#skipped = seenSkipped;
+    return { plan: (kernel, now, firstSync) => this.#diffFull(kernel, now, firstSync, rendering) };
+  }
+
+  /** What the kernel holds of each container, as text; one it could not read is flushed and counts as empty. */
+  #heldElements(kernel: KernelView, ops: NftOperation[]): Map<string, Map<string, string>> {
+    const held = new Map<string, Map<string, string>>();
+    for (const c of this.#layout.containers) {
+      const listed = kernel.elements.get(c.name);
+      if (listed === undefined) ops.push({ verb: 'flush', object: { kind: c.kind, name: c.name } });
+      const elements = new Map<string, string>();
+      for (const e of listed ?? []) elements.set(elementKey(e), elementValue(e));
+      held.set(c.name, elements);
+    }
+    return held;
+  }
+
+  #diffFull(kernel: KernelView, now: number, firstSync: boolean, rendering: Rendering): Plan {
+    const setupOps = this.#layout.setup(firstSync, this.#nodePortIPs());
+    const ops: NftOperation[] = [];
+    this.#ledger.setKernel(this.#heldElements(kernel, ops));
+    const listedChains = (kernel.listing?.chains ?? []).map((c) => c.name);
+    const kernelChains = new Set(listedChains.filter(isServiceChain));
+    const kernelShared = listedChains.filter((n) => this.#layout.isSharedChain(n));
+    const kernelAffinitySets = (kernel.listing?.sets ?? []).map((s) => s.name).filter(isAffinitySet);
+
+    const shared = this.#sharedChainOps(this.#sharedUsers.keys(), ops);
+    for (const op of rendering.chainOps) ops.push(op);
+    // The element adds (at a cold start, over a million) are made as they are written; the rest follows them.
+    const tailOps: NftOperation[] = [];
+    const adds = this.#ledger.fullDiff(
+      this.#layout.containers.map((c) => c.name),
+      tailOps,
+    );
+    const newStale = new Map<string, number>();
+    for (const name of [...kernelChains, ...kernelShared]) {
+      if (rendering.chains.has(name) || this.#sharedUsers.has(name)) continue;
+      tailOps.push({ verb: 'flush', object: { kind: 'chain', name } });
+      newStale.set(name, this.staleChains.get(name) ?? now);
+    }
+    for (const name of kernelAffinitySets)
+      if (!rendering.affinitySets.has(name)) tailOps.push({ verb: 'delete', object: { kind: 'set', name } });
+
+    const commit = (): void => {
+      // Every wanted or held key of every container was diffed: the kernel now holds what is wanted.
+      this.#ledger.kernelIsDesired();
+      this.#kernelChains = new Set([...kernelChains, ...rendering.chains]);
+      this.#kernelShared = new Set(shared);
+      this.#kernelAffinitySets = new Set(rendering.affinitySets);
+      this.staleChains.clear();
+      for (const [n, t] of newStale) this.staleChains.set(n, t);
+    };
+    return this.#plan(true, setupOps, ops, rendering, commit, adds, tailOps);
+  }
+
+  #plan(
+    full: boolean,
+    setupOps: readonly NftOperation[],
+    ops: readonly NftOperation[],
+    rendering: Rendering,
+    commit: () => void,
+    deferredOps?: DeferredOps,
+    tailOps?: readonly NftOperation[],
+  ): Plan {
     return {
-      plan: (kernel, now, firstSync) =>
-        this.#diffFull(kernel, now, firstSync, chainOps, newlySkipped, activeChains, activeAffinitySets),
+      full,
+      setupOps,
+      ops,
+      ...(deferredOps ? { deferredOps } : {}),
+      ...(tailOps ? { tailOps } : {}),
+      noLocalInternal: this.#noLocalInternal,
+      noLocalExternal: this.#noLocalExternal,
+      newlySkipped: rendering.newlySkipped,
+      commit,
     };
   }
 
-  #diffFull(
-    kernel: KernelView,
-    now: number,
-    firstSync: boolean,
-    chainOps: readonly NftOperation[],
-    newlySkipped: readonly SkippedServicePort[],
-    activeChains: ReadonlySet<string>,
-    activeAffinitySets: Set<string>,
-  ): Plan {
-    const setupOps = renderSetup(this.#node, { firstSync, nodePortIPs: this.#nodePortIPs() });
-
-    // The kernel as read back; containers we could not read are flushed and count as empty.
-    const kernelElements = new Map<string, Map<string, string>>();
-    const ops: NftOperation[] = [];
-    for (const c of ELEMENT_CONTAINERS) {
-      const listed = kernel.elements.get(c.name);
-      if (listed === undefined) ops.push({ verb: 'flush', object: { kind: c.kind, name: c.name } });
-      kernelElements.set(c.name, new Map((listed ?? []).map((e) => [keyOf(e), valueOf(e)])));
+  /** Releases and re-renders the ports of the `changed` Services; the ledger records the keys they touch. */
+  #rerender(
+    snapshot: ProxySnapshot,
+    changed: ReadonlySet<string>,
+    touched: Map<string, Set<string>>,
+  ): { rendering: Rendering; released: Released } {
+    const { oldKeys, newKeys } = changedPorts(
+      changed,
+      this.#portsByService,
+      this.#trackedPorts,
+      snapshot.serviceMap,
+    );
+    const rendering = new Rendering();
+    const released: Released = { chains: new Set(), affinitySets: new Set() };
+    const node = this.#policyNode(snapshot);
+    for (const name of changed) {
+      const previous = new Map<string, M>();
+      for (const key of oldKeys.get(name) ?? []) {
+        const old = this.#rendered.get(key);
+        if (old) {
+          previous.set(key, old.memo);
+          this.#release(key, old, touched, released);
+        }
+        this.#skipped.delete(key);
+      }
+      this.#trackedPorts -= this.#portsByService.get(name)?.length ?? 0;
+      this.#portsByService.delete(name);
+      for (const key of newKeys.get(name) ?? []) {
+        this.#track(name, key);
+        const r = this.#renderPort(snapshot, node, key, previous.get(key), rendering);
+        if (r) this.#claim(key, r, touched);
+      }
     }
-    this.#kernelElements = kernelElements;
-    const kernelChains = new Set((kernel.listing?.chains ?? []).map((c) => c.name).filter(isServiceChain));
-    const kernelAffinitySets = new Set((kernel.listing?.sets ?? []).map((s) => s.name).filter(isAffinitySet));
-    for (const op of chainOps) ops.push(op);
-
-    const adds: NftOperation[] = [];
-    const deletes: NftOperation[] = [];
-    const kernelUpdates: [string, string, string | undefined][] = [];
-    const allKeys = ELEMENT_CONTAINERS.map((c): [string, Iterable<string>] => [
-      c.name,
-      keysOfEither(this.#desired.get(c.name), kernelElements.get(c.name)),
-    ]);
-    this.#diffElements(allKeys, adds, deletes, kernelUpdates);
-    // Not push(...adds): a spread of 100,000s of arguments overflows the stack.
-    for (const op of adds) ops.push(op);
-    for (const op of deletes) ops.push(op);
-
-    const newStale = new Map<string, number>();
-    for (const name of kernelChains) {
-      if (activeChains.has(name)) continue;
-      ops.push({ verb: 'flush', object: { kind: 'chain', name } });
-      newStale.set(name, this.staleChains.get(name) ?? now);
-    }
-    for (const name of kernelAffinitySets) {
-      if (!activeAffinitySets.has(name)) ops.push({ verb: 'delete', object: { kind: 'set', name } });
-    }
-
-    return {
-      full: true,
-      setupOps,
-      ops,
-      noLocalInternal: this.#noLocalInternal,
-      noLocalExternal: this.#noLocalExternal,
-      newlySkipped,
-      commit: () => {
-        this.#applyKernelUpdates(kernelUpdates);
-        this.#kernelChains = new Set([...kernelChains, ...activeChains]);
-        this.#kernelAffinitySets = activeAffinitySets;
-        this.staleChains.clear();
-        for (const [n, t] of newStale) this.staleChains.set(n, t);
-      },
-    };
+    return { rendering, released };
   }
 
   /** Only the Services in `changed`: their chains are rewritten, their elements diffed, their leftovers flushed. */
   planPartial(snapshot: ProxySnapshot, changed: ReadonlySet<string>, now: number): Plan {
-    const newlySkipped: SkippedServicePort[] = [];
-    const serviceMap = snapshot.serviceMap;
-
-    const { oldKeys, newKeys } = changedPorts(changed, this.#portsByService, this.#trackedPorts, serviceMap);
-
     const touched = new Map<string, Set<string>>();
-    const ops: NftOperation[] = [];
-    const oldChains = new Set<string>();
-    const newChains = new Set<string>();
-    const oldSets = new Set<string>();
-    const newSets = new Set<string>();
-    for (const name of changed) {
-      for (const key of oldKeys.get(name) ?? []) {
-        const old = this.#rendered.get(key);
-        if (old) {
-          this.#release(old, touched);
-          for (const c of old.chains) oldChains.add(c);
-          for (const s of old.affinitySets) oldSets.add(s);
-          this.#rendered.delete(key);
-        }
-        this.#skipped.delete(key);
-      }
-      const tracked = this.#portsByService.get(name);
-      if (tracked) this.#trackedPorts -= tracked.length;
-      this.#portsByService.delete(name);
-      for (const key of newKeys.get(name) ?? []) {
-        this.#track(name, key);
-        const r = this.#render(snapshot, key, newlySkipped);
-        if (!r) continue;
-        this.#rendered.set(key, owned(r));
-        this.#claim(r, touched);
-        for (const op of r.chainOps) ops.push(op);
-        for (const c of r.chains) newChains.add(c);
-        for (const s of r.affinitySets) newSets.add(s);
-      }
-    }
+    const { rendering, released } = this.#rerender(snapshot, changed, touched);
 
+    const ops: NftOperation[] = [];
+    const needed = [...rendering.sharedChains].filter((c) => !this.#kernelShared.has(c));
+    const madeShared = this.#sharedChainOps(needed, ops);
+    for (const op of rendering.chainOps) ops.push(op);
     const adds: NftOperation[] = [];
     const deletes: NftOperation[] = [];
-    const kernelUpdates: [string, string, string | undefined][] = [];
-    this.#diffElements(touched, adds, deletes, kernelUpdates);
+    const updates = new KernelUpdates();
+    this.#ledger.diff(touched, adds, deletes, updates);
     // Not push(...adds): a spread of 100,000s of arguments overflows the stack.
     for (const op of adds) ops.push(op);
     for (const op of deletes) ops.push(op);
 
+    // Shared chains nobody uses any more stay until the next full sync: they are a handful, and keeping them
+    // saves re-making one when an endpoint count comes back.
     const becameStale: string[] = [];
-    for (const c of oldChains) {
-      if (newChains.has(c) || !this.#kernelChains.has(c) || this.staleChains.has(c)) continue;
+    for (const c of released.chains) {
+      if (rendering.chains.has(c) || !this.#kernelChains.has(c) || this.staleChains.has(c)) continue;
       ops.push({ verb: 'flush', object: { kind: 'chain', name: c } });
       becameStale.push(c);
     }
     const deletedSets: string[] = [];
-    for (const s of oldSets) {
-      if (newSets.has(s) || !this.#kernelAffinitySets.has(s)) continue;
+    for (const s of released.affinitySets) {
+      if (rendering.affinitySets.has(s) || !this.#kernelAffinitySets.has(s)) continue;
       ops.push({ verb: 'delete', object: { kind: 'set', name: s } });
       deletedSets.push(s);
     }
 
-    return {
-      full: false,
-      setupOps: [],
-      ops,
-      noLocalInternal: this.#noLocalInternal,
-      noLocalExternal: this.#noLocalExternal,
-      newlySkipped,
-      commit: () => {
-        this.#applyKernelUpdates(kernelUpdates);
-        for (const c of newChains) {
-          this.#kernelChains.add(c);
-          this.staleChains.delete(c);
-        }
-        for (const c of becameStale) this.staleChains.set(c, now);
-        for (const s of newSets) this.#kernelAffinitySets.add(s);
-        for (const s of deletedSets) this.#kernelAffinitySets.delete(s);
-      },
+    const commit = (): void => {
+      this.#ledger.apply(updates);
+      for (const c of madeShared) {
+        this.#kernelShared.add(c);
+        this.staleChains.delete(c);
+      }
+      for (const c of rendering.chains) {
+        this.#kernelChains.add(c);
+        this.staleChains.delete(c);
+      }
+      for (const c of becameStale) this.staleChains.set(c, now);
+      for (const s of rendering.affinitySets) this.#kernelAffinitySets.add(s);
+      for (const s of deletedSets) this.#kernelAffinitySets.delete(s);
     };
+    return this.#plan(false, [], ops, rendering, commit);
   }
 }
 
-/** Every key of `a`, then the keys of `b` that `a` lacks, without building their union. */
-function* keysOfEither(
-  a: ReadonlyMap<string, unknown> | undefined,
-  b: ReadonlyMap<string, unknown> | undefined,
-): Generator<string> {
-  if (a) yield* a.keys();
-  if (b) for (const k of b.keys()) if (!a?.has(k)) yield k;
-}
+const NONE: readonly string[] = [];
 
-function owned(r: RenderedServicePort): OwnedServicePort {
+function owned<M>(r: RenderedServicePort, claims: readonly string[], memo: M): OwnedPort<M> {
+  // Most ports have no chains, sets or shared chains of their own: one shared empty list instead of one per port.
   return {
-    key: r.key,
-    serviceName: r.serviceName,
-    chains: r.chains,
-    affinitySets: r.affinitySets,
-    elements: r.elements,
+    claims,
+    sharedChains: r.sharedChains.length > 0 ? r.sharedChains : NONE,
+    chains: r.chains.length > 0 ? r.chains : NONE,
+    affinitySets: r.affinitySets.length > 0 ? r.affinitySets : NONE,
+    memo,
     noLocalInternal: r.noLocalInternal,
     noLocalExternal: r.noLocalExternal,
   };
-}
-
-function touch(touched: Map<string, Set<string>>, set: string, key: string): void {
-  const keys = touched.get(set);
-  if (keys) keys.add(key);
-  else touched.set(set, new Set([key]));
-}
-
-function deleteElement(e: NftElement): NftElement {
-  return { kind: 'element', set: e.set, key: e.key };
 }
 
 /** Every operation of a plan after its setup, in apply order. */

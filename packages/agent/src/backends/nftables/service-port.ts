@@ -31,6 +31,8 @@ export interface RenderedServicePort {
   /** Names of every chain this port uses (to tell active chains from stale ones). */
   readonly chains: readonly string[];
   readonly affinitySets: readonly string[];
+  /** Chains other ports jump to as well (the flat layout's dispatch chains; upstream's layout has none). */
+  readonly sharedChains: readonly string[];
   /** Elements in the shared sets and maps (always diffed against the kernel). */
   readonly elements: readonly NftElement[];
   readonly noLocalInternal: boolean;
@@ -183,6 +185,7 @@ export function renderServicePort(policy: ServicePortPolicy, ctx: RenderContext)
       chainOps,
       chains: chainOrder.map((c) => c.name),
       affinitySets: affinitySets.map((s) => s.name),
+      sharedChains: [],
       elements,
       noLocalInternal: policy.noLocalEndpointsInternal,
       noLocalExternal: policy.noLocalEndpointsExternal,

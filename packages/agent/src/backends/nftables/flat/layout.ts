@@ -1,9 +1,56 @@
-// The flat layout as NftablesBackend takes it (../layout.ts).
-import { FIREWALL_IPS_MAP } from '../naming.js';
-import type { NftablesLayout } from '../layout.js';
-import { containerDeclarations } from '../setup.js';
-import { FLAT_ELEMENT_CONTAINERS, FlatPlanner } from './planner.js';
-import { flatSetupParts } from './setup.js';
+// The flat layout as NftablesBackend takes it (../layout.ts): every service port is elements of the shared maps
+// below (render.ts), pointing at dispatch chains shared by every port with as many endpoints (the shared chains of
+// ../planner.ts); a port's slots are kept between renderings, so an endpoint change rewrites only what moved.
+import type { ElementContainer, NftablesLayout } from '../layout.js';
+import {
+  CLUSTER_DISPATCH_MAP,
+  CLUSTER_IPS_SET,
+  DISPATCH_KINDS,
+  FIREWALL_ALLOW_SET,
+  FIREWALL_FRONTENDS_SET,
+  FIREWALL_IPS_MAP,
+  FLAT_PROTOCOLS,
+  HAIRPIN_SET,
+  LOCAL_DISPATCH_MAP,
+  NODEPORT_CLUSTER_DISPATCH_MAP,
+  NODEPORT_LOCAL_DISPATCH_MAP,
+  NO_ENDPOINT_NODEPORTS_MAP,
+  NO_ENDPOINT_SERVICES_MAP,
+  SERVICE_IPS_MAP,
+  SERVICE_NODEPORTS_MAP,
+  endpointsMapName,
+  parseDispatchChainName,
+} from '../naming.js';
+import type { PortRendering } from '../planner.js';
+import { SyncPlanner } from '../planner.js';
+import { containerDeclarations, renderSetup } from '../setup.js';
+import type { NodeNetworkConfig } from '../../../sync/backend.js';
+import type { FlatRenderedPort, PortSlots } from './render.js';
+import { NO_SLOTS, renderFlatServicePort } from './render.js';
+import { dispatchChainRule, flatSetupParts } from './setup.js';
+
+/**
+ * The flat layout's diffed containers, leaves first: when a cold start is cut into several transactions (nft's
+ * memory), a frontend's verdict is only added after the endpoints and dispatch entries it leads to, and a
+ * firewall's admitted sources before the frontend that makes it drop the rest.
+ */
+export const FLAT_ELEMENT_CONTAINERS: readonly ElementContainer[] = [
+  ...DISPATCH_KINDS.flatMap((kind) =>
+    FLAT_PROTOCOLS.map((p): ElementContainer => ({ kind: 'map', name: endpointsMapName(kind, p) })),
+  ),
+  { kind: 'map', name: CLUSTER_DISPATCH_MAP },
+  { kind: 'map', name: LOCAL_DISPATCH_MAP },
+  { kind: 'map', name: NODEPORT_CLUSTER_DISPATCH_MAP },
+  { kind: 'map', name: NODEPORT_LOCAL_DISPATCH_MAP },
+  { kind: 'set', name: FIREWALL_ALLOW_SET },
+  { kind: 'set', name: FIREWALL_FRONTENDS_SET },
+  { kind: 'set', name: HAIRPIN_SET },
+  { kind: 'set', name: CLUSTER_IPS_SET },
+  { kind: 'map', name: SERVICE_IPS_MAP },
+  { kind: 'map', name: SERVICE_NODEPORTS_MAP },
+  { kind: 'map', name: NO_ENDPOINT_SERVICES_MAP },
+  { kind: 'map', name: NO_ENDPOINT_NODEPORTS_MAP },
+];
 
 /**
  * Operations per transaction when a flat table is filled from nothing: nft holds a whole transaction in memory
@@ -13,6 +60,26 @@ import { flatSetupParts } from './setup.js';
  */
 export const FLAT_COLD_START_CHUNK = 100_000;
 
+/** How the flat layout renders: a port's slots are kept for its next rendering; dispatch chains are shared. */
+export function flatPorts(node: NodeNetworkConfig): PortRendering<FlatRenderedPort, PortSlots> {
+  return {
+    containers: FLAT_ELEMENT_CONTAINERS,
+    setup: (firstSync, nodePortIPs) => renderSetup(node, { firstSync, nodePortIPs }, flatSetupParts(node)),
+    render: (policy, previous) => renderFlatServicePort(policy, node, previous ?? NO_SLOTS),
+    memo: (rendered) => rendered.slots,
+    isSharedChain: (name) => parseDispatchChainName(name) !== undefined,
+    sharedChainOps: (name) => {
+      const parsed = parseDispatchChainName(name);
+      if (!parsed) return [];
+      return [
+        { verb: 'add', object: { kind: 'chain', name } },
+        { verb: 'flush', object: { kind: 'chain', name } },
+        { verb: 'add', object: dispatchChainRule(parsed.kind, parsed.protocol, parsed.count, node) },
+      ];
+    },
+  };
+}
+
 export const FLAT_LAYOUT: NftablesLayout = {
   name: 'flat',
   elementContainers: FLAT_ELEMENT_CONTAINERS,
@@ -20,5 +87,6 @@ export const FLAT_LAYOUT: NftablesLayout = {
   isForeign: (listing) => listing.maps.some((m) => m.name === FIREWALL_IPS_MAP),
   coldStartChunk: FLAT_COLD_START_CHUNK,
   declarations: (node) => containerDeclarations(node, flatSetupParts(node)),
-  createPlanner: (node, nodePortIPs, featureGates) => new FlatPlanner(node, nodePortIPs, featureGates),
+  createPlanner: (node, nodePortIPs, featureGates) =>
+    new SyncPlanner(flatPorts(node), node, nodePortIPs, featureGates),
 };

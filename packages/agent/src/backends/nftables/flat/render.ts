@@ -45,10 +45,11 @@ export interface PortSlots {
 
 export const NO_SLOTS: PortSlots = { cluster: [], local: [] };
 
-/** What upstream's layout renders for a port (chainOps, chains and affinity sets only for affinity ports), plus: */
+/**
+ * What upstream's layout renders for a port (chainOps, chains and affinity sets only for affinity ports; the shared
+ * chains are the dispatch chains the elements point at), plus:
+ */
 export interface FlatRenderedPort extends RenderedServicePort {
-  /** Shared dispatch chains the elements point at (they must exist first). */
-  readonly dispatchChains: readonly string[];
   readonly slots: PortSlots;
 }
 
@@ -304,7 +305,7 @@ export function renderFlatServicePort(
       key: sp.key,
       serviceName: sp.serviceName,
       elements,
-      dispatchChains: [...dispatchChains],
+      sharedChains: [...dispatchChains],
       chainOps,
       chains,
       affinitySets,
