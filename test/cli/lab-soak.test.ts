@@ -25,7 +25,7 @@ describe('lab soak command line', () => {
       [['--rate', 'abc'], /--rate "abc": not a number/],
       [['--churn', '1000'], /--churn: 1000 is outside 0 … 100/],
       [['--restart-proxy-every', '1s'], /--restart-proxy-every: at least 5 s/],
-      [['-o', 'yaml'], /-o yaml: expected text or json/],
+      [['-o', 'yaml'], /-o: unknown output format "yaml" \(text or json\)/],
       [['--bogus'], /Unknown option '--bogus'/],
     ];
     for (const [args, message] of cases) {

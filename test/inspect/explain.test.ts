@@ -286,7 +286,12 @@ describe('explain: bad input', () => {
     ['unknown namespace', ['service', 'web', '-n', 'other'], /namespace "other" has no Services/, 1],
     ['unknown node', ['service', 'web', '-n', 'demo', '--node', 'node-z'], /node "node-z" not found/, 1],
     ['not a Service', ['pod', 'web'], /only Services can be explained/, 2],
-    ['bad output', ['service', 'web', '-n', 'demo', '-o', 'yaml'], /--output: expected text or json/, 2],
+    [
+      'bad output',
+      ['service', 'web', '-n', 'demo', '-o', 'yaml'],
+      /--output: unknown output format "yaml" \(text or json\)/,
+      2,
+    ],
     [
       'bad mode',
       ['service', 'web', '-n', 'demo', '--proxy-mode', 'ipvs'],

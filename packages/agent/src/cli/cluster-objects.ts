@@ -27,6 +27,17 @@ export interface ClusterSourceIO {
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
+/** The flags that say where the cluster's objects come from (loadClusterObjects reads them). */
+export const CLUSTER_SOURCE_OPTIONS = {
+  filename: { type: 'string', short: 'f' },
+  kubeconfig: { type: 'string' },
+} as const;
+
+/** A file's text, or stdin's for "-" (what `-f` reads). */
+export function readInputFile(path: string): string {
+  return readFileSync(path === '-' ? 0 : path, 'utf8');
+}
+
 /** The objects, or what went wrong (naming the file or the server). */
 export async function loadClusterObjects(
   source: { filename?: string | undefined; kubeconfig?: string | undefined },
@@ -35,7 +46,7 @@ export async function loadClusterObjects(
 ): Promise<ClusterObjects | string> {
   if (source.filename !== undefined) {
     const loaded = loadManifestFile(source.filename, command, {
-      readFile: io.readFile ?? ((p) => readFileSync(p === '-' ? 0 : p, 'utf8')),
+      readFile: io.readFile ?? readInputFile,
       stderr: io.stderr,
       now: () => performance.now(),
     });

@@ -1,11 +1,9 @@
 // `kube-proxy-ts diff -f BEFORE -f AFTER`: what this node's proxy would write to go from BEFORE's cluster state to
 // AFTER's, per backend, beside the size of the whole ruleset. This file only parses, loads and formats; the diff is
 // src/inspect/diff.ts, which runs the real trackers and backends on their fakes.
-import { choiceFlag } from './choice-flag.js';
-import { readFileSync } from 'node:fs';
+import { choiceFlag, REPORT_OUTPUTS } from './choice-flag.js';
 import { hostname as osHostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import type { Node } from '../api/objects.js';
 import { PROXY_MODES } from '../config/proxy-mode.js';
 import type { ProxyMode } from '../config/proxy-mode.js';
@@ -22,7 +20,10 @@ import type { ManifestObjects } from '../kube/manifests.js';
 import type { IPFamily } from '../model/ip.js';
 import { loadManifestFile } from '../kube/manifest-file.js';
 import { BackendSyncError } from '../sync/backend.js';
-import { NODE_FLAGS_USAGE, NODE_OPTIONS, checkNodeFlags, nodeSettings, UsageError } from './node-options.js';
+import { NODE_FLAGS_USAGE, NODE_OPTIONS, checkNodeFlags, nodeSettings } from './node-options.js';
+import { OUTPUT_OPTION, processOutput, runCommand, UsageError } from './command-line.js';
+import type { ParsedCommandLine } from './command-line.js';
+import { readInputFile } from './cluster-objects.js';
 
 export const DIFF_USAGE = `Usage: kube-proxy-ts diff -f BEFORE -f AFTER [flags]
 
@@ -42,7 +43,6 @@ Flags:
 ${NODE_FLAGS_USAGE}`;
 
 const DIFF_MODES = [...PROXY_MODES, 'both'] as const;
-const OUTPUTS = ['text', 'json'] as const;
 
 export interface DiffIO {
   readonly stdout: (text: string) => void;
@@ -54,49 +54,42 @@ export interface DiffIO {
 }
 
 export const defaultDiffIO: DiffIO = {
-  stdout: (t) => process.stdout.write(t),
-  stderr: (t) => process.stderr.write(t),
-  readFile: (p) => readFileSync(p === '-' ? 0 : p, 'utf8'),
+  ...processOutput,
+  readFile: readInputFile,
   hostname: () => osHostname(),
 };
 
+const DIFF_LINE = {
+  name: 'diff',
+  usage: DIFF_USAGE,
+  options: {
+    filename: { type: 'string', short: 'f', multiple: true },
+    'proxy-mode': { type: 'string', default: 'both' },
+    ...OUTPUT_OPTION,
+    ...NODE_OPTIONS,
+  },
+} as const;
+
 /** Runs the diff command; resolves to the exit code (2: usage, 1: bad input). */
 export async function diffCommand(argv: readonly string[], io: DiffIO = defaultDiffIO): Promise<number> {
-  try {
-    return await diff(argv, io);
-  } catch (e) {
-    // parseArgs throws TypeErrors with a code (ERR_PARSE_ARGS_UNKNOWN_OPTION, …) for flags it cannot take.
-    if (e instanceof UsageError || (e instanceof TypeError && 'code' in e)) {
-      io.stderr(`diff: ${e.message}\n\n${DIFF_USAGE}`);
-      return 2;
-    }
-    if (e instanceof BackendSyncError) {
+  return runCommand(DIFF_LINE, argv, io, async ({ values }) => {
+    try {
+      return await diff(values, io);
+    } catch (e) {
+      if (!(e instanceof BackendSyncError)) throw e;
       // The fake refused what the backend sent: the kernel would refuse it too. Say so rather than print a stack.
       io.stderr(`diff: ${e.message}\n`);
       return 1;
     }
-    throw e;
-  }
+  });
 }
 
-async function diff(argv: readonly string[], io: DiffIO): Promise<number> {
-  const { values } = parseArgs({
-    args: [...argv],
-    strict: true,
-    options: {
-      filename: { type: 'string', short: 'f', multiple: true },
-      'proxy-mode': { type: 'string', default: 'both' },
-      output: { type: 'string', short: 'o', default: 'text' },
-      ...NODE_OPTIONS,
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) {
-    io.stdout(DIFF_USAGE);
-    return 0;
-  }
+async function diff(
+  values: ParsedCommandLine<typeof DIFF_LINE.options>['values'],
+  io: DiffIO,
+): Promise<number> {
   const mode = choiceFlag('--proxy-mode', 'mode', DIFF_MODES, values['proxy-mode'], 'both');
-  const output = choiceFlag('-o', 'output format', OUTPUTS, values.output, 'text');
+  const output = choiceFlag('-o', 'output format', REPORT_OUTPUTS, values.output, 'text');
   checkNodeFlags(values);
   const files = values.filename ?? [];
   if (files.length !== 2) {

@@ -2,7 +2,6 @@
 // agent's /metrics, /configz and /healthz; the cluster's Services and EndpointSlices when asked), runs
 // inspect/doctor and prints the findings. Exit 0 all ok, 1 a warning, 2 a failure (3 for a usage error, so that a
 // script can tell a bad command line from a sick node).
-import { parseArgs } from 'node:util';
 import {
   DEFAULT_HEALTHZ_URL,
   DEFAULT_METRICS_URL,
@@ -17,7 +16,11 @@ import type { AgentSettings, ClusterView, DoctorContext } from '../inspect/docto
 import type { CommandRunner } from '../netfilter/command.js';
 import { hostCommandRunner } from '../netfilter/command.js';
 import { clusterView } from '../inspect/doctor/cluster-view.js';
-import { loadClusterObjects } from './cluster-objects.js';
+import { CLUSTER_SOURCE_OPTIONS, loadClusterObjects } from './cluster-objects.js';
+import { choiceFlag, optionalChoiceFlag, REPORT_OUTPUTS } from './choice-flag.js';
+import { OUTPUT_OPTION, processOutput, runCommand, UsageError } from './command-line.js';
+import type { ParsedCommandLine } from './command-line.js';
+import { PROXY_MODES } from '../config/proxy-mode.js';
 
 export const DOCTOR_USAGE = `Usage: kube-proxy-ts doctor [flags]
 
@@ -47,8 +50,7 @@ export interface DoctorIO {
 }
 
 const defaultIO: DoctorIO = {
-  stdout: (t) => process.stdout.write(t),
-  stderr: (t) => process.stderr.write(t),
+  ...processOutput,
   runner: hostCommandRunner,
   env: process.env,
   now: () => Date.now(),
@@ -68,49 +70,34 @@ export function formatDoctorReport(r: DoctorReport): string {
   return `${lines.join('\n')}\n`;
 }
 
+const DOCTOR_LINE = {
+  name: 'doctor',
+  usage: DOCTOR_USAGE,
+  // 1 and 2 are findings (a warning, a failure).
+  usageExit: 3,
+  options: {
+    'metrics-url': { type: 'string' },
+    'healthz-url': { type: 'string' },
+    'proxy-mode': { type: 'string' },
+    ...CLUSTER_SOURCE_OPTIONS,
+    ...OUTPUT_OPTION,
+  },
+} as const;
+
 export async function doctorCommand(argv: readonly string[], io: DoctorIO = defaultIO): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      strict: true,
-      options: {
-        'metrics-url': { type: 'string' },
-        'healthz-url': { type: 'string' },
-        'proxy-mode': { type: 'string' },
-        filename: { type: 'string', short: 'f' },
-        kubeconfig: { type: 'string' },
-        output: { type: 'string', short: 'o' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }));
-  } catch (e) {
-    io.stderr(`doctor: ${e instanceof Error ? e.message : String(e)}\n\n${DOCTOR_USAGE}`);
-    return 3;
-  }
-  if (values.help) {
-    io.stdout(DOCTOR_USAGE);
-    return 0;
-  }
-  const output = values.output ?? 'text';
-  if (output !== 'text' && output !== 'json') {
-    io.stderr(`doctor: -o ${output}: expected text or json\n`);
-    return 3;
-  }
-  const modeFlag = values['proxy-mode'];
-  if (modeFlag !== undefined && modeFlag !== 'nftables' && modeFlag !== 'iptables') {
-    io.stderr(`doctor: --proxy-mode ${modeFlag}: expected nftables or iptables\n`);
-    return 3;
-  }
+  return runCommand(DOCTOR_LINE, argv, io, ({ values }) => doctor(values, io));
+}
+
+async function doctor(
+  values: ParsedCommandLine<typeof DOCTOR_LINE.options>['values'],
+  io: DoctorIO,
+): Promise<number> {
+  const output = choiceFlag('-o', 'output format', REPORT_OUTPUTS, values.output, 'text');
+  const modeFlag = optionalChoiceFlag('--proxy-mode', 'mode', PROXY_MODES, values['proxy-mode']);
   const metricsURL = values['metrics-url'] ?? DEFAULT_METRICS_URL;
   const healthzURL = values['healthz-url'] ?? DEFAULT_HEALTHZ_URL;
-  try {
-    new URL(metricsURL);
-    new URL(healthzURL);
-  } catch {
-    io.stderr(`doctor: --metrics-url/--healthz-url: not a URL\n`);
-    return 3;
-  }
+  if (!URL.canParse(metricsURL) || !URL.canParse(healthzURL))
+    throw new UsageError('--metrics-url/--healthz-url: not a URL');
   const [metrics, healthz, fetched] = await Promise.all([
     fetchMetrics(metricsURL),
     fetchText(healthzURL),

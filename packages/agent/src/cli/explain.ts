@@ -2,10 +2,8 @@
 // Service, the frontends, the endpoints used for ClusterIP and external traffic with each one left out and why,
 // what a packet meets without an endpoint, masquerading, affinity and the kernel objects. The cluster's state
 // comes from a live API server or from -f FILE; the node's settings from render's flags or --config.
-import { choiceFlag } from './choice-flag.js';
-import { readFileSync } from 'node:fs';
+import { choiceFlag, REPORT_OUTPUTS } from './choice-flag.js';
 import { hostname as osHostname } from 'node:os';
-import { parseArgs } from 'node:util';
 import type { ProxyMode } from '../config/proxy-mode.js';
 import { PROXY_MODES } from '../config/proxy-mode.js';
 import { loadProxyConfig } from '../config/load.js';
@@ -17,8 +15,10 @@ import type { KernelReader, ProgrammedObject } from '../inspect/programmed.js';
 import { hostCommandRunner } from '../netfilter/command.js';
 import type { FeatureGates } from '../model/feature-gates.js';
 import { snapshotFromObjects } from '../sync/snapshot.js';
-import { loadClusterObjects } from './cluster-objects.js';
-import { NODE_FLAGS_USAGE, NODE_OPTIONS, nodeSettings, UsageError } from './node-options.js';
+import { CLUSTER_SOURCE_OPTIONS, readInputFile, loadClusterObjects } from './cluster-objects.js';
+import { NODE_FLAGS_USAGE, NODE_OPTIONS, nodeSettings } from './node-options.js';
+import { OUTPUT_OPTION, processOutput, runCommand, UsageError } from './command-line.js';
+import type { ParsedCommandLine } from './command-line.js';
 import type { NodeFlagValues } from './node-options.js';
 
 export const EXPLAIN_USAGE = `Usage: kube-proxy-ts explain service NAME -n NAMESPACE [flags]
@@ -56,9 +56,8 @@ export interface ExplainIO {
 }
 
 const defaultIO: ExplainIO = {
-  stdout: (t) => process.stdout.write(t),
-  stderr: (t) => process.stderr.write(t),
-  readFile: (p) => readFileSync(p === '-' ? 0 : p, 'utf8'),
+  ...processOutput,
+  readFile: readInputFile,
   hostname: () => osHostname(),
   env: process.env,
 };
@@ -67,19 +66,15 @@ const defaultIO: ExplainIO = {
 class InputError extends Error {}
 
 export async function explainCommand(argv: readonly string[], io: ExplainIO = defaultIO): Promise<number> {
-  try {
-    return await explain(argv, io);
-  } catch (e) {
-    if (e instanceof UsageError || (e instanceof TypeError && 'code' in e)) {
-      io.stderr(`explain: ${e.message}\n\n${EXPLAIN_USAGE}`);
-      return 2;
-    }
-    if (e instanceof InputError) {
+  return runCommand(EXPLAIN_LINE, argv, io, async (parsed) => {
+    try {
+      return await explain(parsed, io);
+    } catch (e) {
+      if (!(e instanceof InputError)) throw e;
       io.stderr(`explain: ${e.message}\n`);
       return 1;
     }
-    throw e;
-  }
+  });
 }
 
 /** Flag values from a KubeProxyConfiguration, for the flags that were not given. */
@@ -103,30 +98,27 @@ function flagsFromConfig(cfg: ProxyConfig): NodeFlagValues & { 'proxy-mode': str
   };
 }
 
-async function explain(argv: readonly string[], io: ExplainIO): Promise<number> {
-  const { values, positionals, tokens } = parseArgs({
-    args: [...argv],
-    strict: true,
-    allowPositionals: true,
-    tokens: true,
-    options: {
-      namespace: { type: 'string', short: 'n', default: 'default' },
-      node: { type: 'string' },
-      'from-ip': { type: 'string' },
-      output: { type: 'string', short: 'o', default: 'text' },
-      filename: { type: 'string', short: 'f' },
-      kubeconfig: { type: 'string' },
-      config: { type: 'string' },
-      'proxy-mode': { type: 'string' },
-      programmed: { type: 'boolean', default: false },
-      ...NODE_OPTIONS,
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) {
-    io.stdout(EXPLAIN_USAGE);
-    return 0;
-  }
+const EXPLAIN_LINE = {
+  name: 'explain',
+  usage: EXPLAIN_USAGE,
+  positionals: true,
+  options: {
+    namespace: { type: 'string', short: 'n', default: 'default' },
+    node: { type: 'string' },
+    'from-ip': { type: 'string' },
+    ...OUTPUT_OPTION,
+    ...CLUSTER_SOURCE_OPTIONS,
+    config: { type: 'string' },
+    'proxy-mode': { type: 'string' },
+    programmed: { type: 'boolean', default: false },
+    ...NODE_OPTIONS,
+  },
+} as const;
+
+async function explain(
+  { values, positionals, tokens }: ParsedCommandLine<typeof EXPLAIN_LINE.options>,
+  io: ExplainIO,
+): Promise<number> {
   const [kind, name, ...extra] = positionals;
   if (kind === undefined)
     throw new UsageError('what to explain is missing: explain service NAME -n NAMESPACE');
@@ -134,9 +126,7 @@ async function explain(argv: readonly string[], io: ExplainIO): Promise<number> 
     throw new UsageError(`only Services can be explained, not ${JSON.stringify(kind)}`);
   if (name === undefined || name === '') throw new UsageError('the Service name is missing');
   if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
-  const output = values.output;
-  if (output !== 'text' && output !== 'json')
-    throw new UsageError(`--output: expected text or json, got ${JSON.stringify(output)}`);
+  const output = choiceFlag('--output', 'output format', REPORT_OUTPUTS, values.output, 'text');
 
   // Flags given on the command line win over --config.
   const given = new Set<string>(tokens.filter((t) => t.kind === 'option').map((t) => t.name));

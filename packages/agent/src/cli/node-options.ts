@@ -11,8 +11,7 @@ import type { IPFamily } from '../model/ip.js';
 import type { NodeNetworkConfig } from '../sync/backend.js';
 import { DETECT_LOCAL_MODES, nodeNetworkConfig } from '../sync/node-network.js';
 import type { DetectLocalMode } from '../sync/node-network.js';
-
-export class UsageError extends Error {}
+import { UsageError } from './command-line.js';
 
 /** parseArgs options for the node flags (merge into a command's own). */
 export const NODE_OPTIONS = {

@@ -2,10 +2,8 @@
 // would give the kernel for the Services and EndpointSlices in FILE, without touching the kernel, so that it can be
 // read, diffed, or piped to `nft -c -f -` / `iptables-restore --test`.
 import { choiceFlag } from './choice-flag.js';
-import { readFileSync } from 'node:fs';
 import { hostname as osHostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import { loadManifestFile, PROGRESS_AFTER_MS } from '../kube/manifest-file.js';
 import type { Node } from '../api/objects.js';
 import type { NftablesLayoutName } from '../config/nftables-layout.js';
@@ -14,7 +12,10 @@ import type { ProxyMode } from '../config/proxy-mode.js';
 import { PROXY_MODES } from '../config/proxy-mode.js';
 import type { NodeNetworkConfig, ProxySnapshot } from '../sync/backend.js';
 import { snapshotFromObjects } from '../sync/snapshot.js';
-import { checkNodeFlags, NODE_FLAGS_USAGE, NODE_OPTIONS, nodeSettings, UsageError } from './node-options.js';
+import { checkNodeFlags, NODE_FLAGS_USAGE, NODE_OPTIONS, nodeSettings } from './node-options.js';
+import { processOutput, runCommandSync, UsageError } from './command-line.js';
+import type { ParsedCommandLine } from './command-line.js';
+import { readInputFile } from './cluster-objects.js';
 import { jumpsScript, RENDERERS } from './renderers.js';
 import type { IptablesRenderOptions } from './renderers.js';
 
@@ -42,8 +43,6 @@ ${NODE_FLAGS_USAGE} iptables mode only:
   --jumps-script                 print only the jump commands, as a shell script (ip6tables for IPv6)
 `;
 
-export { UsageError };
-
 /** The stages of one render, for benchmarks: reading (file and parse), the model, rendering, handing out the text. */
 export type RenderPhase = 'read' | 'model' | 'render' | 'write';
 
@@ -59,42 +58,29 @@ export interface RenderIO {
 }
 
 export const defaultRenderIO: RenderIO = {
-  stdout: (t) => process.stdout.write(t),
-  stderr: (t) => process.stderr.write(t),
-  readFile: (p) => readFileSync(p === '-' ? 0 : p, 'utf8'),
+  ...processOutput,
+  readFile: readInputFile,
   hostname: () => osHostname(),
 };
 
+const RENDER_LINE = {
+  name: 'render',
+  usage: RENDER_USAGE,
+  options: {
+    'proxy-mode': { type: 'string', default: 'nftables' },
+    'nftables-layout': { type: 'string', default: DEFAULT_NFTABLES_LAYOUT },
+    filename: { type: 'string', short: 'f' },
+    ...NODE_OPTIONS,
+    'jumps-script': { type: 'boolean', default: false },
+  },
+} as const;
+
 /** Runs the render command; returns the exit code. */
 export function renderCommand(argv: readonly string[], io: RenderIO = defaultRenderIO): number {
-  try {
-    return render(argv, io);
-  } catch (e) {
-    if (e instanceof UsageError || (e instanceof TypeError && 'code' in e)) {
-      io.stderr(`render: ${e.message}\n\n${RENDER_USAGE}`);
-      return 2;
-    }
-    throw e;
-  }
+  return runCommandSync(RENDER_LINE, argv, io, ({ values }) => render(values, io));
 }
 
-function render(argv: readonly string[], io: RenderIO): number {
-  const { values } = parseArgs({
-    args: [...argv],
-    strict: true,
-    options: {
-      'proxy-mode': { type: 'string', default: 'nftables' },
-      'nftables-layout': { type: 'string', default: DEFAULT_NFTABLES_LAYOUT },
-      filename: { type: 'string', short: 'f' },
-      ...NODE_OPTIONS,
-      'jumps-script': { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) {
-    io.stdout(RENDER_USAGE);
-    return 0;
-  }
+function render(values: ParsedCommandLine<typeof RENDER_LINE.options>['values'], io: RenderIO): number {
   const mode = choiceFlag('--proxy-mode', 'mode', PROXY_MODES, values['proxy-mode'], 'nftables');
   const layout = choiceFlag(
     '--nftables-layout',

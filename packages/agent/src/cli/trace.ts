@@ -1,6 +1,5 @@
 // `kube-proxy-ts trace --to DEST[:PORT][/tcp|/udp] [--from SRC] …`: parses flags, runs inspect/trace on this
 // host's network namespace (as root, on the node), and prints each packet's path and what it means.
-import { parseArgs } from 'node:util';
 import { TABLE_NAME } from '../backends/nftables/naming.js';
 import type { TraceReport } from '../inspect/trace/session.js';
 import { runTrace, TraceUnavailableError } from '../inspect/trace/session.js';
@@ -9,7 +8,11 @@ import { formatTarget, parseTraceTarget } from '../inspect/trace/target.js';
 import { TRACE_TABLE } from '../inspect/trace/table.js';
 import { frontendsFromServicePorts } from '../inspect/trace/frontends.js';
 import type { FrontendIndex } from '../inspect/trace/frontends.js';
-import { loadClusterObjects, servicePortsOf } from './cluster-objects.js';
+import { CLUSTER_SOURCE_OPTIONS, loadClusterObjects, servicePortsOf } from './cluster-objects.js';
+import { choiceFlag, optionalChoiceFlag, REPORT_OUTPUTS } from './choice-flag.js';
+import { OUTPUT_OPTION, processOutput, runCommand, UsageError } from './command-line.js';
+import type { ParsedCommandLine } from './command-line.js';
+import { PROXY_MODES } from '../config/proxy-mode.js';
 import type { CommandRunner, StreamRunner } from '../netfilter/command.js';
 import { hostCommandRunner, hostStreamRunner } from '../netfilter/command.js';
 
@@ -45,8 +48,7 @@ function defaultIO(): TraceIO {
   const abort = new AbortController();
   for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => abort.abort());
   return {
-    stdout: (t) => process.stdout.write(t),
-    stderr: (t) => process.stderr.write(t),
+    ...processOutput,
     runner: hostCommandRunner,
     streams: hostStreamRunner,
     signal: abort.signal,
@@ -89,51 +91,40 @@ export function formatTraceReport(r: TraceReport): string {
   return `${lines.join('\n')}\n`;
 }
 
+const TRACE_LINE = {
+  name: 'trace',
+  usage: TRACE_USAGE,
+  options: {
+    to: { type: 'string' },
+    from: { type: 'string' },
+    count: { type: 'string' },
+    timeout: { type: 'string' },
+    'all-packets': { type: 'boolean' },
+    'proxy-mode': { type: 'string' },
+    ...CLUSTER_SOURCE_OPTIONS,
+    ...OUTPUT_OPTION,
+  },
+} as const;
+
 export async function traceCommand(argv: readonly string[], io: TraceIO = defaultIO()): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      strict: true,
-      options: {
-        to: { type: 'string' },
-        from: { type: 'string' },
-        count: { type: 'string' },
-        timeout: { type: 'string' },
-        'all-packets': { type: 'boolean' },
-        'proxy-mode': { type: 'string' },
-        filename: { type: 'string', short: 'f' },
-        kubeconfig: { type: 'string' },
-        output: { type: 'string', short: 'o' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }));
-  } catch (e) {
-    io.stderr(`trace: ${e instanceof Error ? e.message : String(e)}\n\n${TRACE_USAGE}`);
-    return 2;
-  }
-  if (values.help) {
-    io.stdout(TRACE_USAGE);
-    return 0;
-  }
-  const usage = (m: string): number => {
-    io.stderr(`trace: ${m}\n\n${TRACE_USAGE}`);
-    return 2;
-  };
-  if (values.to === undefined) return usage('--to is required');
+  return runCommand(TRACE_LINE, argv, io, ({ values }) => trace(values, io));
+}
+
+async function trace(
+  values: ParsedCommandLine<typeof TRACE_LINE.options>['values'],
+  io: TraceIO,
+): Promise<number> {
+  if (values.to === undefined) throw new UsageError('--to is required');
   const parsed = parseTraceTarget(values.to, values.from);
-  if (!parsed.ok) return usage(parsed.reason);
+  if (!parsed.ok) throw new UsageError(parsed.reason);
   const count = Number(values.count ?? '1');
   if (!Number.isInteger(count) || count < 1)
-    return usage(`--count ${values.count ?? ''}: expected a positive integer`);
+    throw new UsageError(`--count ${values.count ?? ''}: expected a positive integer`);
   const timeout = Number(values.timeout ?? '60');
   if (!Number.isFinite(timeout) || timeout <= 0)
-    return usage(`--timeout ${values.timeout ?? ''}: expected seconds > 0`);
-  const output = values.output ?? 'text';
-  if (output !== 'text' && output !== 'json') return usage(`-o ${output}: expected text or json`);
-  const modeFlag = values['proxy-mode'];
-  if (modeFlag !== undefined && modeFlag !== 'nftables' && modeFlag !== 'iptables')
-    return usage(`--proxy-mode ${modeFlag}: expected nftables or iptables`);
+    throw new UsageError(`--timeout ${values.timeout ?? ''}: expected seconds > 0`);
+  const output = choiceFlag('-o', 'output format', REPORT_OUTPUTS, values.output, 'text');
+  const modeFlag = optionalChoiceFlag('--proxy-mode', 'mode', PROXY_MODES, values['proxy-mode']);
   if (typeof process.getuid === 'function' && process.getuid() !== 0 && io.runner === hostCommandRunner) {
     io.stderr('trace: needs root (it adds an nftables table and reads the kernel’s trace events)\n');
     return 1;

@@ -3,8 +3,10 @@
 // or JSON), the picture to an SVG file. Exit 0 when every guarantee held, 1 when one did not (or the soak could not
 // run), 2 for a bad command line.
 import { writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { parseGoDuration } from 'kube-proxy-ts/config/duration.js';
+import { choiceFlag, REPORT_OUTPUTS } from 'kube-proxy-ts/cli/choice-flag.js';
+import { processOutput, runCommand, UsageError } from 'kube-proxy-ts/cli/command-line.js';
+import type { ParsedCommandLine } from 'kube-proxy-ts/cli/command-line.js';
 import { readLabState } from '../cluster/state.js';
 import { labPaths } from '../cluster/layout.js';
 import { hostCommandRunner, hostStreamRunner } from 'kube-proxy-ts/netfilter/command.js';
@@ -42,71 +44,65 @@ graceful churn, every long-lived connection survived the proxy restarts, no stal
 kube-proxy exit the soak did not cause); 1 one did not, or the soak could not run; 2 a bad command line.
 `;
 
-function duration(flag: string, text: string | undefined, fallback?: number): number | undefined | string {
-  if (text === undefined) return fallback;
+const LAB_SOAK_LINE = {
+  name: 'lab soak',
+  usage: LAB_SOAK_USAGE,
+  options: {
+    duration: { type: 'string' },
+    services: { type: 'string' },
+    churn: { type: 'string' },
+    rate: { type: 'string' },
+    'competing-lock-holder': { type: 'boolean' },
+    'restart-proxy-every': { type: 'string' },
+    'apiserver-outage-every': { type: 'string' },
+    svg: { type: 'string' },
+    output: { type: 'string', short: 'o' },
+    'state-dir': { type: 'string' },
+  },
+} as const;
+
+type SoakFlags = ParsedCommandLine<typeof LAB_SOAK_LINE.options>['values'];
+
+function duration(flag: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
   const d = parseGoDuration(text);
-  if (!d.ok) return `${flag}: ${d.error}`;
+  if (!d.ok) throw new UsageError(`${flag}: ${d.error}`);
   return d.ms;
 }
 
-export async function labSoakCommand(argv: readonly string[], defaultStateDir: string): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      strict: true,
-      options: {
-        duration: { type: 'string' },
-        services: { type: 'string' },
-        churn: { type: 'string' },
-        rate: { type: 'string' },
-        'competing-lock-holder': { type: 'boolean' },
-        'restart-proxy-every': { type: 'string' },
-        'apiserver-outage-every': { type: 'string' },
-        svg: { type: 'string' },
-        output: { type: 'string', short: 'o' },
-        'state-dir': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }));
-  } catch (e) {
-    process.stderr.write(`lab soak: ${e instanceof Error ? e.message : String(e)}\n\n${LAB_SOAK_USAGE}`);
-    return 2;
-  }
-  if (values.help) {
-    process.stdout.write(LAB_SOAK_USAGE);
-    return 0;
-  }
-  const usage = (message: string): number => {
-    process.stderr.write(`lab soak: ${message}\n`);
-    return 2;
-  };
-  const output = values.output ?? 'text';
-  if (output !== 'text' && output !== 'json') return usage(`-o ${output}: expected text or json`);
-  const durationMs = duration('--duration', values.duration, 60_000);
+function number(flag: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isFinite(n))
+    throw new UsageError(`${flag} ${JSON.stringify(text)}: not a number`);
+  return n;
+}
+
+/** The soak the flags ask for; a UsageError names a wrong one. */
+function soakOptionsFrom(values: SoakFlags): SoakOptions {
   const restartMs = duration('--restart-proxy-every', values['restart-proxy-every']);
   const outageMs = duration('--apiserver-outage-every', values['apiserver-outage-every']);
-  for (const d of [durationMs, restartMs, outageMs]) if (typeof d === 'string') return usage(d);
-  const number = (flag: string, text: string | undefined, fallback: number): number | string => {
-    if (text === undefined) return fallback;
-    const n = Number(text);
-    return text.trim() === '' || !Number.isFinite(n) ? `${flag} ${JSON.stringify(text)}: not a number` : n;
-  };
-  const services = number('--services', values.services, 20);
-  const churn = number('--churn', values.churn, 2);
-  const rate = number('--rate', values.rate, 50);
-  for (const n of [services, churn, rate]) if (typeof n === 'string') return usage(n);
   const options: SoakOptions = {
-    durationMs: durationMs as number,
-    services: services as number,
-    churnPerSecond: churn as number,
-    ratePerSecond: rate as number,
+    durationMs: duration('--duration', values.duration) ?? 60_000,
+    services: number('--services', values.services, 20),
+    churnPerSecond: number('--churn', values.churn, 2),
+    ratePerSecond: number('--rate', values.rate, 50),
     competingLockHolder: values['competing-lock-holder'] === true,
-    ...(typeof restartMs === 'number' ? { restartProxyEveryMs: restartMs } : {}),
-    ...(typeof outageMs === 'number' ? { apiserverOutageEveryMs: outageMs } : {}),
+    ...(restartMs !== undefined ? { restartProxyEveryMs: restartMs } : {}),
+    ...(outageMs !== undefined ? { apiserverOutageEveryMs: outageMs } : {}),
   };
   const bad = checkSoakOptions(options);
-  if (bad !== undefined) return usage(bad);
+  if (bad !== undefined) throw new UsageError(bad);
+  return options;
+}
+
+export async function labSoakCommand(argv: readonly string[], defaultStateDir: string): Promise<number> {
+  return runCommand(LAB_SOAK_LINE, argv, processOutput, ({ values }) => labSoak(values, defaultStateDir));
+}
+
+async function labSoak(values: SoakFlags, defaultStateDir: string): Promise<number> {
+  const output = choiceFlag('-o', 'output format', REPORT_OUTPUTS, values.output, 'text');
+  const options = soakOptionsFrom(values);
   if (typeof process.getuid === 'function' && process.getuid() !== 0) {
     process.stderr.write('lab soak: needs root, as `lab up` did (it runs load inside the lab namespaces)\n');
     return 1;

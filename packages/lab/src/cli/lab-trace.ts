@@ -3,9 +3,11 @@
 // address). Names resolve as FROM resolves them (its /etc/hosts, which the lab writes). The trace starts on every
 // node (a packet from a pod enters its own node; a NodePort packet the node it is sent to; the others see nothing
 // and are left out), then one HTTP request is sent from FROM, and each node's path is printed.
+import { choiceFlag, REPORT_OUTPUTS } from 'kube-proxy-ts/cli/choice-flag.js';
+import { processOutput, runCommand, UsageError } from 'kube-proxy-ts/cli/command-line.js';
+import type { ParsedCommandLine } from 'kube-proxy-ts/cli/command-line.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { runTrace } from 'kube-proxy-ts/inspect/trace/session.js';
 import type { TraceReport } from 'kube-proxy-ts/inspect/trace/session.js';
 import { parseTraceTarget } from 'kube-proxy-ts/inspect/trace/target.js';
@@ -173,43 +175,33 @@ export function formatLabTrace(r: LabTraceResult): string {
   return `${lines.join('\n')}\n`;
 }
 
+const LAB_TRACE_LINE = {
+  name: 'lab trace',
+  usage: LAB_TRACE_USAGE,
+  positionals: true,
+  options: {
+    'state-dir': { type: 'string' },
+    timeout: { type: 'string' },
+    output: { type: 'string', short: 'o' },
+  },
+} as const;
+
 /** `lab trace` as lab.ts dispatches it. */
 export async function labTraceCommand(argv: readonly string[], defaultStateDir: string): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...argv],
-      allowPositionals: true,
-      strict: true,
-      options: {
-        'state-dir': { type: 'string' },
-        timeout: { type: 'string' },
-        output: { type: 'string', short: 'o' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (e) {
-    process.stderr.write(`lab trace: ${e instanceof Error ? e.message : String(e)}\n\n${LAB_TRACE_USAGE}`);
-    return 2;
-  }
-  const { values, positionals } = parsed;
-  if (values.help) {
-    process.stdout.write(LAB_TRACE_USAGE);
-    return 0;
-  }
+  return runCommand(LAB_TRACE_LINE, argv, processOutput, (parsed) => labTraceMain(parsed, defaultStateDir));
+}
+
+async function labTraceMain(
+  { values, positionals }: ParsedCommandLine<typeof LAB_TRACE_LINE.options>,
+  defaultStateDir: string,
+): Promise<number> {
   const [from, to, ...extra] = positionals;
-  const output = values.output ?? 'text';
+  if (from === undefined || to === undefined || extra.length > 0)
+    throw new UsageError('expected FROM TO [--timeout S] [-o text|json]');
+  const output = choiceFlag('-o', 'output format', REPORT_OUTPUTS, values.output, 'text');
   const timeout = Number(values.timeout ?? '20');
-  if (
-    from === undefined ||
-    to === undefined ||
-    extra.length > 0 ||
-    (output !== 'text' && output !== 'json') ||
-    !(timeout > 0)
-  ) {
-    process.stderr.write(`lab trace: expected FROM TO [--timeout S] [-o text|json]\n\n${LAB_TRACE_USAGE}`);
-    return 2;
-  }
+  if (!(timeout > 0))
+    throw new UsageError(`--timeout ${JSON.stringify(values.timeout)}: expected seconds > 0`);
   if (typeof process.getuid === 'function' && process.getuid() !== 0) {
     process.stderr.write('lab trace: needs root, as `lab up` did\n');
     return 1;

@@ -1,4 +1,5 @@
 // `kube-proxy-ts lab …`: the one-host cluster.
+import { processOutput, runCommand, UsageError } from 'kube-proxy-ts/cli/command-line.js';
 import { readChoice } from 'kube-proxy-ts/config/choice.js';
 import { DEFAULT_NFTABLES_LAYOUT, NFTABLES_LAYOUTS } from 'kube-proxy-ts/config/nftables-layout.js';
 import { PROXY_MODES } from 'kube-proxy-ts/config/proxy-mode.js';
@@ -297,38 +298,36 @@ async function kubeconfigCommand(argv: string[]): Promise<number> {
 }
 
 /** Internal: the soak's load generator, inside a lab namespace (see src/lab/soak/load-generator.ts). */
-async function loadCommand(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: { config: { type: 'string' }, out: { type: 'string' } },
-      strict: true,
-    }));
-  } catch (e) {
-    return fail(`load: ${e instanceof Error ? e.message : String(e)}`);
-  }
-  if (!values.config || !values.out) return fail('load: usage: lab load --config FILE --out FILE');
-  const { loadMain } = await import('../soak/load-generator.js');
-  return loadMain(values.config, values.out);
-}
+const LOAD_LINE = {
+  name: 'lab load',
+  usage: 'Usage: kube-proxy-ts lab load --config FILE --out FILE (internal: the soak starts it)\n',
+  options: { config: { type: 'string' }, out: { type: 'string' } },
+} as const;
 
 /** Internal: runs inside a node namespace, started by the lab (see src/lab/cluster/relay.ts). */
-async function relayCommand(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: { listen: { type: 'string' }, socket: { type: 'string' } },
-      strict: true,
-    }));
-  } catch (e) {
-    return fail(`relay: ${e instanceof Error ? e.message : String(e)}`);
-  }
-  const listen = parseHostPort(values.listen ?? '');
-  if (!listen || !values.socket) return fail('relay: usage: lab relay --listen HOST:PORT --socket PATH');
-  const pipe = await startRelay(listen, values.socket);
-  process.stderr.write(`relay: ${values.listen ?? ''} → ${values.socket}\n`);
+const RELAY_LINE = {
+  name: 'lab relay',
+  usage: 'Usage: kube-proxy-ts lab relay --listen HOST:PORT --socket PATH (internal: the lab starts it)\n',
+  options: { listen: { type: 'string' }, socket: { type: 'string' } },
+} as const;
+
+function loadCommand(argv: string[]): Promise<number> {
+  return runCommand(LOAD_LINE, argv, processOutput, async ({ values }) => {
+    if (!values.config || !values.out) throw new UsageError('--config and --out are required');
+    const { loadMain } = await import('../soak/load-generator.js');
+    return loadMain(values.config, values.out);
+  });
+}
+
+function relayCommand(argv: string[]): Promise<number> {
+  return runCommand(RELAY_LINE, argv, processOutput, ({ values }) => relay(values.listen, values.socket));
+}
+
+async function relay(listenFlag: string | undefined, socket: string | undefined): Promise<number> {
+  const listen = parseHostPort(listenFlag ?? '');
+  if (!listen || !socket) throw new UsageError('--listen HOST:PORT and --socket PATH are required');
+  const pipe = await startRelay(listen, socket);
+  process.stderr.write(`relay: ${listenFlag ?? ''} → ${socket}\n`);
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
