@@ -29,7 +29,7 @@ import { buildTopology, destroyTopology, planTopology } from '../../../packages/
 import type { DataplaneBackend, ModeSupport } from './backends.js';
 import { MODE_SUPPORT } from './backends.js';
 import { familyOf, POD_TCP_PORT, POD_UDP_PORT } from './objects.js';
-import type { SliceEndpoint } from './objects.js';
+import type { EndpointConditions, SliceEndpoint } from './objects.js';
 import type { BackgroundTraffic, RequestOutcome, TrafficSpec } from './traffic.js';
 import { sendRequests, startTraffic } from './traffic.js';
 
@@ -131,6 +131,12 @@ export interface MakeTestClusterOptions {
   readonly runner?: CommandRunner;
   /** Replaces MODE_SUPPORT[mode] (the harness's own tests use a backend that fails on purpose). */
   readonly support?: ModeSupport;
+}
+
+/** Services and EndpointSlices to apply or remove together. */
+export interface ClusterObjects {
+  readonly services?: readonly Service[];
+  readonly slices?: readonly EndpointSlice[];
 }
 
 const key = (o: { metadata: { namespace?: string; name?: string } }): string =>
@@ -305,20 +311,13 @@ export class TestCluster {
   }
 
   /** A pod as an EndpointSlice endpoint of `family` (by default ready, serving, on its own node). */
-  endpoint(
-    podName: string,
-    family: IPFamily,
-    conditions: Partial<Pick<SliceEndpoint, 'ready' | 'serving' | 'terminating'>> = {},
-  ): SliceEndpoint {
+  endpoint(podName: string, family: IPFamily, conditions: EndpointConditions = {}): SliceEndpoint {
     const pod = this.pod(podName);
     return { ip: addressOf(pod, family), nodeName: pod.nodeName, podName: pod.name, ...conditions };
   }
 
   /** Adds or updates objects on every node's trackers, then syncs every node (partial after the first). */
-  async apply(objects: {
-    services?: readonly Service[];
-    slices?: readonly EndpointSlice[];
-  }): Promise<NodeSync[]> {
+  async apply(objects: ClusterObjects): Promise<NodeSync[]> {
     for (const svc of objects.services ?? []) {
       const previous = this.services.get(key(svc));
       for (const p of this.proxies) p.services.update(previous, svc);
@@ -332,10 +331,7 @@ export class TestCluster {
   }
 
   /** Deletes objects (by namespace/name) from every node's trackers, then syncs every node. */
-  async remove(objects: {
-    services?: readonly Service[];
-    slices?: readonly EndpointSlice[];
-  }): Promise<NodeSync[]> {
+  async remove(objects: ClusterObjects): Promise<NodeSync[]> {
     for (const svc of objects.services ?? []) {
       const previous = this.services.get(key(svc));
       if (!previous) continue;
@@ -349,6 +345,20 @@ export class TestCluster {
       this.slices.delete(key(slice));
     }
     return this.sync();
+  }
+
+  /**
+   * Applies `objects`, runs `body` and removes them again however `body` ends: the scenarios share one cluster,
+   * and a failing one must not leave its Service behind for the next. Removal goes by namespace/name, so `body`
+   * may update the objects it was given (a shrunk slice) and they are still removed.
+   */
+  async withObjects<T>(objects: ClusterObjects, body: () => Promise<T>): Promise<T> {
+    await this.apply(objects);
+    try {
+      return await body();
+    } finally {
+      await this.remove(objects);
+    }
   }
 
   private familyOfObject(kind: 'Service' | 'EndpointSlice', name: string): IPFamily | undefined {

@@ -107,6 +107,9 @@ export interface SliceEndpoint {
   readonly terminating?: boolean;
 }
 
+/** An endpoint's conditions, where they differ from ready, serving and not terminating. */
+export type EndpointConditions = Partial<Pick<SliceEndpoint, 'ready' | 'serving' | 'terminating'>>;
+
 /**
  * One slice for `svc` in the family of its ClusterIP (named `<svc>-<suffix>`), with a port per service port, as
  * the EndpointSlice controller writes it. Endpoint addresses must be of that family.
