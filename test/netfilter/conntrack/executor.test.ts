@@ -1,158 +1,202 @@
+// The executor's real code against FakeConntrack, an in-memory conntrack table that answers as the tool does
+// (the shared cases in table-cases.ts also run against the real tool in kernel.test.ts). Assertions are on
+// outcomes: the pass's result, what it reported, which flows are left; never on the order of commands.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import type {
-  CommandOptions,
-  CommandResult,
-  CommandRunner,
-} from '../../../packages/agent/src/netfilter/command.js';
+import { existsSync } from 'node:fs';
+import { FakeConntrack } from '../../../packages/agent/src/netfilter/conntrack/fake.js';
 import { reconcileConntrack } from '../../../packages/agent/src/netfilter/conntrack/executor.js';
+import type { IPFamily } from '../../../packages/agent/src/model/ip.js';
 import { recordingLogger } from '../../../packages/agent/src/util/logger.js';
 import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import { endpoint, servicePort } from './fixtures.js';
+import { pass, RECONCILE_CASES, remainingFlows, TOOL_CASES } from './table-cases.js';
 
-interface Call {
-  readonly cmd: string;
-  readonly args: readonly string[];
-  /** For `-R <file>`: the batch file's content, read while the command runs. */
-  readonly batch?: string;
-}
-
-function fakeRunner(answers: CommandResult[]): CommandRunner & { calls: Call[] } {
-  const calls: Call[] = [];
+function table(fake: FakeConntrack) {
   return {
-    calls,
-    run: async (cmd: string, args: readonly string[], options?: CommandOptions) => {
-      void options;
-      const batch = args[0] === '-R' && args[1] ? readFileSync(args[1], 'utf8') : undefined;
-      calls.push({ cmd, args, ...(batch !== undefined ? { batch } : {}) });
-      const a = answers.shift();
-      if (!a) throw new Error('unexpected command');
-      return a;
-    },
+    runner: fake,
+    insert: async (f: Parameters<FakeConntrack['addUdpFlow']>[0]) => void fake.addUdpFlow(f),
   };
 }
 
-const SP = servicePort('kube-system', 'dns', { clusterIP: '198.18.100.10', port: 53 });
-const SERVICES = new Map([[SP.key, SP]]);
-const ENDPOINTS = new Map([[SP.key, [endpoint('198.18.1.2', 5353)]]]);
-const LISTING = [
-  'ipv4     2 udp      17 29 src=198.18.0.1 dst=198.18.100.10 sport=40000 dport=53 src=198.18.1.2 dst=198.18.0.1 sport=5353 dport=40000 [ASSURED] mark=0 use=1',
-  'ipv4     2 udp      17 29 src=198.18.0.1 dst=198.18.100.10 sport=40001 dport=53 src=198.18.1.7 dst=198.18.0.1 sport=5353 dport=40001 mark=0 use=1',
-  '',
-].join('\n');
+describe('FakeConntrack answers as the conntrack tool (cases shared with kernel.test.ts)', () => {
+  for (const c of TOOL_CASES) test(c.name, () => c.run(table(new FakeConntrack())));
+});
 
-describe('reconcileConntrack', () => {
-  test('lists one family, deletes the stale filter in one -R batch, reports the pass', async () => {
-    const runner = fakeRunner([
-      {
-        code: 0,
-        stdout: LISTING,
-        stderr: 'conntrack v1.4.7 (conntrack-tools): 2 flow entries have been shown.\n',
-      },
-      {
-        code: 0,
-        stdout:
-          'udp      17 28 src=198.18.0.1 dst=198.18.100.10 sport=40001 dport=53 src=198.18.1.7 dst=198.18.0.1 sport=5353 dport=40001 mark=0 use=1\n',
-        stderr: '',
-      },
-    ]);
-    const reports: [string, number, number][] = [];
-    const r = await reconcileConntrack(
-      {
-        runner,
-        clock: new FakeClock(),
-        logger: recordingLogger(),
-        metrics: { conntrackReconcile: (f, s, d) => reports.push([f, s, d]) },
-      },
-      'IPv4',
-      SERVICES,
-      ENDPOINTS,
-    );
-    assert.deepEqual(runner.calls[0], {
-      cmd: 'conntrack',
-      args: ['-L', '-p', 'udp', '-f', 'ipv4', '-o', 'extended'],
+describe('reconcileConntrack over FakeConntrack (cases shared with kernel.test.ts)', () => {
+  for (const c of RECONCILE_CASES) test(c.name, () => c.run(table(new FakeConntrack())));
+});
+
+const VIP = '198.18.100.10';
+const NEW_EP = '198.18.1.2';
+const OLD_EP = '198.18.1.7';
+const DNS = servicePort('kube-system', 'dns', { clusterIP: VIP, port: 53 });
+const OTHER = servicePort('ns', 'other', { clusterIP: '198.18.100.20', port: 53 });
+
+/** A table with one live and one stale flow to DNS's VIP, and one stale flow to OTHER's (when asked). */
+function tableWithStaleFlows(fake: FakeConntrack, withOther = false): FakeConntrack {
+  const f = (sport: number, dst: string, ep: string) =>
+    fake.addUdpFlow({
+      origSrc: '198.18.0.1',
+      origDst: dst,
+      origSport: sport,
+      origDport: 53,
+      replySrc: ep,
+      replySport: 5353,
     });
-    const del = runner.calls[1]!;
-    assert.equal(del.args[0], '-R');
-    assert.equal(
-      del.batch,
-      '-D -p udp -f ipv4 --orig-dst 198.18.100.10 --orig-port-dst 53 --reply-src 198.18.1.7 --reply-port-src 5353\n',
-    );
-    assert.equal(existsSync(del.args[1]!), false, 'the batch file is removed afterwards');
-    assert.equal(r.listed, 2);
-    assert.equal(r.deleted, 1);
-    assert.equal(r.error, undefined);
-    assert.deepEqual(reports, [['IPv4', 0, 1]]);
+  f(40000, VIP, NEW_EP);
+  f(40001, VIP, OLD_EP);
+  if (withOther) f(40002, OTHER.clusterIP, NEW_EP);
+  return fake;
+}
+
+const ENDPOINTS = [[endpoint(NEW_EP, 5353)], [endpoint(OLD_EP, 5353)]];
+
+describe('reconcileConntrack: batch, fallback and failures', () => {
+  test('the batch path: one -R file per pass, removed afterwards', async () => {
+    const fake = tableWithStaleFlows(new FakeConntrack(), true);
+    const { result, reports } = await pass(fake, 'IPv4', [DNS, OTHER], ENDPOINTS);
+    assert.equal(result.error, undefined);
+    assert.equal(result.deleted, 2);
+    assert.deepEqual(reports, [['IPv4', 0, 2]]);
+    assert.deepEqual(await remainingFlows(fake, 'IPv4'), [`40000→${NEW_EP}:5353`]);
+    assert.equal(fake.batches.length, 1, 'both filters in one batch');
+    assert.equal(fake.batches[0]!.lines.length, 2);
+    assert.equal(existsSync(fake.batches[0]!.file), false, 'the batch file is removed afterwards');
   });
 
-  test('a failed batch falls back to one conntrack -D per filter; an already-gone flow is no error', async () => {
-    const runner = fakeRunner([
-      { code: 0, stdout: LISTING, stderr: '' },
-      { code: 2, stdout: '', stderr: "conntrack v1.4.5 (conntrack-tools): invalid option -- 'R'\n" },
-      {
-        code: 1,
-        stdout: '',
-        stderr: 'conntrack v1.4.5 (conntrack-tools): 0 flow entries have been deleted.\n',
-      },
-    ]);
-    const r = await reconcileConntrack(
-      { runner, clock: new FakeClock(), logger: recordingLogger() },
-      'IPv4',
-      SERVICES,
-      ENDPOINTS,
-    );
-    assert.deepEqual(runner.calls[2]!.args, [
-      '-D',
-      '-p',
-      'udp',
-      '-f',
-      'ipv4',
-      '--orig-dst',
-      '198.18.100.10',
-      '--orig-port-dst',
-      '53',
-      '--reply-src',
-      '198.18.1.7',
-      '--reply-port-src',
-      '5353',
-    ]);
-    assert.equal(r.error, undefined);
-    assert.equal(r.deleted, 0);
+  test('conntrack older than 1.4.6 (no -R): one -D per filter, the same flows go', async () => {
+    const fake = tableWithStaleFlows(new FakeConntrack({ version: '1.4.5' }), true);
+    const { result, reports } = await pass(fake, 'IPv4', [DNS, OTHER], ENDPOINTS);
+    assert.equal(result.error, undefined);
+    assert.equal(result.deleted, 2);
+    assert.deepEqual(reports, [['IPv4', 0, 2]]);
+    assert.deepEqual(await remainingFlows(fake, 'IPv4'), [`40000→${NEW_EP}:5353`]);
+    assert.deepEqual(fake.batches, []);
   });
 
-  test('nothing stale: no delete command, the pass is still reported', async () => {
-    const runner = fakeRunner([{ code: 0, stdout: LISTING.split('\n')[0]!, stderr: '' }]);
+  test('a failed batch falls back to one -D per filter', async () => {
+    const fake = tableWithStaleFlows(new FakeConntrack(), true);
+    fake.failNext('-R', 'Operation failed: Device or resource busy');
+    const { result } = await pass(fake, 'IPv4', [DNS, OTHER], ENDPOINTS);
+    assert.equal(result.error, undefined, 'the fallback succeeded');
+    assert.equal(result.deleted, 2);
+    assert.deepEqual(await remainingFlows(fake, 'IPv4'), [`40000→${NEW_EP}:5353`]);
+  });
+
+  test('a flow gone between listing and deletion is no error, with or without -R', async () => {
+    for (const version of ['1.4.7', '1.4.5']) {
+      const fake = tableWithStaleFlows(new FakeConntrack({ version }));
+      fake.expireAfterNextListing((f) => f.reply.src === OLD_EP);
+      const { result, reports } = await pass(fake, 'IPv4', [DNS], ENDPOINTS);
+      assert.equal(result.error, undefined, version);
+      assert.equal(result.deletions.length, 1, version);
+      assert.equal(result.deleted, 0, version);
+      assert.deepEqual(reports, [['IPv4', 0, 0]], version);
+    }
+  });
+
+  test('a failing -D is reported with the tool’s words; the other filters still run', async () => {
+    const fake = tableWithStaleFlows(new FakeConntrack({ version: '1.4.5' }), true);
+    fake.failNext('-D');
+    const logger = recordingLogger();
     const reports: number[] = [];
     const r = await reconcileConntrack(
       {
-        runner,
+        runner: fake,
         clock: new FakeClock(),
-        logger: recordingLogger(),
+        logger,
         metrics: { conntrackReconcile: (_f, _s, d) => reports.push(d) },
       },
       'IPv4',
-      SERVICES,
-      ENDPOINTS,
+      new Map([
+        [DNS.key, DNS],
+        [OTHER.key, OTHER],
+      ]),
+      new Map([
+        [DNS.key, ENDPOINTS[0]!],
+        [OTHER.key, ENDPOINTS[1]!],
+      ]),
     );
-    assert.equal(runner.calls.length, 1);
-    assert.equal(r.deleted, 0);
-    assert.deepEqual(reports, [0]);
+    assert.match(r.error ?? '', /failed \(exit 1\): .*Operation not permitted/);
+    assert.equal(r.deleted, 1);
+    assert.deepEqual(reports, [1]);
+    assert.equal(fake.flows('IPv4').length, 2, 'one stale flow is left, with the live one');
+    assert.ok(logger.records.some((l) => l.level === 'error'));
   });
 
   test('a failed listing aborts the pass with the tool’s words, deleting nothing', async () => {
-    const runner = fakeRunner([
-      { code: 1, stdout: '', stderr: 'conntrack v1.4.7 (conntrack-tools): Operation not permitted\n' },
-    ]);
+    const fake = new FakeConntrack();
+    fake.addUdpFlow({
+      origSrc: '2001:db8::1',
+      origDst: '2001:db8:100::10',
+      origSport: 40000,
+      origDport: 53,
+      replySrc: '2001:db8:1::7',
+      replySport: 5353,
+    });
+    fake.failNext('-L');
+    const v6 = servicePort('kube-system', 'dns6', {
+      family: 'IPv6',
+      clusterIP: '2001:db8:100::10',
+      port: 53,
+    });
     const logger = recordingLogger();
+    const reports: [IPFamily, number][] = [];
     const r = await reconcileConntrack(
-      { runner, clock: new FakeClock(), logger },
+      {
+        runner: fake,
+        clock: new FakeClock(),
+        logger,
+        metrics: { conntrackReconcile: (f, _s, d) => reports.push([f, d]) },
+      },
       'IPv6',
-      SERVICES,
-      ENDPOINTS,
+      new Map([[v6.key, v6]]),
+      new Map([[v6.key, [endpoint('2001:db8:1::2', 5353)]]]),
     );
-    assert.equal(runner.calls.length, 1);
     assert.match(r.error ?? '', /conntrack -L -f ipv6 failed \(exit 1\): .*Operation not permitted/);
+    assert.equal(r.listed, 0);
+    assert.deepEqual(reports, [['IPv6', 0]], 'a failed pass is reported too');
+    assert.equal(fake.flows('IPv6').length, 1, 'nothing deleted');
     assert.ok(logger.records.some((l) => l.level === 'error'));
+  });
+
+  test('TCP flows to a UDP Service’s frontend are never touched', async () => {
+    const fake = new FakeConntrack();
+    fake.add({
+      family: 'IPv4',
+      protocol: 'tcp',
+      original: { src: '198.18.0.1', dst: VIP, sport: 40000, dport: 53 },
+      reply: { src: OLD_EP, dst: '198.18.0.1', sport: 5353, dport: 40000 },
+    });
+    const { result } = await pass(fake, 'IPv4', [DNS], ENDPOINTS);
+    assert.equal(result.listed, 0, 'only UDP flows are listed');
+    assert.equal(fake.flows().length, 1);
+  });
+
+  test('the pass reports the seconds it took', async () => {
+    const clock = new FakeClock();
+    const fake = tableWithStaleFlows(new FakeConntrack());
+    // Each conntrack run takes 250 ms of the clock.
+    const slow = {
+      run: async (...a: Parameters<FakeConntrack['run']>) => {
+        clock.advance(250);
+        return fake.run(...a);
+      },
+    };
+    const reports: number[] = [];
+    const r = await reconcileConntrack(
+      {
+        runner: slow,
+        clock,
+        logger: recordingLogger(),
+        metrics: { conntrackReconcile: (_f, s) => reports.push(s) },
+      },
+      'IPv4',
+      new Map([[DNS.key, DNS]]),
+      new Map([[DNS.key, ENDPOINTS[0]!]]),
+    );
+    assert.equal(r.seconds, 0.5, 'a listing and one batch');
+    assert.deepEqual(reports, [0.5]);
   });
 });

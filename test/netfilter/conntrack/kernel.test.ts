@@ -1,6 +1,8 @@
 // Real kernel: UDP flows DNATed by an nft rule inside a network namespace of our own, then one reconcile pass with
-// the real `conntrack` tool. Addresses are in 198.18.0.0/15; nothing leaves the namespace.
-import { test } from 'node:test';
+// the real `conntrack` tool; and the cases of table-cases.ts, which executor.test.ts runs against FakeConntrack,
+// here against the tool over flows it inserts itself (`conntrack -I`), one fresh namespace per case.
+// Addresses are in 198.18.0.0/15 and 2001:db8::/32; nothing leaves the namespaces.
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { netnsCommandRunner } from '../../../packages/agent/src/netfilter/command.js';
@@ -12,6 +14,8 @@ import { recordingLogger } from '../../../packages/agent/src/util/logger.js';
 import { kernelOptions, runPrefix } from '../../helpers/kernel.js';
 import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import { endpoint, servicePort } from './fixtures.js';
+import type { ConntrackTableCase } from './table-cases.js';
+import { insertArgs, RECONCILE_CASES, TOOL_CASES } from './table-cases.js';
 
 const NODE_IP = '198.18.0.1';
 const OLD_EP = '198.18.0.2';
@@ -130,3 +134,33 @@ test(
     }
   },
 );
+
+/** Runs one shared case on the real tool, in a namespace of its own. */
+async function onTheTool(c: ConntrackTableCase): Promise<void> {
+  const prefix = runPrefix();
+  const ns = `${prefix}-ct`;
+  try {
+    sh(['ip', 'netns', 'add', ns]);
+    const runner = netnsCommandRunner(ns);
+    await c.run({
+      runner,
+      insert: async (flow) => {
+        const r = await runner.run('conntrack', insertArgs(flow));
+        assert.equal(r.code, 0, `conntrack -I: ${r.stderr}`);
+      },
+    });
+  } finally {
+    spawnSync('ip', ['netns', 'del', ns]);
+    sweep(prefix);
+  }
+}
+
+describe('the conntrack tool answers as FakeConntrack does (cases shared with executor.test.ts)', () => {
+  const options = kernelOptions(['ip', 'conntrack']);
+  for (const c of TOOL_CASES) test(c.name, options, () => onTheTool(c));
+});
+
+describe('reconcileConntrack over the conntrack tool (cases shared with executor.test.ts)', () => {
+  const options = kernelOptions(['ip', 'conntrack']);
+  for (const c of RECONCILE_CASES) test(c.name, options, () => onTheTool(c));
+});

@@ -71,6 +71,7 @@ describe('IptablesClient over the fake', () => {
       lockFile: '/tmp/test.lock',
     });
     await client.restore('*nat\n:KUBE-SERVICES - [0:0]\nCOMMIT\n');
+    assert.ok(fake.chains('IPv4', 'nat').has('KUBE-SERVICES'), 'the restore was applied');
     const call = fake.calls.find((c) => c.cmd === 'iptables-nft-restore');
     assert.deepEqual(call?.args, ['-w', '5', '-W', '100000', '--noflush', '--counters']);
     assert.deepEqual(call?.env, { XTABLES_LOCKFILE: '/tmp/test.lock' });
@@ -105,24 +106,56 @@ describe('IptablesClient over the fake', () => {
     assert.equal(fake.restores.length, 1);
   });
 
-  test('ensureRule checks, then prepends once', async () => {
+  test('ensureChain and ensureRule are idempotent; prepend goes to the top, append to the bottom', async () => {
     const fake = new FakeIptables();
     const client = new IptablesClient({ family: 'IPv4', commands: fake, clock: new FakeClock() });
+    assert.equal(await client.chainExists('nat', 'KUBE-SERVICES'), false);
     assert.equal(await client.ensureChain('nat', 'KUBE-SERVICES'), false);
     assert.equal(await client.ensureChain('nat', 'KUBE-SERVICES'), true);
-    const args = ['-m', 'comment', '--comment', 'kubernetes service portals', '-j', 'KUBE-SERVICES'];
-    assert.equal(await client.ensureRule('prepend', 'nat', 'PREROUTING', args), false);
-    assert.equal(await client.ensureRule('prepend', 'nat', 'PREROUTING', args), true);
-    assert.deepEqual(fake.chains('IPv4', 'nat').get('PREROUTING'), [args]);
-    const ops = fake.calls
-      .filter((c) => c.cmd === 'iptables' && !c.args.includes('--version'))
-      .map((c) => c.args.slice(4, 7).join(' '));
-    assert.deepEqual(ops, [
-      '-N KUBE-SERVICES -t',
-      '-N KUBE-SERVICES -t',
-      '-C PREROUTING -t',
-      '-I PREROUTING -t',
-      '-C PREROUTING -t',
+    assert.equal(await client.chainExists('nat', 'KUBE-SERVICES'), true);
+    fake.inject('IPv4', '-t nat -A PREROUTING -j ACCEPT');
+    const jump = ['-m', 'comment', '--comment', 'kubernetes service portals', '-j', 'KUBE-SERVICES'];
+    const last = ['-m', 'comment', '--comment', 'last', '-j', 'RETURN'];
+    assert.equal(await client.ensureRule('prepend', 'nat', 'PREROUTING', jump), false);
+    assert.equal(await client.ensureRule('prepend', 'nat', 'PREROUTING', jump), true);
+    assert.equal(await client.ensureRule('append', 'nat', 'PREROUTING', last), false);
+    assert.equal(await client.ensureRule('append', 'nat', 'PREROUTING', last), true);
+    assert.deepEqual(fake.chains('IPv4', 'nat').get('PREROUTING'), [jump, ['-j', 'ACCEPT'], last]);
+  });
+
+  test('deleteRule deletes what is there and reports what it did', async () => {
+    const fake = new FakeIptables();
+    const client = new IptablesClient({ family: 'IPv6', commands: fake, clock: new FakeClock() });
+    const rule = ['-m', 'comment', '--comment', 'x', '-j', 'ACCEPT'];
+    fake.inject('IPv6', `-t filter -A INPUT ${rule.join(' ')}`);
+    assert.equal(await client.deleteRule('filter', 'INPUT', rule), true);
+    assert.equal(await client.deleteRule('filter', 'INPUT', rule), false);
+    assert.deepEqual(fake.chains('IPv6', 'filter').get('INPUT'), []);
+    // `-C` in a missing chain exits 1, read as "no such rule"; the `-A` that follows fails, and that is an error.
+    await assert.rejects(
+      client.ensureRule('append', 'filter', 'KUBE-MISSING', rule),
+      (e: unknown) => e instanceof IptablesError && e.kind === 'command',
+    );
+  });
+
+  test('commands carry the wait flags first, then the operation, chain and table', async () => {
+    const client = new IptablesClient({
+      family: 'IPv4',
+      commands: new FakeIptables(),
+      clock: new FakeClock(),
+    });
+    const { argv } = await client.run('-C', 'nat', 'PREROUTING', ['-j', 'KUBE-SERVICES']);
+    assert.deepEqual(argv, [
+      '-w',
+      '5',
+      '-W',
+      '100000',
+      '-C',
+      'PREROUTING',
+      '-t',
+      'nat',
+      '-j',
+      'KUBE-SERVICES',
     ]);
   });
 
