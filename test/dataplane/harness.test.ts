@@ -7,15 +7,8 @@ import { listNamespaces, sweepNamespaces } from '../../packages/netns/src/namesp
 import type { BackendSyncResult, ProxyBackend } from '../../packages/agent/src/sync/backend.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import type { ModeSupport } from './harness/backends.js';
+import { NOTHING_DONE } from './harness/backends.js';
 import { makeTestCluster } from './harness/cluster.js';
-
-const NOTHING_DONE: BackendSyncResult = {
-  full: true,
-  noLocalEndpointsInternal: 0,
-  noLocalEndpointsExternal: 0,
-  timings: { ownMs: 0, kernelMs: 0 },
-  operations: 0,
-};
 
 function supportWith(sync: () => Promise<BackendSyncResult>): ModeSupport {
   return {

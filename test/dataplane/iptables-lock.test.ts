@@ -4,8 +4,6 @@
 // attempt (full) succeeds once the lock is free. The wait is measured by taking the lock with flock before the
 // restore (see src/netfilter/iptables/client.ts).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { test } from 'node:test';
 import { IptablesBackend } from '../../packages/agent/src/backends/iptables/backend.js';
 import type { ProxyMetrics } from '../../packages/agent/src/sync/metrics.js';
@@ -15,30 +13,9 @@ import { ModelCluster } from '../helpers/model-cluster.js';
 import { testNode } from '../backends/iptables/helpers.js';
 import { systemClock } from '../../packages/agent/src/util/clock.js';
 import { modeOptions, withSandbox } from '../backends/iptables/kernel-fixture.js';
+import { holdXtablesLock } from '../helpers/xtables-lock-holder.js';
 
 const TOOLS = ['ip', 'flock', 'iptables-legacy', 'iptables-legacy-restore', 'iptables-legacy-save'];
-
-/** Holds the lock in another process; resolves once it is held. */
-function holdLock(lockFile: string, seconds: number): Promise<ChildProcess> {
-  const child = spawn('flock', ['--no-fork', lockFile, '-c', `echo held; exec sleep ${seconds}`], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    // A deadline for a clear failure, not a wait.
-    const timer = setTimeout(() => reject(new Error('flock did not take the lock within 10 s')), 10_000);
-    child.stdout?.once('data', () => {
-      clearTimeout(timer);
-      resolve(child);
-    });
-    child.once('error', reject);
-  });
-}
-
-function exited(child: ChildProcess): Promise<void> {
-  return child.exitCode !== null || child.signalCode !== null
-    ? Promise.resolve()
-    : new Promise((resolve) => child.once('exit', () => resolve()));
-}
 
 test(
   'legacy iptables: sync waits for the xtables lock, then fails past the limit and recovers',
@@ -80,12 +57,11 @@ test(
       const saveNat = async () => (await commands.run('iptables-legacy-save', ['-t', 'nat'])).stdout;
 
       // 1. Held for 3 s: the sync waits, then succeeds; the wait is reported.
-      const holder = await holdLock(lockFile, 3);
+      const holder = await holdXtablesLock(lockFile, 3);
       try {
         await sync(true);
       } finally {
-        holder.kill();
-        await exited(holder);
+        await holder.release();
       }
       assert.equal(waits.length, 1);
       assert.ok((waits[0] ?? 0) > 1, `reported lock wait ${waits[0]} s while the lock was held ~3 s`);
@@ -93,12 +69,11 @@ test(
 
       // 2. Held past the 5 s limit: the (partial) sync fails and is counted.
       model.upsertSlice(slice(['198.19.0.11']));
-      const blocker = await holdLock(lockFile, 60);
+      const blocker = await holdXtablesLock(lockFile, 60);
       try {
         await assert.rejects(sync(false), /lock/);
       } finally {
-        blocker.kill();
-        await exited(blocker);
+        await blocker.release();
       }
       assert.equal(failures, 1);
       assert.equal(partialFailures, 1);

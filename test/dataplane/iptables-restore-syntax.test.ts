@@ -11,6 +11,7 @@ import { parseRestore } from '../../packages/agent/src/netfilter/iptables/parse.
 import { iptablesBinaries } from '../../packages/agent/src/netfilter/iptables/variant.js';
 import type { ProxySnapshot } from '../../packages/agent/src/sync/backend.js';
 import { kernelOptions } from '../helpers/kernel.js';
+import { servicePortOf } from '../helpers/model-values.js';
 import { testNode } from '../backends/iptables/helpers.js';
 import { systemClock } from '../../packages/agent/src/util/clock.js';
 import { modeOptions, withSandbox } from '../backends/iptables/kernel-fixture.js';
@@ -28,25 +29,16 @@ const HOSTILE = [
 
 function hostilePort(i: number, text: string): ServicePort {
   const name = { namespace: `ns${i}`, name: text, port: `p "${i}"`, protocol: 'TCP' as const };
-  return {
+  return servicePortOf({
     key: `hostile-${i}`,
     name,
     nameString: `${name.namespace}/${name.name}:${name.port}`,
     serviceName: `${name.namespace}/${name.name}`,
-    family: 'IPv4',
     clusterIP: `198.18.100.${i + 1}`,
-    port: 80,
-    protocol: 'TCP',
     nodePort: 30000 + i,
     sessionAffinityClientIP: i % 2 === 0,
     stickyMaxAgeSeconds: i % 2 === 0 ? 10800 : 0,
-    externalIPs: [],
-    loadBalancerSourceRanges: [],
-    loadBalancerVIPs: [],
-    healthCheckNodePort: 0,
-    externalPolicyLocal: false,
-    internalPolicyLocal: false,
-  };
+  });
 }
 
 function endpoint(ip: string): Endpoint {

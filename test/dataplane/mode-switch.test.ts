@@ -6,13 +6,11 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cleanupIptables } from '../../packages/agent/src/backends/iptables/cleanup.js';
 import { cleanupNftables } from '../../packages/agent/src/backends/nftables/backend.js';
-import { hostCommandRunner } from '../../packages/agent/src/netfilter/command.js';
 import type { CommandRunner } from '../../packages/agent/src/netfilter/command.js';
-import { listNamespaces, sweepNamespaces } from '../../packages/netns/src/namespace.js';
 import { OtherModeCleanup } from '../../packages/agent/src/sync/mode-switch.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import type { TestCluster } from './harness/cluster.js';
-import { makeTestCluster } from './harness/cluster.js';
+import { makeTestCluster, removeTestCluster } from './harness/cluster.js';
 import { endpointSlice, httpPort, service } from './harness/objects.js';
 import { errorKinds, podsThatAnswered } from './harness/outcomes.js';
 import type { RequestOutcome } from './harness/traffic.js';
@@ -118,15 +116,7 @@ describe('mode switch under traffic', options, () => {
   before(async () => {
     c = await makeTestCluster({ mode: 'iptables', prefix, nodes: 2, podsPerNode: 2, families: ['IPv4'] });
   });
-  after(async () => {
-    try {
-      await c?.cleanup();
-    } finally {
-      await sweepNamespaces(hostCommandRunner, prefix + '-');
-    }
-    const left = (await listNamespaces(hostCommandRunner)).filter((n) => n.startsWith(prefix));
-    assert.deepEqual(left, [], 'no namespace of the run is left');
-  });
+  after(() => removeTestCluster(c, prefix));
 
   test('iptables → nftables → iptables: every request answered, the old rules gone after each switch', async () => {
     assert.ok(c);

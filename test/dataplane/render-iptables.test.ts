@@ -10,27 +10,20 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { hostCommandRunner } from '../../packages/agent/src/netfilter/command.js';
-import { listNamespaces, sweepNamespaces } from '../../packages/netns/src/namespace.js';
+import { sweepNamespaces } from '../../packages/netns/src/namespace.js';
 import type { NodePlan } from '../../packages/netns/src/topology.js';
-import type { BackendSyncResult, ProxyBackend } from '../../packages/agent/src/sync/backend.js';
+import type { ProxyBackend } from '../../packages/agent/src/sync/backend.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import type { ModeSupport } from './harness/backends.js';
+import { NOTHING_DONE } from './harness/backends.js';
 import type { TestCluster } from './harness/cluster.js';
-import { makeTestCluster, nodeAddresses } from './harness/cluster.js';
+import { makeTestCluster, nodeAddresses, removeTestCluster } from './harness/cluster.js';
 import { endpointSlice, httpPort, service } from './harness/objects.js';
 import { answered, errorKinds, podsThatAnswered, sourcesSeen } from './harness/outcomes.js';
 import { AGENT_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 
 const run = promisify(execFile);
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-
-const NOTHING_DONE: BackendSyncResult = {
-  full: true,
-  noLocalEndpointsInternal: 0,
-  noLocalEndpointsExternal: 0,
-  timings: { ownMs: 0, kernelMs: 0 },
-  operations: 0,
-};
 
 /** No proxy on the nodes: the harness builds the topology and pods; the rules come from `render` alone. */
 const RENDER_ONLY: ModeSupport = {
@@ -85,13 +78,10 @@ describe(
 
     after(async () => {
       try {
-        await cluster?.cleanup();
+        await removeTestCluster(cluster, prefix);
       } finally {
-        await sweepNamespaces(hostCommandRunner, prefix + '-');
         rmSync(dir, { recursive: true, force: true });
       }
-      const left = (await listNamespaces(hostCommandRunner)).filter((n) => n.startsWith(prefix));
-      assert.deepEqual(left, [], 'no namespace of the run is left');
     });
 
     test('a ClusterIP answered by its pods from a pod, and a NodePort from outside', async () => {

@@ -10,13 +10,13 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Service } from '../../packages/agent/src/api/objects.js';
 import { hostCommandRunner } from '../../packages/agent/src/netfilter/command.js';
-import { listNamespaces, sweepNamespaces } from '../../packages/netns/src/namespace.js';
+import { sweepNamespaces } from '../../packages/netns/src/namespace.js';
 import { IP_FAMILIES } from '../../packages/agent/src/model/ip.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import { DATAPLANE_BACKENDS, MODE_SUPPORT, requestedBackends } from './harness/backends.js';
 import type { DataplaneBackend } from './harness/backends.js';
 import type { TestCluster } from './harness/cluster.js';
-import { addressOf, makeTestCluster, nodeAddresses } from './harness/cluster.js';
+import { addressOf, makeTestCluster, nodeAddresses, removeTestCluster } from './harness/cluster.js';
 import { dnsPort, endpointSlice, httpPort, service } from './harness/objects.js';
 import type { EndpointConditions, ServiceSpecInput } from './harness/objects.js';
 import { answered, errorKinds, failed, podsThatAnswered, sourcesSeen } from './harness/outcomes.js';
@@ -75,15 +75,7 @@ for (const mode of DATAPLANE_BACKENDS) {
       cluster = await makeTestCluster({ mode, prefix, nodes: 2, podsPerNode: 3 });
     });
 
-    after(async () => {
-      try {
-        await cluster?.cleanup();
-      } finally {
-        await sweepNamespaces(hostCommandRunner, prefix + '-');
-      }
-      const left = (await listNamespaces(hostCommandRunner)).filter((n) => n.startsWith(prefix));
-      assert.deepEqual(left, [], 'no namespace of the run is left');
-    });
+    after(() => removeTestCluster(cluster, prefix));
 
     for (const family of IP_FAMILIES) {
       describe(family, () => {

@@ -3,26 +3,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { kernelOptions } from '../helpers/kernel.js';
-import { AgentLab } from './helpers/agent-lab.js';
-import { NODE_NAME } from './helpers/agent-objects.js';
+import { AgentLab, kubeProxyConfiguration } from './helpers/agent-lab.js';
 
 const KERNEL = kernelOptions(['ip', 'nft']);
-
-function config(kubeconfig: string, extra: readonly string[]): string {
-  return [
-    'apiVersion: kubeproxy.config.k8s.io/v1alpha1',
-    'kind: KubeProxyConfiguration',
-    'clientConnection:',
-    `  kubeconfig: ${kubeconfig}`,
-    `hostnameOverride: ${NODE_NAME}`,
-    'conntrack:',
-    '  maxPerCore: 0',
-    '  tcpEstablishedTimeout: 0s',
-    '  tcpCloseWaitTimeout: 0s',
-    ...extra,
-    '',
-  ].join('\n');
-}
 
 const CASES = [
   { what: 'an unknown mode', lines: ['mode: nftabels'], field: 'mode' },
@@ -42,11 +25,10 @@ test(
   'a configuration file with a bad field is refused at start, naming the field, and nothing is programmed',
   KERNEL,
   async () => {
-    const lab = await AgentLab.start();
-    try {
+    await AgentLab.with(async (lab) => {
       // All three at once: each is its own process, and none may touch the namespace's rules.
       const runs = CASES.map((c, i) => {
-        const path = lab.file(`bad-${i}.yaml`, config(lab.kubeconfig, c.lines));
+        const path = lab.file(`bad-${i}.yaml`, kubeProxyConfiguration(lab.kubeconfig, c.lines));
         return { c, proxy: lab.startProxy(['--config', path]) };
       });
       for (const { c, proxy } of runs) {
@@ -58,8 +40,6 @@ test(
         assert.ok(named.length > 0, `${c.what}: no message names ${c.field}:\n${proxy.stderr}`);
       }
       assert.equal(await lab.table(), undefined, 'a refused start left a kube-proxy table behind');
-    } finally {
-      await lab.close();
-    }
+    });
   },
 );

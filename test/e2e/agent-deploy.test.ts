@@ -199,19 +199,15 @@ test(
     const dir = await mkdtemp(join(tmpdir(), 'kpts-deploy-'));
     const kubeconfig = join(dir, 'kubeconfig');
     const server = await startApiServer({ kubeconfigPath: kubeconfig });
+    const kubeadmConfigMap = async (): Promise<unknown> => {
+      const r = await kubectl(kubeconfig, ['-n', 'kube-system', 'get', 'cm', 'kube-proxy', '-o', 'json']);
+      assert.equal(r.code, 0, r.err);
+      return JSON.parse(r.out) as unknown;
+    };
     try {
       const created = await kubectl(kubeconfig, ['create', '-f', '-'], KUBEADM_CONFIGMAP);
       assert.equal(created.code, 0, created.err);
-      const cmBefore = await kubectl(kubeconfig, [
-        '-n',
-        'kube-system',
-        'get',
-        'cm',
-        'kube-proxy',
-        '-o',
-        'json',
-      ]);
-      assert.equal(cmBefore.code, 0, cmBefore.err);
+      const cmBefore = await kubeadmConfigMap();
 
       const dry = await kubectl(kubeconfig, ['apply', '--dry-run=client', '-f', DEPLOY]);
       assert.equal(dry.code, 0, dry.err);
@@ -240,17 +236,8 @@ test(
       assert.equal(again.code, 0, again.err);
       assert.match(again.out, /daemonset\.apps\/kube-proxy unchanged/);
 
-      const cmAfter = await kubectl(kubeconfig, [
-        '-n',
-        'kube-system',
-        'get',
-        'cm',
-        'kube-proxy',
-        '-o',
-        'json',
-      ]);
-      assert.equal(cmAfter.code, 0, cmAfter.err);
-      assert.deepEqual(JSON.parse(cmAfter.out), JSON.parse(cmBefore.out), 'kubeadm’s ConfigMap, untouched');
+      const cmAfter = await kubeadmConfigMap();
+      assert.deepEqual(cmAfter, cmBefore, 'kubeadm’s ConfigMap, untouched');
     } finally {
       await server.stop();
       await rm(dir, { recursive: true, force: true });

@@ -15,11 +15,9 @@ test(
   'the API server is down for 30 s at start: the proxy waits it out and then programs everything',
   KERNEL,
   async () => {
-    const lab = await AgentLab.start();
-    try {
+    await AgentLab.with(async (lab) => {
       const web = webService('web', '198.19.2.10', ['198.18.10.20', '198.18.10.21'], 30090);
-      lab.put(PATHS.services, web.service);
-      lab.put(PATHS.endpointSlices, web.slice);
+      lab.putService(web);
       await lab.api.down();
       const proxy = lab.startProxy(lab.flags());
 
@@ -52,8 +50,6 @@ test(
       await lab.expectRules(proxy, 90_000);
       assert.ok(proxy.running);
       assert.equal((await lab.get('http://127.0.0.1:10256/healthz')).status, 200);
-    } finally {
-      await lab.close();
-    }
+    });
   },
 );

@@ -16,7 +16,7 @@ import { AgentLab } from './helpers/agent-lab.js';
 import { parseExposition, valueOf } from './helpers/agent-metrics.js';
 import { PATHS, webService } from './helpers/agent-objects.js';
 import type { AgentProcess } from './helpers/agent-process.js';
-import { inNs } from './helpers/agent-table.js';
+import { inNs, replaceWithConflictingTable } from './helpers/agent-table.js';
 import { until } from './helpers/agent-wait.js';
 
 const KERNEL = kernelOptions(['ip', 'nft', 'curl']);
@@ -48,8 +48,7 @@ function faultSuite(layout: NftablesLayoutName): void {
     const shown: ReturnType<typeof webService>[] = [];
 
     function show(w: ReturnType<typeof webService>): void {
-      lab.put(PATHS.services, w.service);
-      lab.put(PATHS.endpointSlices, w.slice);
+      lab.putService(w);
       shown.push(w);
     }
 
@@ -200,21 +199,8 @@ function faultSuite(layout: NftablesLayoutName): void {
     test('a sync that keeps failing turns /healthz 503 past 2 × syncPeriod, and 200 again once it succeeds', async () => {
       assert.equal((await lab.get('http://127.0.0.1:10256/healthz')).status, 200);
       const failuresBefore = failures(await metrics());
-      // Someone replaces the table with one whose service-ips map has another type. The proxy cannot fix that: its
-      // "add map" of the right type is refused (File exists), its elements do not fit, and it never deletes a
-      // container it did not find wrong by name.
-      const hold = await inNs(
-        lab.node,
-        'nft',
-        ['-f', '-'],
-        [
-          'delete table ip kube-proxy',
-          'add table ip kube-proxy',
-          'add map ip kube-proxy service-ips { type ipv4_addr : verdict ; }',
-          '',
-        ].join('\n'),
-      );
-      assert.equal(hold.code, 0, hold.stderr);
+      // Someone replaces the table with one whose service-ips map has another type, which the proxy cannot fix.
+      await replaceWithConflictingTable(lab.node);
       show(nextWeb()); // an update that cannot be programmed
 
       let unhealthy: { status: number; body: string } | undefined;

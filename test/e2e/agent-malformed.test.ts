@@ -24,11 +24,9 @@ function event(type: 'ADDED' | 'MODIFIED', object: unknown): string {
 }
 
 test('malformed objects are logged once and skipped; the others are programmed', KERNEL, async () => {
-  const lab = await AgentLab.start();
-  try {
+  await AgentLab.with(async (lab) => {
     const a = webService('good-a', '198.19.3.1', ['198.18.10.31']);
-    lab.put(PATHS.services, a.service);
-    lab.put(PATHS.endpointSlices, a.slice);
+    lab.putService(a);
     // In the first list: a Service without a name (nothing can identify it).
     lab.api.extraListItems.set(PATHS.services, [
       {
@@ -118,8 +116,7 @@ test('malformed objects are logged once and skipped; the others are programmed',
     );
     // Then good changes after the bad ones, on both streams.
     const b = webService('good-b', '198.19.3.2', ['198.18.10.32', '198.18.10.33']);
-    lab.put(PATHS.services, b.service);
-    lab.put(PATHS.endpointSlices, b.slice);
+    lab.putService(b);
     await lab.expectRules(proxy, 60_000);
     assert.ok(proxy.running, proxy.tail());
 
@@ -160,7 +157,5 @@ test('malformed objects are logged once and skipped; the others are programmed',
       2,
       `the two nameless Services (list and watch), once each: ${JSON.stringify(nameless)}`,
     );
-  } finally {
-    await lab.close();
-  }
+  });
 });

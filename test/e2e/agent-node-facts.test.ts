@@ -56,53 +56,51 @@ async function explainJson(lab: AgentLab, objects: readonly FakeObject[]): Promi
 
 describe('the node as the agent and the commands read it', () => {
   test('a Node with only an ExternalIP: the agent, render and explain use that address', KERNEL, async () => {
-    const lab = await AgentLab.start({ withNode: false });
-    try {
-      lab.put(PATHS.nodes, {
-        ...nodeObject(),
-        status: { addresses: [{ type: 'ExternalIP', address: NODE_IP }] },
-      });
-      const web = webService('web', '198.19.0.10', ['198.18.10.2'], 30080);
-      lab.put(PATHS.services, web.service);
-      lab.put(PATHS.endpointSlices, web.slice);
-      const proxy = lab.startProxy(lab.flags());
-      // nftables' default nodePortAddresses is "primary": the node IP is the NodePort address in the table.
-      await lab.expectRules(proxy, 30_000, { nodeIP: undefined });
-      const table = await lab.table();
-      assert.deepEqual(table?.containers['set nodeport-ips']?.elements, [JSON.stringify(NODE_IP)]);
-      const explained = JSON.parse(await explainJson(lab, lab.state())) as {
-        nodes: { ports: { frontends: { nodePort?: { addresses: unknown } } }[] }[];
-      };
-      const nodePort = explained.nodes[0]?.ports[0]?.frontends.nodePort;
-      assert.ok(nodePort, JSON.stringify(explained));
-      assert.match(JSON.stringify(nodePort.addresses), new RegExp(NODE_IP.replace(/\./g, '\\.')));
-    } finally {
-      await lab.close();
-    }
+    await AgentLab.with(
+      async (lab) => {
+        lab.put(PATHS.nodes, {
+          ...nodeObject(),
+          status: { addresses: [{ type: 'ExternalIP', address: NODE_IP }] },
+        });
+        const web = webService('web', '198.19.0.10', ['198.18.10.2'], 30080);
+        lab.putService(web);
+        const proxy = lab.startProxy(lab.flags());
+        // nftables' default nodePortAddresses is "primary": the node IP is the NodePort address in the table.
+        await lab.expectRules(proxy, 30_000, { nodeIP: undefined });
+        const table = await lab.table();
+        assert.deepEqual(table?.containers['set nodeport-ips']?.elements, [JSON.stringify(NODE_IP)]);
+        const explained = JSON.parse(await explainJson(lab, lab.state())) as {
+          nodes: { ports: { frontends: { nodePort?: { addresses: unknown } } }[] }[];
+        };
+        const nodePort = explained.nodes[0]?.ports[0]?.frontends.nodePort;
+        assert.ok(nodePort, JSON.stringify(explained));
+        assert.match(JSON.stringify(nodePort.addresses), new RegExp(NODE_IP.replace(/\./g, '\\.')));
+      },
+      { withNode: false },
+    );
   });
 
   test(
     '--detect-local-mode NodeCIDR with the pod range only in spec.podCIDR: the agent and render agree',
     KERNEL,
     async () => {
-      const lab = await AgentLab.start({ withNode: false });
-      try {
-        lab.put(PATHS.nodes, { ...nodeObject(), spec: { podCIDR: POD_CIDR, podCIDRs: [] } });
-        const web = webService('web', '198.19.0.10', ['198.18.10.2'], 30080);
-        lab.put(PATHS.services, web.service);
-        lab.put(PATHS.endpointSlices, web.slice);
-        const proxy = lab.startProxy(lab.flags('--detect-local-mode=NodeCIDR'));
-        await lab.expectRules(proxy, 30_000, { nodeIP: undefined, detectLocalMode: 'NodeCIDR' });
-        // The pod range is in the rules that tell pod traffic from the rest.
-        const table = await lab.table();
-        const rules = Object.values(table?.chains ?? {}).flatMap((c) => c.rules);
-        assert.ok(
-          rules.some((r) => r.includes(POD_CIDR.split('/')[0] ?? '')),
-          `no rule names ${POD_CIDR}:\n${rules.join('\n')}`,
-        );
-      } finally {
-        await lab.close();
-      }
+      await AgentLab.with(
+        async (lab) => {
+          lab.put(PATHS.nodes, { ...nodeObject(), spec: { podCIDR: POD_CIDR, podCIDRs: [] } });
+          const web = webService('web', '198.19.0.10', ['198.18.10.2'], 30080);
+          lab.putService(web);
+          const proxy = lab.startProxy(lab.flags('--detect-local-mode=NodeCIDR'));
+          await lab.expectRules(proxy, 30_000, { nodeIP: undefined, detectLocalMode: 'NodeCIDR' });
+          // The pod range is in the rules that tell pod traffic from the rest.
+          const table = await lab.table();
+          const rules = Object.values(table?.chains ?? {}).flatMap((c) => c.rules);
+          assert.ok(
+            rules.some((r) => r.includes(POD_CIDR.split('/')[0] ?? '')),
+            `no rule names ${POD_CIDR}:\n${rules.join('\n')}`,
+          );
+        },
+        { withNode: false },
+      );
     },
   );
 });

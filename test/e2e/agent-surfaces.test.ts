@@ -36,8 +36,7 @@ describe('agent surfaces', () => {
     '/configz is upstream’s object; the health-check port listens on the node IP, not 0.0.0.0',
     KERNEL,
     async () => {
-      const lab = await AgentLab.start();
-      try {
+      await AgentLab.with(async (lab) => {
         lab.put(PATHS.services, localLoadBalancer(32123));
         const slice = sliceObject({
           service: 'lb',
@@ -85,9 +84,7 @@ describe('agent surfaces', () => {
         assert.equal(doc['kube-proxy-ts']?.nftExecutor, 'auto');
         assert.equal(doc['kube-proxy-ts']?.nftExecutorInUse, 'library', configz.body);
         assert.match(String(doc['kube-proxy-ts']?.nftExecutorReason), /nf_tables netlink/, configz.body);
-      } finally {
-        await lab.close();
-      }
+      });
     },
   );
 
@@ -95,8 +92,7 @@ describe('agent surfaces', () => {
     'iptables mode with localhost NodePorts sets route_localnet in the node’s namespace',
     KERNEL,
     async () => {
-      const lab = await AgentLab.start();
-      try {
+      await AgentLab.with(async (lab) => {
         const routeLocalnet = async (): Promise<string> =>
           (await inNs(lab.node, 'cat', ['/proc/sys/net/ipv4/conf/all/route_localnet'])).stdout.trim();
         assert.equal(await routeLocalnet(), '0', 'a fresh namespace starts without it');
@@ -107,9 +103,7 @@ describe('agent surfaces', () => {
           60_000,
           () => proxy.tail(20),
         );
-      } finally {
-        await lab.close();
-      }
+      });
     },
   );
 
@@ -117,8 +111,7 @@ describe('agent surfaces', () => {
     'iptables mode makes its nfacct counters, counts into them and exports them',
     KERNEL_NFACCT,
     async () => {
-      const lab = await AgentLab.start();
-      try {
+      await AgentLab.with(async (lab) => {
         const proxy = lab.startProxy(lab.flags('--proxy-mode', 'iptables'));
         const save = async (): Promise<string> =>
           (await inNs(lab.node, 'iptables-save', ['-t', 'filter'])).stdout;
@@ -138,9 +131,7 @@ describe('agent surfaces', () => {
         const metrics = await lab.get('http://127.0.0.1:10249/metrics');
         assert.match(metrics.body, /^kubeproxy_iptables_ct_state_invalid_dropped_packets_total \d+$/m);
         assert.match(metrics.body, /^kubeproxy_iptables_localhost_nodeports_accepted_packets_total \d+$/m);
-      } finally {
-        await lab.close();
-      }
+      });
     },
   );
 
@@ -148,8 +139,7 @@ describe('agent surfaces', () => {
     'nftables mode drops unallocated ClusterIPs of the ServiceCIDR objects, and follows their changes',
     KERNEL,
     async () => {
-      const lab = await AgentLab.start();
-      try {
+      await AgentLab.with(async (lab) => {
         const path = '/apis/networking.k8s.io/v1/servicecidrs';
         const serviceCIDR = (cidrs: string[]) => ({
           apiVersion: 'networking.k8s.io/v1',
@@ -176,9 +166,7 @@ describe('agent surfaces', () => {
           60_000,
           () => proxy.tail(20),
         );
-      } finally {
-        await lab.close();
-      }
+      });
     },
   );
 
@@ -186,8 +174,7 @@ describe('agent surfaces', () => {
     'each conntrack sysctl is applied on its own, also when maxPerCore and the TCP timeouts are 0',
     KERNEL,
     async () => {
-      const lab = await AgentLab.start();
-      try {
+      await AgentLab.with(async (lab) => {
         // nf_conntrack_udp_timeout is per network namespace: the node's own, never the host's.
         const udpTimeout = async (): Promise<string> =>
           (await inNs(lab.node, 'cat', ['/proc/sys/net/netfilter/nf_conntrack_udp_timeout'])).stdout.trim();
@@ -200,9 +187,7 @@ describe('agent surfaces', () => {
           60_000,
           () => proxy.tail(20),
         );
-      } finally {
-        await lab.close();
-      }
+      });
     },
   );
 });

@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { kernelOptions } from '../helpers/kernel.js';
-import { AgentLab, CONNTRACK_FLAGS } from './helpers/agent-lab.js';
+import { AgentLab, kubeProxyConfiguration } from './helpers/agent-lab.js';
 import { parseExposition, samplesOf, valueOf } from './helpers/agent-metrics.js';
-import { CLUSTER_CIDR, NODE_NAME, PATHS, webService } from './helpers/agent-objects.js';
+import { CLUSTER_CIDR, PATHS, webService } from './helpers/agent-objects.js';
 import type { AgentProcess } from './helpers/agent-process.js';
 import type { CanonicalTable } from './helpers/agent-table.js';
 import { until } from './helpers/agent-wait.js';
@@ -59,11 +59,9 @@ describe('kube-proxy-ts as the node agent', () => {
     'flags: programs Services, follows add/update/delete, serves metrics and healthz, keeps rules on SIGTERM',
     KERNEL,
     async () => {
-      const lab = await AgentLab.start();
-      try {
+      await AgentLab.with(async (lab) => {
         const web = webService('web', '198.19.0.10', ['198.18.10.2', '198.18.10.3'], 30080);
-        lab.put(PATHS.services, web.service);
-        lab.put(PATHS.endpointSlices, web.slice);
+        lab.putService(web);
         const proxy = lab.startProxy(lab.flags());
 
         // Shown one Service: its ClusterIP goes to its service chain, which DNATs to both endpoints.
@@ -83,8 +81,7 @@ describe('kube-proxy-ts as the node agent', () => {
 
         // Add a second Service.
         const api = webService('api', '198.19.0.20', ['198.18.10.7']);
-        lab.put(PATHS.services, api.service);
-        lab.put(PATHS.endpointSlices, api.slice);
+        lab.putService(api);
         table = await waitForTable(
           lab,
           proxy,
@@ -176,9 +173,7 @@ describe('kube-proxy-ts as the node agent', () => {
         const exit = await proxy.kill('SIGTERM');
         assert.deepEqual(exit, { code: 0, signal: null }, proxy.tail());
         assert.deepEqual(await lab.table(), before);
-      } finally {
-        await lab.close();
-      }
+      });
     },
   );
 
@@ -186,26 +181,13 @@ describe('kube-proxy-ts as the node agent', () => {
     '--config FILE with mode nftables: programs, answers /proxyMode, exits when the file changes',
     KERNEL,
     async () => {
-      const lab = await AgentLab.start();
-      try {
+      await AgentLab.with(async (lab) => {
         const web = webService('web', '198.19.0.30', ['198.18.10.9']);
-        lab.put(PATHS.services, web.service);
-        lab.put(PATHS.endpointSlices, web.slice);
-        const config = [
-          'apiVersion: kubeproxy.config.k8s.io/v1alpha1',
-          'kind: KubeProxyConfiguration',
+        lab.putService(web);
+        const config = kubeProxyConfiguration(lab.kubeconfig, [
           'mode: nftables',
-          'clientConnection:',
-          `  kubeconfig: ${lab.kubeconfig}`,
-          `hostnameOverride: ${NODE_NAME}`,
           `clusterCIDR: ${CLUSTER_CIDR}`,
-          'conntrack:',
-          '  maxPerCore: 0',
-          '  tcpEstablishedTimeout: 0s',
-          '  tcpCloseWaitTimeout: 0s',
-          '',
-        ].join('\n');
-        void CONNTRACK_FLAGS; // the file's conntrack section does what the flags do elsewhere
+        ]);
         const path = lab.file('kube-proxy.yaml', config);
         const proxy = lab.startProxy(['--config', path]);
         await waitForTable(
@@ -227,9 +209,7 @@ describe('kube-proxy-ts as the node agent', () => {
           proxy.matching((r) => /configuration file .* changed/.test(r.msg)).length === 1,
           proxy.tail(),
         );
-      } finally {
-        await lab.close();
-      }
+      });
     },
   );
 });

@@ -6,8 +6,6 @@
 // test reads its JSON: the right id, severity and evidence, and the exit status.
 import assert from 'node:assert/strict';
 import { mkdirSync, symlinkSync } from 'node:fs';
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Finding } from '../../packages/agent/src/inspect/doctor/types.js';
@@ -17,14 +15,14 @@ import { AgentLab } from './helpers/agent-lab.js';
 import {
   CLUSTER_CIDR,
   NODE_NAME,
-  PATHS,
   manifestList,
   serviceObject,
   sliceObject,
   webService,
 } from './helpers/agent-objects.js';
 import type { AgentProcess } from './helpers/agent-process.js';
-import { inNs } from './helpers/agent-table.js';
+import { inNs, replaceWithConflictingTable } from './helpers/agent-table.js';
+import { holdXtablesLock } from '../helpers/xtables-lock-holder.js';
 import { until } from './helpers/agent-wait.js';
 import { AGENT_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 
@@ -97,8 +95,7 @@ describe('doctor on a node running kube-proxy-ts (nftables mode)', { ...KERNEL, 
     const fwd = await inNs(lab.node, 'sysctl', ['-w', 'net.ipv4.ip_forward=1']);
     assert.equal(fwd.code, 0, fwd.stderr);
     for (const o of [web, dns]) {
-      lab.put(PATHS.services, o.service);
-      lab.put(PATHS.endpointSlices, o.slice);
+      lab.putService(o);
     }
     proxy = lab.startProxy(lab.flags(...SYNC_FLAGS));
     await lab.expectRules(proxy, 60_000);
@@ -201,24 +198,11 @@ describe('doctor on a node running kube-proxy-ts (nftables mode)', { ...KERNEL, 
   });
 
   test('an nft object that conflicts with kube-proxy’s table: sync-failing and proxy-health fail', async () => {
-    // service-ips with the wrong type: every transaction that writes it is refused, and a full sync cannot fix it
-    // (it flushes the table's contents, not the map's declaration).
-    const hold = await inNs(
-      lab.node,
-      'nft',
-      ['-f', '-'],
-      [
-        'delete table ip kube-proxy',
-        'add table ip kube-proxy',
-        'add map ip kube-proxy service-ips { type ipv4_addr : verdict ; }',
-        '',
-      ].join('\n'),
-    );
-    assert.equal(hold.code, 0, hold.stderr);
+    // service-ips with the wrong type: every transaction that writes it is refused.
+    await replaceWithConflictingTable(lab.node);
     try {
       const more = webService('web2', '198.19.2.11', ['198.18.10.11']);
-      lab.put(PATHS.services, more.service);
-      lab.put(PATHS.endpointSlices, more.slice);
+      lab.putService(more);
       await until(
         async () => (await lab.get('http://127.0.0.1:10256/healthz')).status === 503,
         '/healthz 503',
@@ -252,21 +236,6 @@ describe('doctor on a node running kube-proxy-ts (nftables mode)', { ...KERNEL, 
     assert.equal(get(after, 'proxy-health').severity, 'ok');
   });
 });
-
-/** Holds `lockFile` with flock in another process until killed; resolves once it is held. */
-function holdLock(lockFile: string): Promise<ChildProcess> {
-  const child = spawn('flock', ['--no-fork', lockFile, '-c', 'echo held; exec sleep 120'], {
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
-  return new Promise((resolve, reject) => {
-    // A deadline for a clear failure, not a wait.
-    const timer = setTimeout(() => reject(new Error('flock did not take the lock within 10 s')), 10_000);
-    child.stdout?.on('data', () => {
-      clearTimeout(timer);
-      resolve(child);
-    });
-  });
-}
 
 const LEGACY = kernelOptions([
   'ip',
@@ -302,8 +271,7 @@ describe(
       lockFile = lab.file('xtables.lock', '');
       env = { PATH: `${bin}:${process.env.PATH ?? ''}`, XTABLES_LOCKFILE: lockFile };
       const web = webService('web', '198.19.3.10', ['198.18.10.10']);
-      lab.put(PATHS.services, web.service);
-      lab.put(PATHS.endpointSlices, web.slice);
+      lab.putService(web);
       proxy = lab.startProxy(
         [
           '--kubeconfig',
@@ -339,14 +307,13 @@ describe(
     });
 
     test('a lock holder while syncs are due: xtables-lock-contention fails and names the process', async () => {
-      const holder = await holdLock(lockFile);
+      const holder = await holdXtablesLock(lockFile);
       try {
         // Changes start a sync that blocks on the lock, and whatever comes after waits behind it: syncs are due.
         // (Either is what the finding names, so nothing here needs to wait between the two.)
         for (const [i, name] of ['blocked1', 'blocked2'].entries()) {
           const w = webService(name, `198.19.3.${20 + i}`, [`198.18.10.${20 + i}`]);
-          lab.put(PATHS.services, w.service);
-          lab.put(PATHS.endpointSlices, w.slice);
+          lab.putService(w);
         }
         let run: DoctorRun | undefined;
         await until(
@@ -365,17 +332,19 @@ describe(
         assert.match(
           f.summary,
           new RegExp(
-            `PID ${holder.pid} \\(sleep 120\\) holds the xtables lock while (\\d+ changes wait for a sync|a sync waits for it \\(PID \\d+: flock )`,
+            `PID ${holder.process.pid} \\(sleep 120\\) holds the xtables lock while (\\d+ changes wait for a sync|a sync waits for it \\(PID \\d+: flock )`,
           ),
         );
         assert.match(
           f.evidence.join('\n'),
-          new RegExp(`${lockFile.replace(/[.]/g, '\\.')} held now by PID ${holder.pid} \\(FLOCK WRITE\\)`),
+          new RegExp(
+            `${lockFile.replace(/[.]/g, '\\.')} held now by PID ${holder.process.pid} \\(FLOCK WRITE\\)`,
+          ),
         );
-        assert.match(f.remedy, new RegExp(`/proc/${holder.pid}/cmdline`));
+        assert.match(f.remedy, new RegExp(`/proc/${holder.process.pid}/cmdline`));
         assert.equal(run!.code, 2);
       } finally {
-        holder.kill();
+        await holder.release();
       }
       // The lock is free again; what is left is the record of the waits in the histogram.
       await until(

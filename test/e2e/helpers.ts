@@ -56,6 +56,19 @@ export function inNetns(ns: string, cmd: readonly string[]): Promise<string> {
   return mustRun('ip', ['netns', 'exec', ns, ...cmd]);
 }
 
+/** The HTTP status of kube-proxy's /healthz as seen from inside `ns` (the node's namespace). */
+export function healthzStatus(ns: string): Promise<string> {
+  return inNetns(ns, [
+    'curl',
+    '-s',
+    '-o',
+    '/dev/null',
+    '-w',
+    '%{http_code}',
+    'http://127.0.0.1:10256/healthz',
+  ]);
+}
+
 export interface Tally {
   /** Pod name → answers. */
   readonly pods: Map<string, number>;

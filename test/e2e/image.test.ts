@@ -19,7 +19,7 @@ import { startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
 import { labDown } from '../../packages/lab/src/cluster/down.js';
 import { recordingLogger } from '../../packages/agent/src/util/logger.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
-import { inNetns, kubectlFor, mustRun, podViews, waitFor } from './helpers.js';
+import { healthzStatus, inNetns, kubectlFor, mustRun, podViews, waitFor } from './helpers.js';
 import { churnExperiment } from './helpers/churn.js';
 import { labTurn } from './helpers/lab-turn.js';
 
@@ -218,15 +218,7 @@ describe(
         assert.match(table, /chain service-\w{8}-svc\/web\/tcp\/http/, 'the Service rules are programmed');
         const metrics = await inNetns(netns, ['curl', '-s', 'http://127.0.0.1:10249/metrics']);
         assert.match(metrics, /^kubeproxy_sync_proxy_rules_last_timestamp_seconds\S* [1-9]/m);
-        const healthz = await inNetns(netns, [
-          'curl',
-          '-s',
-          '-o',
-          '/dev/null',
-          '-w',
-          '%{http_code}',
-          'http://127.0.0.1:10256/healthz',
-        ]);
+        const healthz = await healthzStatus(netns);
         assert.equal(healthz, '200');
       }
 

@@ -12,13 +12,12 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { API_OUTAGE_MS, startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
-import { labDown } from '../../packages/lab/src/cluster/down.js';
 import { hostCommandRunner, hostStreamRunner } from '../../packages/agent/src/netfilter/command.js';
 import { failedTotal, formatReport, type SoakReport } from '../../packages/lab/src/soak/report.js';
 import { runSoak } from '../../packages/lab/src/soak/soak.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import { mustRun } from './helpers.js';
-import { labTurn } from './helpers/lab-turn.js';
+import { endLabSuite, labTurn } from './helpers/lab-turn.js';
 import { LAB_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 
 const gate = kernelOptions(['ip', 'nft', 'iptables-legacy-restore', 'conntrack', 'curl', 'flock']);
@@ -98,14 +97,7 @@ for (const mode of ['nftables', 'iptables'] as const) {
       },
       { timeout: 25 * 60_000 },
     );
-    after(async () => {
-      try {
-        await lab?.stop();
-        await labDown(stateDir, { prefix }).catch(() => undefined);
-      } finally {
-        releaseTurn();
-      }
-    });
+    after(() => endLabSuite(lab, { stateDir, prefix }, releaseTurn));
 
     if (mode === 'nftables')
       test('churn, proxy restarts and API server outages: every guarantee holds', async () => {

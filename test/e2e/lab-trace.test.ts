@@ -11,12 +11,11 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { formatLabTrace, labTrace } from '../../packages/lab/src/cli/lab-trace.js';
 import { startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
-import { labDown } from '../../packages/lab/src/cluster/down.js';
 import { TRACE_TABLE } from '../../packages/agent/src/inspect/trace/table.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import { hostCommandRunner, hostStreamRunner } from '../../packages/agent/src/netfilter/command.js';
 import { field, items, kubectlFor, mustRun, waitFor } from './helpers.js';
-import { labTurn } from './helpers/lab-turn.js';
+import { endLabSuite, labTurn } from './helpers/lab-turn.js';
 
 const gate = kernelOptions(['ip', 'nft', 'curl', 'kubectl']);
 
@@ -84,14 +83,7 @@ describe('lab trace: one request through the lab’s rules', { skip: gate.skip, 
     { timeout: 25 * 60_000 },
   );
 
-  after(async () => {
-    try {
-      await lab?.stop();
-      await labDown(stateDir, { prefix }).catch(() => undefined);
-    } finally {
-      releaseTurn();
-    }
-  });
+  after(() => endLabSuite(lab, { stateDir, prefix }, releaseTurn));
 
   const webPods = async (): Promise<{ name: string; ip: string; node: string }[]> =>
     items(await k().json(['-n', 'svc', 'get', 'pods', '-l', 'app=web'])).map((p) => ({

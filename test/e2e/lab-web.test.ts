@@ -17,11 +17,10 @@ import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { stringify } from 'yaml';
 import { startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
-import { labDown } from '../../packages/lab/src/cluster/down.js';
 import { labWebCommand } from '../../packages/lab/src/cli/lab-web.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import { kubectlFor, podViews, waitFor, type PodView } from './helpers.js';
-import { labTurn } from './helpers/lab-turn.js';
+import { endLabSuite, labTurn } from './helpers/lab-turn.js';
 import { launchBrowser, type Browser } from './helpers/browser.js';
 
 const gate = kernelOptions(['ip', 'nft', 'curl', 'kubectl', 'chromium']);
@@ -54,6 +53,14 @@ describe('lab web: the lab, seen in a browser', { skip: gate.skip, timeout: 1_80
   const p = (): Page => {
     assert.ok(page, 'the page is open');
     return page;
+  };
+
+  /** Clicks a panel's run button and waits for its answer, which must be done (not an error). */
+  const runToDone = async (panel: 'explain' | 'trace', timeout: number): Promise<void> => {
+    const out = `#${panel}-out`;
+    await p().click(`#${panel}-run`);
+    await p().waitForSelector(`${out}[data-state="done"], ${out}[data-state="error"]`, { timeout });
+    assert.equal(await p().getAttribute(out, 'data-state'), 'done', await p().innerText(out));
   };
 
   const shot = async (name: string, selector?: string): Promise<void> => {
@@ -131,13 +138,8 @@ describe('lab web: the lab, seen in a browser', { skip: gate.skip, timeout: 1_80
         writeFileSync(join(ARTIFACTS, 'measurements.json'), `${JSON.stringify(measurements, null, 2)}\n`);
       await browser?.close();
     } finally {
-      try {
-        await lab?.stop();
-        await labDown(stateDir, { prefix }).catch(() => undefined);
-        rmSync(join(stateDir, '..'), { recursive: true, force: true });
-      } finally {
-        releaseTurn();
-      }
+      await endLabSuite(lab, { stateDir, prefix }, releaseTurn);
+      rmSync(join(stateDir, '..'), { recursive: true, force: true });
     }
   });
 
@@ -179,15 +181,7 @@ describe('lab web: the lab, seen in a browser', { skip: gate.skip, timeout: 1_80
   test('explain svc/web: every web endpoint is used on each node (the CLI’s own answer)', async () => {
     await step('explain', async () => {
       await p().selectOption('#explain-service', 'svc/web');
-      await p().click('#explain-run');
-      await p().waitForSelector('#explain-out[data-state="done"], #explain-out[data-state="error"]', {
-        timeout: 60_000,
-      });
-      assert.equal(
-        await p().getAttribute('#explain-out', 'data-state'),
-        'done',
-        await p().innerText('#explain-out'),
-      );
+      await runToDone('explain', 60_000);
       const pods = await webPods();
       for (const node of ['control-plane', 'worker']) {
         const used = await p()
@@ -234,15 +228,7 @@ describe('lab web: the lab, seen in a browser', { skip: gate.skip, timeout: 1_80
       );
       await p().selectOption('#trace-from', `svc/${from.name}`);
       await p().selectOption('#trace-to', `${ip}:80`);
-      await p().click('#trace-run');
-      await p().waitForSelector('#trace-out[data-state="done"], #trace-out[data-state="error"]', {
-        timeout: 90_000,
-      });
-      assert.equal(
-        await p().getAttribute('#trace-out', 'data-state'),
-        'done',
-        await p().innerText('#trace-out'),
-      );
+      await runToDone('trace', 90_000);
       const flow = p().locator('#trace-out .flow[data-outcome="sent-to-endpoint"]').first();
       const endpoint = await flow.getAttribute('data-endpoint');
       const answeredBy = await flow.locator('[data-answered-by]').getAttribute('data-answered-by');

@@ -19,6 +19,7 @@ import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 import {
   delay,
   field,
+  healthzStatus,
   httpTally,
   inNetns,
   items,
@@ -457,15 +458,7 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 1_200_000 }, 
       0,
       'no sync without a change (the idle resync is hourly)',
     );
-    const healthz = await inNetns(nsOfNode(node), [
-      'curl',
-      '-s',
-      '-o',
-      '/dev/null',
-      '-w',
-      '%{http_code}',
-      'http://127.0.0.1:10256/healthz',
-    ]);
+    const healthz = await healthzStatus(nsOfNode(node));
     assert.equal(healthz, '200', 'an idle proxy is healthy');
   });
 
@@ -476,10 +469,7 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 1_200_000 }, 
   });
 
   test('Ctrl-C (SIGINT) on `lab up` removes everything it made', async () => {
-    const p = runPrefix();
-    const dir = join(mkdtempSync(join(tmpdir(), `${p}-`)), 'state');
-    const root = await rootNetworkFacts();
-    const child = await startChildLab(p, dir);
+    const { prefix: p, stateDir: dir, root, child } = await childLabPlace();
     try {
       child.process.kill('SIGINT');
       const code = await child.exited;
@@ -493,10 +483,7 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 1_200_000 }, 
   });
 
   test('a crashed lab (SIGKILL) leaves things behind, and `lab down` removes them all', async () => {
-    const p = runPrefix();
-    const dir = join(mkdtempSync(join(tmpdir(), `${p}-`)), 'state');
-    const root = await rootNetworkFacts();
-    const child = await startChildLab(p, dir);
+    const { prefix: p, stateDir: dir, root, child } = await childLabPlace();
     try {
       child.process.kill('SIGKILL');
       await child.exited;
@@ -510,6 +497,14 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 1_200_000 }, 
     }
   });
 });
+
+/** A child lab of its own prefix and state directory, with the root namespace's facts from before it started. */
+async function childLabPlace() {
+  const prefix = runPrefix();
+  const stateDir = join(mkdtempSync(join(tmpdir(), `${prefix}-`)), 'state');
+  const root = await rootNetworkFacts();
+  return { prefix, stateDir, root, child: await startChildLab(prefix, stateDir) };
+}
 
 /** `kube-proxy-ts lab up --nodes 1` as a child process, as a user runs it; resolves once it says it is up. */
 async function startChildLab(

@@ -4,7 +4,11 @@
 // so. KPTS_DATAPLANE_BACKENDS=nftables-flat,… runs only those entries (the others skip, saying so).
 import type { CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
 import type { ProxyMode } from '../../../packages/agent/src/config/proxy-mode.js';
-import type { NodeNetworkConfig, ProxyBackend } from '../../../packages/agent/src/sync/backend.js';
+import type {
+  BackendSyncResult,
+  NodeNetworkConfig,
+  ProxyBackend,
+} from '../../../packages/agent/src/sync/backend.js';
 import type { Clock } from '../../../packages/agent/src/util/clock.js';
 import { NftablesBackend } from '../../../packages/agent/src/backends/nftables/backend.js';
 import { FLAT_LAYOUT } from '../../../packages/agent/src/backends/nftables/flat/layout.js';
@@ -73,4 +77,13 @@ export const MODE_SUPPORT: Record<DataplaneBackend, ModeSupport> = {
     nodePortAddresses: ['primary'],
     tools: ['ip', 'nft'],
   },
+};
+
+/** What a backend reports for a sync that wrote nothing: for stand-in backends in the harness's own tests. */
+export const NOTHING_DONE: BackendSyncResult = {
+  full: true,
+  noLocalEndpointsInternal: 0,
+  noLocalEndpointsExternal: 0,
+  timings: { ownMs: 0, kernelMs: 0 },
+  operations: 0,
 };

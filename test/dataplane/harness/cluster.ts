@@ -21,7 +21,7 @@ import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import { nodeNetworkConfig } from '../../../packages/agent/src/sync/node-network.js';
 import { inNamespace } from '../../../packages/netns/src/exec.js';
 import { listAddresses } from '../../../packages/netns/src/link.js';
-import { sweepNamespaces } from '../../../packages/netns/src/namespace.js';
+import { listNamespaces, sweepNamespaces } from '../../../packages/netns/src/namespace.js';
 import type { PodServerHandle } from '../../../packages/netns/src/pod-process.js';
 import { startPodServerIn } from '../../../packages/netns/src/pod-process.js';
 import type { NodePlan, PodPlan, TopologyPlan } from '../../../packages/netns/src/topology.js';
@@ -450,4 +450,18 @@ export class TestCluster {
 
 export function makeTestCluster(options: MakeTestClusterOptions): Promise<TestCluster> {
   return TestCluster.create(options);
+}
+
+/**
+ * A suite's last hook: removes its cluster (if one was made), sweeps whatever a failed build or clean-up left under
+ * the run's prefix, and fails when a namespace of the run is still there.
+ */
+export async function removeTestCluster(cluster: TestCluster | undefined, prefix: string): Promise<void> {
+  try {
+    await cluster?.cleanup();
+  } finally {
+    await sweepNamespaces(hostCommandRunner, prefix + '-');
+  }
+  const left = (await listNamespaces(hostCommandRunner)).filter((n) => n.startsWith(prefix));
+  if (left.length > 0) throw new Error(`namespaces of the run left behind: ${left.join(', ')}`);
 }

@@ -33,6 +33,26 @@ export const CONNTRACK_FLAGS = [
   '--conntrack-tcp-timeout-close-wait=0',
 ] as const;
 
+/**
+ * A KubeProxyConfiguration file for the lab's node: its kubeconfig and node name, and a conntrack section that does
+ * what CONNTRACK_FLAGS do (the limits are host-global outside a namespace), then `extra` lines.
+ */
+export function kubeProxyConfiguration(kubeconfig: string, extra: readonly string[] = []): string {
+  return [
+    'apiVersion: kubeproxy.config.k8s.io/v1alpha1',
+    'kind: KubeProxyConfiguration',
+    'clientConnection:',
+    `  kubeconfig: ${kubeconfig}`,
+    `hostnameOverride: ${NODE_NAME}`,
+    'conntrack:',
+    '  maxPerCore: 0',
+    '  tcpEstablishedTimeout: 0s',
+    '  tcpCloseWaitTimeout: 0s',
+    ...extra,
+    '',
+  ].join('\n');
+}
+
 export interface HttpAnswer {
   readonly status: number;
   readonly body: string;
@@ -57,6 +77,19 @@ export class AgentLab {
     this.node = `${prefix}-node`;
     this.ref = `${prefix}-ref`;
     this.kubeconfig = join(dir, 'kubeconfig');
+  }
+
+  /** A lab for the length of `body`: started before it, closed after it, also when it fails. */
+  static async with<T>(
+    body: (lab: AgentLab) => Promise<T>,
+    options: { withNode?: boolean; layout?: NftablesLayoutName } = {},
+  ): Promise<T> {
+    const lab = await AgentLab.start(options);
+    try {
+      return await body(lab);
+    } finally {
+      await lab.close();
+    }
   }
 
   /** Builds everything; on any failure, removes what was made and rethrows. */
@@ -254,6 +287,12 @@ export class AgentLab {
     const stamped = coll.has(key) ? this.api.update(path, obj) : this.api.add(path, obj);
     coll.set(key, obj);
     return stamped;
+  }
+
+  /** Creates or updates a Service and its EndpointSlice (webService's pair), the Service first. */
+  putService(pair: { readonly service: FakeObject; readonly slice: FakeObject }): void {
+    this.put(PATHS.services, pair.service);
+    this.put(PATHS.endpointSlices, pair.slice);
   }
 
   /** Deletes an object on the API server (one watch event). */

@@ -134,6 +134,23 @@ export async function listTable(ns: string): Promise<CanonicalTable | undefined>
   return canonicalTable(r.stdout);
 }
 
+/**
+ * Replaces the namespace's `ip kube-proxy` table with one whose service-ips map has another type, as a careless
+ * operator might. The proxy cannot repair it: its "add map" of the right type is refused (File exists), its
+ * elements do not fit, and a full sync flushes a table's contents, never a container it did not find wrong by name.
+ * So every sync fails until the table is deleted.
+ */
+export async function replaceWithConflictingTable(ns: string): Promise<void> {
+  const script = [
+    'delete table ip kube-proxy',
+    'add table ip kube-proxy',
+    'add map ip kube-proxy service-ips { type ipv4_addr : verdict ; }',
+    '',
+  ].join('\n');
+  const r = await inNs(ns, 'nft', ['-f', '-'], script);
+  if (r.code !== 0) throw new Error(`nft -f in ${ns} failed (${r.code}): ${r.stderr}`);
+}
+
 export interface RenderNode {
   readonly nodeName: string;
   /** --node-ip; undefined: not passed, so render takes the node's IPs from its Node object, as the agent does. */

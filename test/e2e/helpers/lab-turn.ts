@@ -4,6 +4,7 @@
 // over), beside the per-prefix locks.
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { labDown } from '../../../packages/lab/src/cluster/down.js';
 import { acquireLabLock } from '../../../packages/lab/src/cluster/state.js';
 
 const TURN_FILE = join(tmpdir(), 'kube-proxy-ts-lab-e2e.lock');
@@ -24,5 +25,22 @@ export async function labTurn(timeoutMs = 20 * 60_000): Promise<() => void> {
         `the lab suite in process ${lock.holder} still holds ${TURN_FILE} after ${timeoutMs / 1000} s`,
       );
     await new Promise((resolve) => setTimeout(resolve, 1000)); // polling a PID file's lock: its pace, not a wait
+  }
+}
+
+/**
+ * A lab suite's last hook: stops its lab, removes whatever a failed stop left (`lab down`), and gives the turn back
+ * whatever happened, so the next lab suite never waits on a dead one.
+ */
+export async function endLabSuite(
+  lab: { stop(): Promise<void> } | undefined,
+  place: { readonly stateDir: string; readonly prefix: string },
+  releaseTurn: () => void,
+): Promise<void> {
+  try {
+    await lab?.stop();
+    await labDown(place.stateDir, { prefix: place.prefix }).catch(() => undefined);
+  } finally {
+    releaseTurn();
   }
 }
