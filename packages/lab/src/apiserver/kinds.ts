@@ -250,26 +250,9 @@ export const deploymentStrategy: Strategy = {
           `Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0`,
         ),
       );
-    const selector = spec.selector;
-    if (
-      !isObject(selector) ||
-      (Object.keys(child(selector, 'matchLabels')).length === 0 &&
-        arr(selector, 'matchExpressions').length === 0)
-    )
-      out.push(cause('spec.selector', 'Required value', 'FieldValueRequired'));
-    else {
-      const labels = child(child(child(spec, 'template'), 'metadata'), 'labels');
-      if (!labelsMatchSelector(selector, labels))
-        out.push(
-          cause(
-            'spec.template.metadata.labels',
-            'Invalid value: `selector` does not match template `labels`',
-          ),
-        );
-      const oldSelector = child(old, 'spec').selector;
-      if (old && !jsonEqual(oldSelector, selector))
-        out.push(cause('spec.selector', 'Invalid value: field is immutable'));
-    }
+    const hasRequirements = (selector: JsonObject): boolean =>
+      Object.keys(child(selector, 'matchLabels')).length > 0 || arr(selector, 'matchExpressions').length > 0;
+    out.push(...workloadSelectorCauses(spec, old, hasRequirements));
     out.push(...podSpecCauses(child(child(spec, 'template'), 'spec'), 'spec.template.spec'));
     return out;
   },
@@ -277,51 +260,59 @@ export const deploymentStrategy: Strategy = {
 
 export { labelsMatchSelector };
 
+/**
+ * A workload's selector (Deployment, DaemonSet): present with requirements, matching its Pod template's labels,
+ * and immutable once created, as upstream's apps/v1 validation has it.
+ */
+function workloadSelectorCauses(
+  spec: JsonObject,
+  old: JsonObject | undefined,
+  hasRequirements: (selector: JsonObject) => boolean,
+): StatusCause[] {
+  const selector = spec.selector;
+  if (!isObject(selector) || !hasRequirements(selector))
+    return [cause('spec.selector', 'Required value', 'FieldValueRequired')];
+  const out: StatusCause[] = [];
+  const labels = child(child(child(spec, 'template'), 'metadata'), 'labels');
+  if (!labelsMatchSelector(selector, labels))
+    out.push(
+      cause('spec.template.metadata.labels', 'Invalid value: `selector` does not match template `labels`'),
+    );
+  if (old && !jsonEqual(child(old, 'spec').selector, selector))
+    out.push(cause('spec.selector', 'Invalid value: field is immutable'));
+  return out;
+}
+
+/** The update strategy a DaemonSet gets when it names none, on create and on update alike. */
+function daemonSetSpecDefaults(spec: JsonObject): void {
+  setDefault(spec, 'updateStrategy', { type: 'RollingUpdate' });
+  const strategy = ensureObject(spec, 'updateStrategy');
+  if (strategy.type === 'RollingUpdate') {
+    const rolling = ensureObject(strategy, 'rollingUpdate');
+    setDefault(rolling, 'maxUnavailable', 1);
+    setDefault(rolling, 'maxSurge', 0);
+  }
+  podSpecDefaults(ensureObject(ensureObject(spec, 'template'), 'spec'));
+}
+
 // DaemonSet: upstream's defaults (RollingUpdate, maxUnavailable 1, maxSurge 0) — kubectl rollout status refuses a
 // DaemonSet without a RollingUpdate strategy, and the controller reads maxUnavailable from here.
 export const daemonSetStrategy: Strategy = {
   prepareForCreate(obj) {
     const spec = ensureObject(obj, 'spec');
     setDefault(spec, 'revisionHistoryLimit', 10);
-    setDefault(spec, 'updateStrategy', { type: 'RollingUpdate' });
-    const strategy = ensureObject(spec, 'updateStrategy');
-    if (strategy.type === 'RollingUpdate') {
-      const rolling = ensureObject(strategy, 'rollingUpdate');
-      setDefault(rolling, 'maxUnavailable', 1);
-      setDefault(rolling, 'maxSurge', 0);
-    }
-    podSpecDefaults(ensureObject(ensureObject(spec, 'template'), 'spec'));
+    daemonSetSpecDefaults(spec);
     delete obj.status;
   },
   prepareForUpdate(obj) {
-    const spec = ensureObject(obj, 'spec');
-    setDefault(spec, 'updateStrategy', { type: 'RollingUpdate' });
-    const strategy = ensureObject(spec, 'updateStrategy');
-    if (strategy.type === 'RollingUpdate') {
-      const rolling = ensureObject(strategy, 'rollingUpdate');
-      setDefault(rolling, 'maxUnavailable', 1);
-      setDefault(rolling, 'maxSurge', 0);
-    }
-    podSpecDefaults(ensureObject(ensureObject(spec, 'template'), 'spec'));
+    daemonSetSpecDefaults(ensureObject(obj, 'spec'));
   },
   validate(obj, old) {
     const out: StatusCause[] = [];
     const spec = child(obj, 'spec');
-    const selector = spec.selector;
-    if (!isObject(selector) || Object.keys(child(selector, 'matchLabels')).length === 0)
-      out.push(cause('spec.selector', 'Required value', 'FieldValueRequired'));
-    else {
-      const labels = child(child(child(spec, 'template'), 'metadata'), 'labels');
-      if (!labelsMatchSelector(selector, labels))
-        out.push(
-          cause(
-            'spec.template.metadata.labels',
-            'Invalid value: `selector` does not match template `labels`',
-          ),
-        );
-      if (old && !jsonEqual(child(old, 'spec').selector, selector))
-        out.push(cause('spec.selector', 'Invalid value: field is immutable'));
-    }
+    const hasRequirements = (selector: JsonObject): boolean =>
+      Object.keys(child(selector, 'matchLabels')).length > 0;
+    out.push(...workloadSelectorCauses(spec, old, hasRequirements));
     const type = str(child(spec, 'updateStrategy'), 'type');
     if (type !== 'RollingUpdate' && type !== 'OnDelete')
       out.push(

@@ -7,13 +7,7 @@ import type { Clock } from 'kube-proxy-ts/util/clock.js';
 import { arr, child, cloneJson, isObject, jsonEqual, num, str, type JsonObject } from './json.js';
 import { applyPatch, type PatchType } from './patch.js';
 import { apiVersionOf, resourceByKind, RESOURCES, type ResourceType } from './resources.js';
-import {
-  labelsOf,
-  matchesFields,
-  matchesLabels,
-  type FieldSelector,
-  type LabelSelector,
-} from './selectors.js';
+import { selectsObject, type ObjectSelectors } from './selectors.js';
 import { errors, fail, ok, type ApiError, type Result, cause } from './status.js';
 import type { ObjectStore } from './store.js';
 import type { Strategy } from './strategy.js';
@@ -21,9 +15,7 @@ import { metadataCauses, nameErrors } from './validation.js';
 
 export type Subresource = 'status' | 'scale' | undefined;
 
-export interface ListOptions {
-  readonly labelSelector?: LabelSelector;
-  readonly fieldSelector?: FieldSelector;
+export interface ListOptions extends ObjectSelectors {
   readonly limit?: number;
   readonly continueToken?: string;
 }
@@ -38,7 +30,13 @@ export interface ListResult {
 export interface DeleteOptions {
   readonly gracePeriodSeconds?: number;
   readonly propagationPolicy?: 'Orphan' | 'Background' | 'Foreground';
-  readonly preconditions?: { readonly uid?: string; readonly resourceVersion?: string };
+  readonly preconditions?: DeletePreconditions;
+}
+
+/** What the object to delete must still be (`DeleteOptions.preconditions`): a conflict otherwise. */
+export interface DeletePreconditions {
+  readonly uid?: string;
+  readonly resourceVersion?: string;
 }
 
 /** RFC 3339 with seconds, as metav1.Time serializes. */
@@ -68,6 +66,18 @@ export const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube
 interface ContinueToken {
   readonly rv: number;
   readonly after: string;
+}
+
+/** Upstream's message for the first delete precondition the stored object does not meet; undefined when all hold. */
+function unmetPrecondition(pre: DeletePreconditions, meta: JsonObject): string | undefined {
+  const checks = [
+    ['UID', pre.uid, meta.uid],
+    ['ResourceVersion', pre.resourceVersion, meta.resourceVersion],
+  ] as const;
+  for (const [field, wanted, actual] of checks)
+    if (wanted && wanted !== actual)
+      return `Precondition failed: ${field} in precondition: ${wanted}, ${field} in object meta: ${String(actual)}`;
+  return undefined;
 }
 
 function encodeContinue(t: ContinueToken): string {
@@ -189,8 +199,7 @@ export class Registry {
     const limit = opts.limit && opts.limit > 0 ? opts.limit : undefined;
     for (const [key, obj] of entries) {
       if (after !== undefined && key <= after) continue;
-      if (opts.labelSelector && !matchesLabels(opts.labelSelector, labelsOf(obj))) continue;
-      if (opts.fieldSelector && !matchesFields(opts.fieldSelector, obj)) continue;
+      if (!selectsObject(opts, obj)) continue;
       if (limit !== undefined && items.length >= limit) {
         if (continueToken === undefined) {
           const lastKey = `${nsOf(items[items.length - 1])}/${nameOf(items[items.length - 1])}`;
@@ -428,25 +437,8 @@ export class Registry {
     const current = this.store.get(t, t.namespaced ? namespace : '', name);
     if (!current) return fail(errors.notFound(t.group, t.resource, name));
     const meta = metaOf(current);
-    const pre = opts.preconditions;
-    if (pre?.uid && pre.uid !== meta.uid)
-      return fail(
-        errors.conflict(
-          t.group,
-          t.resource,
-          name,
-          `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${String(meta.uid)}`,
-        ),
-      );
-    if (pre?.resourceVersion && pre.resourceVersion !== meta.resourceVersion)
-      return fail(
-        errors.conflict(
-          t.group,
-          t.resource,
-          name,
-          `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${String(meta.resourceVersion)}`,
-        ),
-      );
+    const unmet = opts.preconditions && unmetPrecondition(opts.preconditions, meta);
+    if (unmet) return fail(errors.conflict(t.group, t.resource, name, unmet));
     if (t.kind === 'Namespace') return ok(this.deleteNamespace(current));
     if (t.kind === 'Pod') {
       const graceful = this.deletePodGracefully(t, current, opts.gracePeriodSeconds);

@@ -151,3 +151,16 @@ export function labelsOf(obj: unknown): Record<string, string> {
     if (typeof v === 'string') out[k] = v;
   return out;
 }
+
+/** The selectors a list or a watch names (`?labelSelector=…&fieldSelector=…`); absent ones select everything. */
+export interface ObjectSelectors {
+  readonly labelSelector?: LabelSelector;
+  readonly fieldSelector?: FieldSelector;
+}
+
+export function selectsObject(selectors: ObjectSelectors, obj: JsonObject): boolean {
+  return (
+    (!selectors.labelSelector || matchesLabels(selectors.labelSelector, labelsOf(obj))) &&
+    (!selectors.fieldSelector || matchesFields(selectors.fieldSelector, obj))
+  );
+}

@@ -56,6 +56,18 @@ export class ServiceAllocators {
     return undefined;
   }
 
+  /** Whether a Service other than `self` (namespace/name) holds this ClusterIP. */
+  clusterIPHeldByOther(ip: string, self: string): boolean {
+    const owner = this.clusterIPs.get(ip);
+    return owner !== undefined && owner !== self;
+  }
+
+  /** Whether a Service other than `self` holds this NodePort (a service port's or a health check's). */
+  nodePortHeldByOther(port: number, self: string): boolean {
+    const owner = this.nodePorts.get(port);
+    return owner !== undefined && owner !== self;
+  }
+
   record(obj: JsonObject | undefined, old: JsonObject | undefined): void {
     if (old) {
       const k = keyOf(old);
@@ -193,14 +205,23 @@ interface SeenPorts {
 }
 
 /** The causes of one entry of spec.ports (its name, port, protocol, targetPort and nodePort). */
+/**
+ * The Service a validation is about: its key (namespace/name: what owns its ClusterIP and NodePorts), its
+ * object before an update, and the allocators that know what others hold.
+ */
+interface ServiceInQuestion {
+  readonly self: string;
+  readonly old: JsonObject | undefined;
+  readonly alloc: ServiceAllocators;
+}
+
 function servicePortCauses(
   p: unknown,
   i: number,
   count: number,
   type: string,
   seen: SeenPorts,
-  self: string,
-  alloc: ServiceAllocators,
+  svc: ServiceInQuestion,
 ): StatusCause[] {
   const out: StatusCause[] = [];
   const f = `spec.ports[${i}]`;
@@ -239,7 +260,7 @@ function servicePortCauses(
     out.push(cause(`${f}.targetPort`, 'Invalid value: must be a number or a port name'));
   const np = isObject(p) ? p.nodePort : undefined;
   if (np !== undefined && np !== 0)
-    out.push(...nodePortCauses(`${f}.nodePort`, np, String(proto), type, seen, self, alloc));
+    out.push(...nodePortCauses(`${f}.nodePort`, np, String(proto), type, seen, svc));
   return out;
 }
 
@@ -249,8 +270,7 @@ function nodePortCauses(
   proto: string,
   type: string,
   seen: SeenPorts,
-  self: string,
-  alloc: ServiceAllocators,
+  svc: ServiceInQuestion,
 ): StatusCause[] {
   if (!needsNodePorts(type))
     return [cause(f, `Forbidden: may not be used when \`type\` is '${type}'`, 'FieldValueForbidden')];
@@ -262,8 +282,7 @@ function nodePortCauses(
       ),
     ];
   const out: StatusCause[] = [];
-  const owner = alloc.nodePorts.get(np);
-  if (owner !== undefined && owner !== self)
+  if (svc.alloc.nodePortHeldByOther(np, svc.self))
     out.push(cause(f, `Invalid value: ${np}: provided port is already allocated`));
   // The same NodePort may serve one port number over two protocols, nothing else.
   const mine = seen.nodePorts.get(np);
@@ -318,12 +337,7 @@ function policyCauses(spec: JsonObject, type: string): StatusCause[] {
   return out;
 }
 
-function validateService(
-  spec: JsonObject,
-  old: JsonObject | undefined,
-  self: string,
-  alloc: ServiceAllocators,
-): StatusCause[] {
+function validateService(spec: JsonObject, svc: ServiceInQuestion): StatusCause[] {
   const out: StatusCause[] = [];
   const type = spec.type;
   if (typeof type !== 'string' || !SERVICE_TYPES.includes(type)) {
@@ -344,7 +358,7 @@ function validateService(
   if (ports.length === 0 && type !== 'ExternalName' && !isHeadless(spec))
     out.push(cause('spec.ports', 'Required value', 'FieldValueRequired'));
   const seen: SeenPorts = { names: new Set(), portKeys: new Set(), nodePorts: new Map() };
-  ports.forEach((p, i) => out.push(...servicePortCauses(p, i, ports.length, type, seen, self, alloc)));
+  ports.forEach((p, i) => out.push(...servicePortCauses(p, i, ports.length, type, seen, svc)));
   out.push(...policyCauses(spec, type));
   arr(spec, 'externalIPs').forEach((ip, i) => {
     if (typeof ip !== 'string' || !isValidIP(ip))
@@ -352,7 +366,7 @@ function validateService(
         cause(`spec.externalIPs[${i}]`, `Invalid value: ${JSON.stringify(ip)}: must be a valid IP address`),
       );
   });
-  if (type !== 'ExternalName') out.push(...clusterIPCauses(spec, old, self, alloc));
+  if (type !== 'ExternalName') out.push(...clusterIPCauses(spec, svc));
   const hc = spec.healthCheckNodePort;
   if (hc !== undefined && hc !== 0) {
     if (!needsHealthCheckPort(spec))
@@ -364,8 +378,7 @@ function validateService(
         ),
       );
     else if (typeof hc === 'number') {
-      const owner = alloc.nodePorts.get(hc);
-      if (owner !== undefined && owner !== self)
+      if (svc.alloc.nodePortHeldByOther(hc, svc.self))
         out.push(
           cause('spec.healthCheckNodePort', `Invalid value: ${hc}: provided port is already allocated`),
         );
@@ -374,12 +387,8 @@ function validateService(
   return out;
 }
 
-function clusterIPCauses(
-  spec: JsonObject,
-  old: JsonObject | undefined,
-  self: string,
-  alloc: ServiceAllocators,
-): StatusCause[] {
+function clusterIPCauses(spec: JsonObject, svc: ServiceInQuestion): StatusCause[] {
+  const { old, alloc } = svc;
   const out: StatusCause[] = [];
   const ip = spec.clusterIP;
   const oldSpec = child(old, 'spec');
@@ -412,8 +421,7 @@ function clusterIPCauses(
       ),
     );
   else {
-    const owner = alloc.clusterIPs.get(normalizeIP(ip));
-    if (owner !== undefined && owner !== self)
+    if (alloc.clusterIPHeldByOther(normalizeIP(ip), svc.self))
       out.push(
         cause(
           'spec.clusterIPs',
@@ -456,7 +464,7 @@ export function serviceStrategy(alloc: ServiceAllocators): Strategy {
       allocateNodePorts(spec, alloc);
     },
     validate(obj, old) {
-      return validateService(child(obj, 'spec'), old, keyOf(obj), alloc);
+      return validateService(child(obj, 'spec'), { self: keyOf(obj), old, alloc });
     },
     committed(obj, old) {
       alloc.record(obj, old);

@@ -54,6 +54,12 @@ const col = (name: string, cell: Column['cell'], priority = 0, type: Column['typ
   priority,
   cell,
 });
+/** One field of each container in a workload's Pod template, comma-separated (kubectl's Containers, Images). */
+const templateContainers = (o: JsonObject, field: 'name' | 'image'): string =>
+  arr(child(child(child(o, 'spec'), 'template'), 'spec'), 'containers')
+    .map((c) => str(c, field) ?? '')
+    .join(',');
+
 const orNone = (s: string): string => (s === '' ? '<none>' : s);
 
 function servicePorts(o: JsonObject): string {
@@ -251,22 +257,8 @@ const COLUMNS: Readonly<Record<string, readonly Column[]>> = {
       selectorText(child(child(child(child(o, 'spec'), 'template'), 'spec'), 'nodeSelector')),
     ),
     ageCol,
-    col(
-      'Containers',
-      (o) =>
-        arr(child(child(child(o, 'spec'), 'template'), 'spec'), 'containers')
-          .map((c) => str(c, 'name') ?? '')
-          .join(','),
-      1,
-    ),
-    col(
-      'Images',
-      (o) =>
-        arr(child(child(child(o, 'spec'), 'template'), 'spec'), 'containers')
-          .map((c) => str(c, 'image') ?? '')
-          .join(','),
-      1,
-    ),
+    col('Containers', (o) => templateContainers(o, 'name'), 1),
+    col('Images', (o) => templateContainers(o, 'image'), 1),
     col('Selector', (o) => selectorText(child(child(child(o, 'spec'), 'selector'), 'matchLabels')), 1),
   ],
   Endpoints: [nameCol, col('Endpoints', endpointsAddresses), ageCol],

@@ -5,13 +5,7 @@
 import type { Clock, TimerHandle } from 'kube-proxy-ts/util/clock.js';
 import type { JsonObject } from './json.js';
 import { apiVersionOf, type ResourceType } from './resources.js';
-import {
-  labelsOf,
-  matchesFields,
-  matchesLabels,
-  type FieldSelector,
-  type LabelSelector,
-} from './selectors.js';
+import { selectsObject, type ObjectSelectors } from './selectors.js';
 import { errors, statusObject } from './status.js';
 import type { ObjectStore, StoreEvent, WatchEventType } from './store.js';
 
@@ -27,12 +21,10 @@ export interface WatchSink {
   destroy(): void;
 }
 
-export interface WatchRequest {
+export interface WatchRequest extends ObjectSelectors {
   readonly resource: ResourceType;
   /** undefined: all namespaces. */
   readonly namespace?: string;
-  readonly labelSelector?: LabelSelector;
-  readonly fieldSelector?: FieldSelector;
   /** undefined, '' or '0': start with the current objects as ADDED events. */
   readonly resourceVersion?: string;
   readonly allowWatchBookmarks?: boolean;
@@ -87,9 +79,7 @@ export function startWatch(
   const render = req.render ?? ((o: JsonObject) => o);
 
   const matches = (obj: JsonObject): boolean =>
-    (req.namespace === undefined || metaNamespace(obj) === req.namespace) &&
-    (!req.labelSelector || matchesLabels(req.labelSelector, labelsOf(obj))) &&
-    (!req.fieldSelector || matchesFields(req.fieldSelector, obj));
+    (req.namespace === undefined || metaNamespace(obj) === req.namespace) && selectsObject(req, obj);
 
   // What a filtered watcher sees: an object entering the selection is ADDED, leaving it is DELETED.
   const project = (ev: StoreEvent): WatchEventType | undefined => {

@@ -2,6 +2,7 @@
 // `lab up` wrote. Exit 1 when no lab is up, or the lab serves no web view.
 import { labPaths } from '../cluster/layout.js';
 import { processAlive, readLabState } from '../cluster/state.js';
+import { stateDirArg } from './state-dir-arg.js';
 
 export interface LabWebIO {
   readonly stdout: (text: string) => void;
@@ -18,16 +19,13 @@ export function labWebCommand(
   defaultStateDir: string,
   io: LabWebIO = defaultIO,
 ): number {
-  let stateDir = defaultStateDir;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i] ?? '';
-    if (a === '--state-dir' && argv[i + 1] !== undefined) stateDir = argv[++i] ?? stateDir;
-    else if (a.startsWith('--state-dir=')) stateDir = a.slice('--state-dir='.length);
-    else {
-      io.stderr(`lab web: unexpected ${JSON.stringify(a)}\nUsage: kube-proxy-ts lab web [--state-dir DIR]\n`);
-      return 2;
-    }
+  const parsed = stateDirArg(argv, defaultStateDir);
+  if (typeof parsed === 'string' || parsed.rest.length > 0) {
+    const what = typeof parsed === 'string' ? parsed : `unexpected ${JSON.stringify(parsed.rest[0])}`;
+    io.stderr(`lab web: ${what}\nUsage: kube-proxy-ts lab web [--state-dir DIR]\n`);
+    return 2;
   }
+  const { stateDir } = parsed;
   const read = readLabState(labPaths(stateDir).stateFile);
   if (!read.ok) {
     io.stderr(

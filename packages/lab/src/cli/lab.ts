@@ -24,6 +24,7 @@ import { labLayout, labPaths } from '../cluster/layout.js';
 import { WatchView } from '../cluster/watch-view.js';
 import { IPTABLES_BACKENDS, nodeEnvironment } from '../cluster/node-env.js';
 import { labApiserverCommand } from './lab-apiserver.js';
+import { stateDirArg } from './state-dir-arg.js';
 import { shellQuote } from '../cluster/streams.js';
 import { resolve } from 'node:path';
 
@@ -189,27 +190,8 @@ class LabStartStopped extends Error {
   }
 }
 
-function stateDirArg(argv: string[]): { stateDir: string; rest: string[] } | string {
-  const rest: string[] = [];
-  let stateDir = defaultStateDir();
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i] ?? '';
-    if (a === '--') {
-      rest.push(...argv.slice(i));
-      break;
-    }
-    if (a === '--state-dir') {
-      const v = argv[++i];
-      if (v === undefined) return '--state-dir needs a value';
-      stateDir = v;
-    } else if (a.startsWith('--state-dir=')) stateDir = a.slice('--state-dir='.length);
-    else rest.push(a);
-  }
-  return { stateDir, rest };
-}
-
 async function downCommand(argv: string[]): Promise<number> {
-  const parsed = stateDirArg(argv);
+  const parsed = stateDirArg(argv, defaultStateDir());
   if (typeof parsed === 'string') return fail(`down: ${parsed}`);
   if (parsed.rest.length > 0) return fail(`down: unexpected ${parsed.rest.join(' ')}`);
   if (!isRoot()) return fail('down: needs root, as `lab up` did', 1);
@@ -220,7 +202,7 @@ async function downCommand(argv: string[]): Promise<number> {
 }
 
 async function statusCommand(argv: string[]): Promise<number> {
-  const parsed = stateDirArg(argv);
+  const parsed = stateDirArg(argv, defaultStateDir());
   if (typeof parsed === 'string') return fail(`status: ${parsed}`);
   const s = await labStatus(parsed.stateDir);
   if (typeof s === 'string') {
@@ -232,7 +214,7 @@ async function statusCommand(argv: string[]): Promise<number> {
 }
 
 async function execCommand(argv: string[]): Promise<number> {
-  const parsed = stateDirArg(argv);
+  const parsed = stateDirArg(argv, defaultStateDir());
   if (typeof parsed === 'string') return fail(`exec: ${parsed}`);
   const [target, ...after] = parsed.rest;
   if (target === undefined || target === '--') return fail('exec: usage: lab exec TARGET -- CMD [ARGS…]');
@@ -261,7 +243,7 @@ async function execCommand(argv: string[]): Promise<number> {
 }
 
 async function watchCommand(argv: string[]): Promise<number> {
-  const parsed = stateDirArg(argv);
+  const parsed = stateDirArg(argv, defaultStateDir());
   if (typeof parsed === 'string') return fail(`watch: ${parsed}`);
   const rounds = parsed.rest[0] === '--rounds' ? Number(parsed.rest[1]) : undefined;
   if (rounds !== undefined && !(Number.isInteger(rounds) && rounds > 0))
@@ -289,7 +271,7 @@ async function watchCommand(argv: string[]): Promise<number> {
 }
 
 async function kubeconfigCommand(argv: string[]): Promise<number> {
-  const parsed = stateDirArg(argv);
+  const parsed = stateDirArg(argv, defaultStateDir());
   if (typeof parsed === 'string') return fail(`kubeconfig: ${parsed}`);
   const read = readLabState(labPaths(parsed.stateDir).stateFile);
   if (!read.ok) return fail(read.missing ? 'kubeconfig: no lab is up' : `kubeconfig: ${read.reason}`, 1);
@@ -336,47 +318,35 @@ async function relay(listenFlag: string | undefined, socket: string | undefined)
   return 0;
 }
 
+/**
+ * The lab's commands by name, each given the words after it. trace, soak and web are imported only when run,
+ * so the other commands start without loading them.
+ */
+const LAB_COMMANDS: Readonly<Record<string, (argv: string[]) => Promise<number> | number>> = {
+  up: upCommand,
+  down: downCommand,
+  status: statusCommand,
+  exec: execCommand,
+  kubeconfig: kubeconfigCommand,
+  watch: watchCommand,
+  trace: async (argv) => (await import('./lab-trace.js')).labTraceCommand(argv, defaultStateDir()),
+  soak: async (argv) => (await import('./lab-soak.js')).labSoakCommand(argv, defaultStateDir()),
+  load: loadCommand,
+  web: async (argv) => (await import('./lab-web.js')).labWebCommand(argv, defaultStateDir()),
+  relay: relayCommand,
+  apiserver: labApiserverCommand,
+};
+
 export async function labCommand(argv: readonly string[]): Promise<number> {
   const [sub, ...rest] = argv;
-  switch (sub) {
-    case 'up':
-      return upCommand(rest);
-    case 'down':
-      return downCommand(rest);
-    case 'status':
-      return statusCommand(rest);
-    case 'exec':
-      return execCommand(rest);
-    case 'kubeconfig':
-      return kubeconfigCommand(rest);
-    case 'watch':
-      return watchCommand(rest);
-    case 'trace': {
-      const { labTraceCommand } = await import('./lab-trace.js');
-      return labTraceCommand(rest, defaultStateDir());
-    }
-    case 'soak': {
-      const { labSoakCommand } = await import('./lab-soak.js');
-      return labSoakCommand(rest, defaultStateDir());
-    }
-    case 'load':
-      return loadCommand(rest);
-    case 'web': {
-      const { labWebCommand } = await import('./lab-web.js');
-      return labWebCommand(rest, defaultStateDir());
-    }
-    case 'relay':
-      return relayCommand(rest);
-    case 'apiserver':
-      return labApiserverCommand([...rest]);
-    case undefined:
-    case 'help':
-    case '--help':
-    case '-h':
-      process.stdout.write(LAB_USAGE);
-      return sub === undefined ? 2 : 0;
-    default:
-      process.stderr.write(`lab: unknown command ${JSON.stringify(sub)}\n\n${LAB_USAGE}`);
-      return 2;
+  if (sub === undefined || sub === 'help' || sub === '--help' || sub === '-h') {
+    process.stdout.write(LAB_USAGE);
+    return sub === undefined ? 2 : 0;
   }
+  const command = Object.hasOwn(LAB_COMMANDS, sub) ? LAB_COMMANDS[sub] : undefined;
+  if (command === undefined) {
+    process.stderr.write(`lab: unknown command ${JSON.stringify(sub)}\n\n${LAB_USAGE}`);
+    return 2;
+  }
+  return command(rest);
 }

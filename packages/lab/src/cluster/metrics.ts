@@ -25,3 +25,28 @@ export function metricValue(
 ): number | undefined {
   return sum(parseMetrics(text), name, match);
 }
+
+/**
+ * The change and sync counters every proxy exports, whichever its backend: what `lab watch` shows and the web
+ * page charts. 0 for one the proxy does not export yet.
+ */
+export interface SyncCounters {
+  readonly endpointPending: number;
+  readonly endpointTotal: number;
+  readonly servicePending: number;
+  readonly serviceTotal: number;
+  readonly syncs: number;
+  readonly syncSecondsSum: number;
+}
+
+export function syncCountersFrom(text: string): SyncCounters {
+  const v = (name: string): number => metricValue(text, name) ?? 0;
+  return {
+    endpointPending: v('kubeproxy_sync_proxy_rules_endpoint_changes_pending'),
+    endpointTotal: v('kubeproxy_sync_proxy_rules_endpoint_changes_total'),
+    servicePending: v('kubeproxy_sync_proxy_rules_service_changes_pending'),
+    serviceTotal: v('kubeproxy_sync_proxy_rules_service_changes_total'),
+    syncs: v('kubeproxy_sync_proxy_rules_duration_seconds_count'),
+    syncSecondsSum: v('kubeproxy_sync_proxy_rules_duration_seconds_sum'),
+  };
+}

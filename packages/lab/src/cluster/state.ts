@@ -5,6 +5,7 @@ import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, write
 import { dirname } from 'node:path';
 import { isObject } from '../apiserver/json.js';
 import { IPTABLES_BACKENDS, type IptablesBackendName } from './node-env.js';
+import { readPidFile } from './processes.js';
 import { isOneOf } from 'kube-proxy-ts/config/choice.js';
 import { NFTABLES_LAYOUTS, type NftablesLayoutName } from 'kube-proxy-ts/config/nftables-layout.js';
 import { PROXY_MODES, type ProxyMode } from 'kube-proxy-ts/config/proxy-mode.js';
@@ -131,11 +132,7 @@ export function acquireLabLock(lockFile: string): LockResult {
   return { ok: false, holder: readLockHolder(lockFile) ?? 0 };
 }
 
+/** The lab lock's holder: the lock file holds its PID, as a pid file does. */
 export function readLockHolder(lockFile: string): number | undefined {
-  try {
-    const pid = Number(readFileSync(lockFile, 'utf8').trim());
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
+  return readPidFile(lockFile);
 }

@@ -155,6 +155,14 @@ export function serveMetrics(
       reason: 'NotFound',
       code: 404,
     });
+  // One object when the path names one (404 when there is none), else the list.
+  const reply = (kind: 'NodeMetrics' | 'PodMetrics', items: readonly object[]): true => {
+    const apiVersion = 'metrics.k8s.io/v1beta1';
+    if (name === undefined) send(200, { kind: `${kind}List`, apiVersion, metadata: {}, items });
+    else if (items[0]) send(200, { kind, apiVersion, ...items[0] });
+    else notFound(kind.toLowerCase());
+    return true;
+  };
   if (resource === 'nodes') {
     const items = nodes()
       .filter((n) => name === undefined || n === name)
@@ -167,13 +175,7 @@ export function serveMetrics(
           usage: { cpu: cpuQuantity(u), memory: memoryQuantity(u) },
         };
       });
-    if (name !== undefined) {
-      if (items[0]) send(200, { kind: 'NodeMetrics', apiVersion: 'metrics.k8s.io/v1beta1', ...items[0] });
-      else notFound('nodemetrics');
-      return true;
-    }
-    send(200, { kind: 'NodeMetricsList', apiVersion: 'metrics.k8s.io/v1beta1', metadata: {}, items });
-    return true;
+    return reply('NodeMetrics', items);
   }
   const items = pods()
     .filter(
@@ -189,11 +191,5 @@ export function serveMetrics(
         return { name: c, usage: { cpu: cpuQuantity(u), memory: memoryQuantity(u) } };
       }),
     }));
-  if (name !== undefined) {
-    if (items[0]) send(200, { kind: 'PodMetrics', apiVersion: 'metrics.k8s.io/v1beta1', ...items[0] });
-    else notFound('podmetrics');
-    return true;
-  }
-  send(200, { kind: 'PodMetricsList', apiVersion: 'metrics.k8s.io/v1beta1', metadata: {}, items });
-  return true;
+  return reply('PodMetrics', items);
 }

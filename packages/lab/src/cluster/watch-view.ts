@@ -3,31 +3,10 @@
 // changes pending and total, syncs, the last sync's duration (the change of the duration histogram's sum over its
 // count since the round before), and a sparkline of endpoint changes pending over the last rounds.
 import type { CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
-import { fetchProxyMetrics, metricValue } from './metrics.js';
+import { fetchProxyMetrics, syncCountersFrom, type SyncCounters } from './metrics.js';
 
 const SPARK = '▁▂▃▄▅▆▇█';
 export const SPARK_WIDTH = 40;
-
-export interface NodeCounters {
-  readonly endpointPending: number;
-  readonly endpointTotal: number;
-  readonly servicePending: number;
-  readonly serviceTotal: number;
-  readonly syncs: number;
-  readonly syncSecondsSum: number;
-}
-
-export function countersFrom(text: string): NodeCounters {
-  const v = (name: string): number => metricValue(text, name) ?? 0;
-  return {
-    endpointPending: v('kubeproxy_sync_proxy_rules_endpoint_changes_pending'),
-    endpointTotal: v('kubeproxy_sync_proxy_rules_endpoint_changes_total'),
-    servicePending: v('kubeproxy_sync_proxy_rules_service_changes_pending'),
-    serviceTotal: v('kubeproxy_sync_proxy_rules_service_changes_total'),
-    syncs: v('kubeproxy_sync_proxy_rules_duration_seconds_count'),
-    syncSecondsSum: v('kubeproxy_sync_proxy_rules_duration_seconds_sum'),
-  };
-}
 
 /** Pending counts as bars, scaled to the largest shown (all ▁ when nothing waits). */
 export function sparkline(values: readonly number[], width = SPARK_WIDTH): string {
@@ -41,7 +20,7 @@ export function sparkline(values: readonly number[], width = SPARK_WIDTH): strin
 }
 
 interface NodeHistory {
-  last?: NodeCounters;
+  last?: SyncCounters;
   lastSyncMs?: number;
   pending: number[];
   answered: boolean;
@@ -55,7 +34,7 @@ export class WatchView {
   }
 
   /** Records one round of readings (undefined: the proxy did not answer, e.g. restarting). */
-  record(node: string, counters: NodeCounters | undefined): void {
+  record(node: string, counters: SyncCounters | undefined): void {
     const h = this.history.get(node);
     if (!h) return;
     h.answered = counters !== undefined;
@@ -73,7 +52,7 @@ export class WatchView {
     await Promise.all(
       this.nodes.map(async (n) => {
         const text = await fetchProxyMetrics(runner, n.namespace);
-        this.record(n.name, text === undefined ? undefined : countersFrom(text));
+        this.record(n.name, text === undefined ? undefined : syncCountersFrom(text));
       }),
     );
   }

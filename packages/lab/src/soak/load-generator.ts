@@ -49,24 +49,26 @@ export interface LoadConfig {
   readonly longIntervalMs: number;
 }
 
-/** One short request: target index, start and end (ms since the epoch), outcome, the pod that answered. */
-export interface RequestRecord {
-  readonly k: 'req';
-  readonly i: number;
-  readonly t0: number;
-  readonly t1: number;
+/** How a request ended, and the pod that answered it when one did. */
+export interface RequestAnswer {
   readonly r: Outcome;
   readonly pod?: string;
 }
 
+/** One short request: target index, start and end (ms since the epoch), outcome, the pod that answered. */
+export interface RequestRecord extends RequestAnswer {
+  readonly k: 'req';
+  readonly i: number;
+  readonly t0: number;
+  readonly t1: number;
+}
+
 /** One request on long-lived connection `c` (of long target `i`); `r` ≠ ok ends the connection. */
-export interface LongRecord {
+export interface LongRecord extends RequestAnswer {
   readonly k: 'long';
   readonly i: number;
   readonly c: number;
   readonly t: number;
-  readonly r: Outcome;
-  readonly pod?: string;
 }
 
 export type LoadRecord = RequestRecord | LongRecord;
@@ -135,28 +137,57 @@ export function podFromHttpResponse(text: string): string | undefined {
   return header?.[1]?.trim();
 }
 
-function tcpRequest(t: LoadTarget, timeoutMs: number): Promise<{ r: Outcome; pod?: string }> {
+/** A reply that names a pod is an answer from it; one that names none is `other`. */
+const answerOf = (pod: string | undefined): RequestAnswer =>
+  pod === undefined ? { r: 'other' } : { r: 'ok', pod };
+
+/**
+ * A short request's end, whichever comes first: a reply, a socket error or the timeout. The first settles the
+ * request and closes its socket; what comes after it is ignored.
+ */
+class RequestEnd {
+  private done = false;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    timeoutMs: number,
+    private readonly close: () => void,
+    private readonly resolve: (answer: RequestAnswer) => void,
+  ) {
+    this.timer = setTimeout(() => this.settle({ r: 'timeout' }), timeoutMs);
+  }
+
+  settle(answer: RequestAnswer): void {
+    if (this.stop()) this.resolve(answer);
+  }
+
+  /** Gives up this attempt and lets `next` settle the request; false when it had ended already. */
+  retry(next: () => Promise<RequestAnswer>): boolean {
+    if (!this.stop()) return false;
+    void next().then(this.resolve);
+    return true;
+  }
+
+  private stop(): boolean {
+    if (this.done) return false;
+    this.done = true;
+    clearTimeout(this.timer);
+    this.close();
+    return true;
+  }
+}
+
+function tcpRequest(t: LoadTarget, timeoutMs: number): Promise<RequestAnswer> {
   return new Promise((resolve) => {
     let data = '';
-    let done = false;
     const socket: Socket = connect({ host: t.host, port: t.port });
-    const finish = (r: Outcome, pod?: string): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(pod === undefined ? { r } : { r, pod });
-    };
-    const timer = setTimeout(() => finish('timeout'), timeoutMs);
+    const end = new RequestEnd(timeoutMs, () => socket.destroy(), resolve);
     socket.on('connect', () =>
       socket.end(`GET / HTTP/1.1\r\nHost: ${t.service}\r\nConnection: close\r\n\r\n`),
     );
     socket.on('data', (b: Buffer) => (data += b.toString('utf8')));
-    socket.on('end', () => {
-      const pod = podFromHttpResponse(data);
-      finish(pod === undefined ? 'other' : 'ok', pod);
-    });
-    socket.on('error', (e) => finish(outcomeOf(e)));
+    socket.on('end', () => end.settle(answerOf(podFromHttpResponse(data))));
+    socket.on('error', (e) => end.settle({ r: outcomeOf(e) }));
   });
 }
 
@@ -183,31 +214,16 @@ const udpPorts = new UdpPorts();
  * One UDP request from a fresh socket on a fresh source port: the first datagram of a new flow, so it is
  * load-balanced like a new TCP connection. A connected socket hears of ICMP port unreachable as ECONNREFUSED.
  */
-function udpRequest(t: LoadTarget, timeoutMs: number, triesLeft = 10): Promise<{ r: Outcome; pod?: string }> {
+function udpRequest(t: LoadTarget, timeoutMs: number, triesLeft = 10): Promise<RequestAnswer> {
   return new Promise((resolve) => {
     const socket: UdpSocket = createSocket('udp4');
-    let done = false;
-    const finish = (r: Outcome, pod?: string): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      socket.close();
-      resolve(pod === undefined ? { r } : { r, pod });
-    };
-    const timer = setTimeout(() => finish('timeout'), timeoutMs);
-    socket.on('message', (msg) => {
-      const pod = parsePodReply(msg.toString('utf8'))?.pod;
-      finish(pod === undefined ? 'other' : 'ok', pod);
-    });
+    const end = new RequestEnd(timeoutMs, () => socket.close(), resolve);
+    socket.on('message', (msg) => end.settle(answerOf(parsePodReply(msg.toString('utf8'))?.pod)));
     socket.on('error', (e: NodeJS.ErrnoException) => {
-      if (e.code === 'EADDRINUSE' && triesLeft > 0 && !done) {
-        // The port is still taken (a socket of ours not yet closed): a new socket on the next one.
-        done = true;
-        clearTimeout(timer);
-        socket.close();
-        return void udpRequest(t, timeoutMs, triesLeft - 1).then(resolve);
-      }
-      finish(outcomeOf(e));
+      // The port is still taken (a socket of ours not yet closed): a new socket on the next one.
+      const retried =
+        e.code === 'EADDRINUSE' && triesLeft > 0 && end.retry(() => udpRequest(t, timeoutMs, triesLeft - 1));
+      if (!retried) end.settle({ r: outcomeOf(e) });
     });
     socket.bind(udpPorts.take(), () =>
       socket.connect(t.port, t.host, () => socket.send(`soak ${t.service}`)),
@@ -225,8 +241,8 @@ async function longConnection(
 ): Promise<void> {
   const socket: Socket = connect({ host: t.host, port: t.port });
   let buffer = '';
-  let pending: ((r: { r: Outcome; pod?: string }) => void) | undefined;
-  const settle = (r: { r: Outcome; pod?: string }): void => {
+  let pending: ((r: RequestAnswer) => void) | undefined;
+  const settle = (r: RequestAnswer): void => {
     const p = pending;
     pending = undefined;
     p?.(r);
@@ -240,8 +256,7 @@ async function longConnection(
     if (!Number.isFinite(length) || buffer.length < head + 4 + length) return;
     const response = buffer.slice(0, head + 4 + length);
     buffer = buffer.slice(head + 4 + length);
-    const pod = podFromHttpResponse(response);
-    settle(pod === undefined ? { r: 'other' } : { r: 'ok', pod });
+    settle(answerOf(podFromHttpResponse(response)));
   });
   socket.on('error', (e) => {
     failure ??= outcomeOf(e);
@@ -260,7 +275,7 @@ async function longConnection(
     return;
   }
   while (Date.now() < until) {
-    const answer = await new Promise<{ r: Outcome; pod?: string }>((resolve) => {
+    const answer = await new Promise<RequestAnswer>((resolve) => {
       if (failure !== undefined) return resolve({ r: failure });
       const timer = setTimeout(() => settle({ r: 'timeout' }), timeoutMs);
       pending = (r) => {

@@ -3,16 +3,10 @@
 // the mean of the syncs and of the programming latencies since the last reading), and notes each sync by its own
 // timestamp (kubeproxy_sync_proxy_rules_last_timestamp_seconds), which is also the moment the ruleset is read again.
 import type { CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
-import { fetchProxyMetrics, metricValue } from '../cluster/metrics.js';
+import { fetchProxyMetrics, metricValue, syncCountersFrom, type SyncCounters } from '../cluster/metrics.js';
 
 /** What one reading of a proxy's /metrics holds, as the page charts it. */
-export interface RawCounters {
-  readonly endpointPending: number;
-  readonly endpointTotal: number;
-  readonly servicePending: number;
-  readonly serviceTotal: number;
-  readonly syncs: number;
-  readonly syncSecondsSum: number;
+export interface RawCounters extends SyncCounters {
   readonly programmingCount: number;
   readonly programmingSecondsSum: number;
   /** Unix seconds of the last sync's end; 0 before the first. */
@@ -53,12 +47,7 @@ export function countersFromMetrics(text: string): RawCounters {
       ? 'nftables'
       : 'unknown';
   return {
-    endpointPending: v('kubeproxy_sync_proxy_rules_endpoint_changes_pending'),
-    endpointTotal: v('kubeproxy_sync_proxy_rules_endpoint_changes_total'),
-    servicePending: v('kubeproxy_sync_proxy_rules_service_changes_pending'),
-    serviceTotal: v('kubeproxy_sync_proxy_rules_service_changes_total'),
-    syncs: v('kubeproxy_sync_proxy_rules_duration_seconds_count'),
-    syncSecondsSum: v('kubeproxy_sync_proxy_rules_duration_seconds_sum'),
+    ...syncCountersFrom(text),
     programmingCount: v('kubeproxy_network_programming_duration_seconds_count'),
     programmingSecondsSum: v('kubeproxy_network_programming_duration_seconds_sum'),
     lastSync: v('kubeproxy_sync_proxy_rules_last_timestamp_seconds'),

@@ -1,0 +1,60 @@
+// What the Deployment and DaemonSet controllers share: a queue of workload keys, fed by the workload's own events
+// and by those of the Pods it owns (a Pod that becomes ready or goes away changes what its owner must do), and a
+// reconcile that starts from the stored workload, never a deleted or terminating one.
+import type { Logger } from 'kube-proxy-ts/util/logger.js';
+import { child, str, type JsonObject } from '../apiserver/json.js';
+import type { Registry } from '../apiserver/registry.js';
+import type { ResourceType } from '../apiserver/resources.js';
+import { WorkQueue } from './work-queue.js';
+import { keyOf, WorkloadPods } from './workload-pods.js';
+
+export interface WorkloadControllerOptions {
+  readonly registry: Registry;
+  readonly logger: Logger;
+}
+
+export abstract class WorkloadController {
+  readonly queue: WorkQueue;
+  protected readonly pods: WorkloadPods;
+  private readonly unsubscribe: () => void;
+
+  /** `everyOn`: kinds whose every event concerns every workload (a DaemonSet's Nodes). */
+  protected constructor(
+    private readonly registry: Registry,
+    logger: Logger,
+    private readonly workload: ResourceType,
+    everyOn: readonly string[] = [],
+  ) {
+    this.pods = new WorkloadPods(registry, logger, workload);
+    this.queue = new WorkQueue(workload.resource, (key) => this.reconcileKey(key), logger);
+    const all = (): void => {
+      for (const w of registry.store.list(workload)) this.queue.add(keyOf(w));
+    };
+    this.unsubscribe = registry.store.subscribe((ev) => {
+      if (ev.resource.kind === workload.kind) this.queue.add(keyOf(ev.object));
+      else if (ev.resource.kind === 'Pod') for (const k of this.pods.ownersOf(ev.object)) this.queue.add(k);
+      else if (everyOn.includes(ev.resource.kind)) all();
+    });
+    all();
+  }
+
+  /** Brings the workload's Pods, then its status, to what its spec asks. */
+  protected abstract reconcile(workload: JsonObject): void;
+
+  /** The workload as stored now: a status is computed from it, after the reconcile's own writes. */
+  protected stored(workload: JsonObject): JsonObject | undefined {
+    const meta = child(workload, 'metadata');
+    return this.registry.store.get(this.workload, str(meta, 'namespace') ?? '', str(meta, 'name') ?? '');
+  }
+
+  stop(): void {
+    this.unsubscribe();
+    this.queue.stop();
+  }
+
+  private reconcileKey(key: string): void {
+    const [ns = '', name = ''] = key.split('/');
+    const workload = this.registry.store.get(this.workload, ns, name);
+    if (workload && !str(child(workload, 'metadata'), 'deletionTimestamp')) this.reconcile(workload);
+  }
+}
