@@ -2,6 +2,7 @@
 // names): from -f FILE as render reads it, or from the API server (--kubeconfig, else $KUBECONFIG, else in-cluster).
 // Objects that cannot be read are skipped, each said on stderr.
 import { readFileSync } from 'node:fs';
+import { hostname as osHostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { EndpointSlice, Node, Service } from '../api/objects.js';
 import { createApiClient } from '../kube/api-client.js';
@@ -12,6 +13,8 @@ import type { IPFamily } from '../model/ip.js';
 import type { ServicePort } from '../model/service-port.js';
 import { snapshotFromObjects } from '../sync/snapshot.js';
 import { systemClock } from '../util/clock.js';
+import type { CommandOutput } from './command-line.js';
+import { processOutput } from './command-line.js';
 
 export interface ClusterObjects {
   readonly services: readonly Service[];
@@ -36,6 +39,34 @@ export const CLUSTER_SOURCE_OPTIONS = {
 /** A file's text, or stdin's for "-" (what `-f` reads). */
 export function readInputFile(path: string): string {
   return readFileSync(path === '-' ? 0 : path, 'utf8');
+}
+
+/** What the commands that read objects from -f FILE use: output, the files, and the host's name (the node's default). */
+export interface FileCommandIO extends CommandOutput {
+  readonly readFile: (path: string) => string;
+  readonly hostname: () => string;
+}
+
+export const processFileIO: FileCommandIO = {
+  ...processOutput,
+  readFile: readInputFile,
+  hostname: () => osHostname(),
+};
+
+/**
+ * For the commands that can do without the cluster (doctor, trace): its objects when -f or --kubeconfig was given,
+ * undefined when neither was, and 'failed' when they could not be read (said on stderr as `COMMAND: why`).
+ */
+export async function loadGivenClusterObjects(
+  source: { filename?: string | undefined; kubeconfig?: string | undefined },
+  command: string,
+  io: ClusterSourceIO,
+): Promise<ClusterObjects | undefined | 'failed'> {
+  if (source.filename === undefined && source.kubeconfig === undefined) return undefined;
+  const objects = await loadClusterObjects(source, command, io);
+  if (typeof objects !== 'string') return objects;
+  io.stderr(`${command}: ${objects}\n`);
+  return 'failed';
 }
 
 /** The objects, or what went wrong (naming the file or the server). */

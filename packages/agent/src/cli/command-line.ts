@@ -24,6 +24,9 @@ export type ParsedCommandLine<O extends Options> = ReturnType<
   }>
 >;
 
+/** The flag values of a command line (`FlagValues<typeof DIFF_LINE>`), for the function that acts on them. */
+export type FlagValues<L extends { readonly options: Options }> = ParsedCommandLine<L['options']>['values'];
+
 export interface CommandLine<O extends Options> {
   /** As the user typed it, before each message: `doctor`, `lab soak`. */
   readonly name: string;
@@ -33,6 +36,8 @@ export interface CommandLine<O extends Options> {
   readonly positionals?: boolean;
   /** The exit status of a refused command line (default 2). */
   readonly usageExit?: number;
+  /** The error `body` throws for a problem with its input (not the command line): `NAME: message`, exit 1. */
+  readonly inputError?: abstract new (...args: never[]) => Error;
 }
 
 export interface CommandOutput {
@@ -76,14 +81,18 @@ function read<O extends Options>(
 }
 
 function refuse(line: CommandLine<Options>, io: CommandOutput, e: unknown): number {
+  if (line.inputError !== undefined && e instanceof line.inputError) {
+    io.stderr(`${line.name}: ${e.message}\n`);
+    return 1;
+  }
   if (!isUsageError(e)) throw e;
   io.stderr(`${line.name}: ${e.message}\n\n${line.usage}`);
   return line.usageExit ?? 2;
 }
 
 /**
- * Reads the command line and runs `body` with it; help and refused command lines end here (see the header), any
- * other error is `body`'s to throw.
+ * Reads the command line and runs `body` with it; help, refused command lines and the command's inputError end
+ * here (see the header), any other error is `body`'s to throw.
  */
 export async function runCommand<O extends Options>(
   line: CommandLine<O>,

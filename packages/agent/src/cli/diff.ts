@@ -2,7 +2,6 @@
 // AFTER's, per backend, beside the size of the whole ruleset. This file only parses, loads and formats; the diff is
 // src/inspect/diff.ts, which runs the real trackers and backends on their fakes.
 import { choiceFlag, REPORT_OUTPUTS } from './choice-flag.js';
-import { hostname as osHostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Node } from '../api/objects.js';
 import { PROXY_MODES } from '../config/proxy-mode.js';
@@ -21,9 +20,10 @@ import type { IPFamily } from '../model/ip.js';
 import { loadManifestFile } from '../kube/manifest-file.js';
 import { BackendSyncError } from '../sync/backend.js';
 import { NODE_FLAGS_USAGE, NODE_OPTIONS, checkNodeFlags, nodeSettings } from './node-options.js';
-import { OUTPUT_OPTION, processOutput, runCommand, UsageError } from './command-line.js';
-import type { ParsedCommandLine } from './command-line.js';
-import { readInputFile } from './cluster-objects.js';
+import { OUTPUT_OPTION, runCommand, UsageError } from './command-line.js';
+import type { FlagValues } from './command-line.js';
+import { processFileIO } from './cluster-objects.js';
+import type { FileCommandIO } from './cluster-objects.js';
 
 export const DIFF_USAGE = `Usage: kube-proxy-ts diff -f BEFORE -f AFTER [flags]
 
@@ -44,20 +44,12 @@ ${NODE_FLAGS_USAGE}`;
 
 const DIFF_MODES = [...PROXY_MODES, 'both'] as const;
 
-export interface DiffIO {
-  readonly stdout: (text: string) => void;
-  readonly stderr: (text: string) => void;
-  readonly readFile: (path: string) => string;
-  readonly hostname: () => string;
+export interface DiffIO extends FileCommandIO {
   /** Monotonic milliseconds (default performance.now): when reading is slow, progress goes to stderr. */
   readonly now?: () => number;
 }
 
-export const defaultDiffIO: DiffIO = {
-  ...processOutput,
-  readFile: readInputFile,
-  hostname: () => osHostname(),
-};
+export const defaultDiffIO: DiffIO = processFileIO;
 
 const DIFF_LINE = {
   name: 'diff',
@@ -68,26 +60,16 @@ const DIFF_LINE = {
     ...OUTPUT_OPTION,
     ...NODE_OPTIONS,
   },
+  // The fake refused what the backend sent: the kernel would refuse it too. Say so rather than print a stack.
+  inputError: BackendSyncError,
 } as const;
 
 /** Runs the diff command; resolves to the exit code (2: usage, 1: bad input). */
 export async function diffCommand(argv: readonly string[], io: DiffIO = defaultDiffIO): Promise<number> {
-  return runCommand(DIFF_LINE, argv, io, async ({ values }) => {
-    try {
-      return await diff(values, io);
-    } catch (e) {
-      if (!(e instanceof BackendSyncError)) throw e;
-      // The fake refused what the backend sent: the kernel would refuse it too. Say so rather than print a stack.
-      io.stderr(`diff: ${e.message}\n`);
-      return 1;
-    }
-  });
+  return runCommand(DIFF_LINE, argv, io, ({ values }) => diff(values, io));
 }
 
-async function diff(
-  values: ParsedCommandLine<typeof DIFF_LINE.options>['values'],
-  io: DiffIO,
-): Promise<number> {
+async function diff(values: FlagValues<typeof DIFF_LINE>, io: DiffIO): Promise<number> {
   const mode = choiceFlag('--proxy-mode', 'mode', DIFF_MODES, values['proxy-mode'], 'both');
   const output = choiceFlag('-o', 'output format', REPORT_OUTPUTS, values.output, 'text');
   checkNodeFlags(values);

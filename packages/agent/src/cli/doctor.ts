@@ -12,14 +12,14 @@ import {
 import { DOCTOR_CHECKS } from '../inspect/doctor/checks/index.js';
 import { runDoctor } from '../inspect/doctor/runner.js';
 import type { DoctorReport } from '../inspect/doctor/runner.js';
-import type { AgentSettings, ClusterView, DoctorContext } from '../inspect/doctor/types.js';
+import type { AgentSettings, DoctorContext } from '../inspect/doctor/types.js';
 import type { CommandRunner } from '../netfilter/command.js';
 import { hostCommandRunner } from '../netfilter/command.js';
 import { clusterView } from '../inspect/doctor/cluster-view.js';
-import { CLUSTER_SOURCE_OPTIONS, loadClusterObjects } from './cluster-objects.js';
+import { CLUSTER_SOURCE_OPTIONS, loadGivenClusterObjects } from './cluster-objects.js';
 import { choiceFlag, optionalChoiceFlag, REPORT_OUTPUTS } from './choice-flag.js';
 import { OUTPUT_OPTION, processOutput, runCommand, UsageError } from './command-line.js';
-import type { ParsedCommandLine } from './command-line.js';
+import type { FlagValues } from './command-line.js';
 import { PROXY_MODES } from '../config/proxy-mode.js';
 
 export const DOCTOR_USAGE = `Usage: kube-proxy-ts doctor [flags]
@@ -88,10 +88,7 @@ export async function doctorCommand(argv: readonly string[], io: DoctorIO = defa
   return runCommand(DOCTOR_LINE, argv, io, ({ values }) => doctor(values, io));
 }
 
-async function doctor(
-  values: ParsedCommandLine<typeof DOCTOR_LINE.options>['values'],
-  io: DoctorIO,
-): Promise<number> {
+async function doctor(values: FlagValues<typeof DOCTOR_LINE>, io: DoctorIO): Promise<number> {
   const output = choiceFlag('-o', 'output format', REPORT_OUTPUTS, values.output, 'text');
   const modeFlag = optionalChoiceFlag('--proxy-mode', 'mode', PROXY_MODES, values['proxy-mode']);
   const metricsURL = values['metrics-url'] ?? DEFAULT_METRICS_URL;
@@ -108,15 +105,9 @@ async function doctor(
     settings = settings
       ? { ...settings, mode: modeFlag }
       : { mode: modeFlag, syncPeriodSeconds: 30, minSyncPeriodSeconds: 1, localhostNodePorts: true };
-  let cluster: ClusterView | undefined;
-  if (values.filename !== undefined || values.kubeconfig !== undefined) {
-    const objects = await loadClusterObjects(values, 'doctor', { stderr: io.stderr });
-    if (typeof objects === 'string') {
-      io.stderr(`doctor: ${objects}\n`);
-      return 3;
-    }
-    cluster = clusterView(objects);
-  }
+  const objects = await loadGivenClusterObjects(values, 'doctor', { stderr: io.stderr });
+  if (objects === 'failed') return 3;
+  const cluster = objects && clusterView(objects);
   const ctx: DoctorContext = {
     runner: io.runner,
     now: io.now(),

@@ -3,7 +3,6 @@
 // what a packet meets without an endpoint, masquerading, affinity and the kernel objects. The cluster's state
 // comes from a live API server or from -f FILE; the node's settings from render's flags or --config.
 import { choiceFlag, REPORT_OUTPUTS } from './choice-flag.js';
-import { hostname as osHostname } from 'node:os';
 import type { ProxyMode } from '../config/proxy-mode.js';
 import { PROXY_MODES } from '../config/proxy-mode.js';
 import { loadProxyConfig } from '../config/load.js';
@@ -15,9 +14,10 @@ import type { KernelReader, ProgrammedObject } from '../inspect/programmed.js';
 import { hostCommandRunner } from '../netfilter/command.js';
 import type { FeatureGates } from '../model/feature-gates.js';
 import { snapshotFromObjects } from '../sync/snapshot.js';
-import { CLUSTER_SOURCE_OPTIONS, readInputFile, loadClusterObjects } from './cluster-objects.js';
+import { CLUSTER_SOURCE_OPTIONS, loadClusterObjects, processFileIO } from './cluster-objects.js';
+import type { FileCommandIO } from './cluster-objects.js';
 import { NODE_FLAGS_USAGE, NODE_OPTIONS, nodeSettings } from './node-options.js';
-import { OUTPUT_OPTION, processOutput, runCommand, UsageError } from './command-line.js';
+import { OUTPUT_OPTION, runCommand, UsageError } from './command-line.js';
 import type { ParsedCommandLine } from './command-line.js';
 import type { NodeFlagValues } from './node-options.js';
 
@@ -47,34 +47,17 @@ Flags:
   --hostname-override NAME       the node name when the state has no Node objects
 ${NODE_FLAGS_USAGE}`;
 
-export interface ExplainIO {
-  readonly stdout: (text: string) => void;
-  readonly stderr: (text: string) => void;
-  readonly readFile: (path: string) => string;
-  readonly hostname: () => string;
+export interface ExplainIO extends FileCommandIO {
   readonly env: Readonly<Record<string, string | undefined>>;
 }
 
-const defaultIO: ExplainIO = {
-  ...processOutput,
-  readFile: readInputFile,
-  hostname: () => osHostname(),
-  env: process.env,
-};
+const defaultIO: ExplainIO = { ...processFileIO, env: process.env };
 
 /** Thrown for a problem with the input (not the command line): printed, exit 1. */
 class InputError extends Error {}
 
 export async function explainCommand(argv: readonly string[], io: ExplainIO = defaultIO): Promise<number> {
-  return runCommand(EXPLAIN_LINE, argv, io, async (parsed) => {
-    try {
-      return await explain(parsed, io);
-    } catch (e) {
-      if (!(e instanceof InputError)) throw e;
-      io.stderr(`explain: ${e.message}\n`);
-      return 1;
-    }
-  });
+  return runCommand(EXPLAIN_LINE, argv, io, (parsed) => explain(parsed, io));
 }
 
 /** Flag values from a KubeProxyConfiguration, for the flags that were not given. */
@@ -113,6 +96,7 @@ const EXPLAIN_LINE = {
     programmed: { type: 'boolean', default: false },
     ...NODE_OPTIONS,
   },
+  inputError: InputError,
 } as const;
 
 async function explain(

@@ -24,37 +24,30 @@ Usage:
                                           package, run as the kube-proxy-ts-lab command found on PATH)
 `;
 
+function printUsage(): number {
+  process.stdout.write(USAGE);
+  return 0;
+}
+
+type Subcommand = (argv: readonly string[]) => Promise<number> | number;
+
+// The tools are imported when named, so that the agent and render load none of their modules.
+const SUBCOMMANDS = new Map<string, Subcommand>([
+  ['render', renderCommand],
+  ['explain', async (argv) => (await import('./explain.js')).explainCommand(argv)],
+  ['diff', async (argv) => (await import('./diff.js')).diffCommand(argv)],
+  ['trace', async (argv) => (await import('./trace.js')).traceCommand(argv)],
+  ['doctor', async (argv) => (await import('./doctor.js')).doctorCommand(argv)],
+  ['lab', runLabPlugin],
+  ['help', printUsage],
+]);
+
 async function main(argv: readonly string[]): Promise<number> {
   const [sub, ...rest] = argv;
-  switch (sub) {
-    case 'render':
-      return renderCommand(rest);
-    case 'explain': {
-      const { explainCommand } = await import('./explain.js');
-      return explainCommand(rest);
-    }
-    case 'diff': {
-      const { diffCommand } = await import('./diff.js');
-      return diffCommand(rest);
-    }
-    case 'trace': {
-      const { traceCommand } = await import('./trace.js');
-      return traceCommand(rest);
-    }
-    case 'doctor': {
-      const { doctorCommand } = await import('./doctor.js');
-      return doctorCommand(rest);
-    }
-    case 'lab':
-      return runLabPlugin(rest);
-    case 'help':
-      process.stdout.write(USAGE);
-      return 0;
-    default: {
-      const { runCommand } = await import('./run.js');
-      return runCommand(argv);
-    }
-  }
+  const subcommand = sub === undefined ? undefined : SUBCOMMANDS.get(sub);
+  if (subcommand) return subcommand(rest);
+  const { runCommand } = await import('./run.js');
+  return runCommand(argv);
 }
 
 runMain('kube-proxy-ts', main);

@@ -2,7 +2,6 @@
 // would give the kernel for the Services and EndpointSlices in FILE, without touching the kernel, so that it can be
 // read, diffed, or piped to `nft -c -f -` / `iptables-restore --test`.
 import { choiceFlag } from './choice-flag.js';
-import { hostname as osHostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { loadManifestFile, PROGRESS_AFTER_MS } from '../kube/manifest-file.js';
 import type { Node } from '../api/objects.js';
@@ -13,9 +12,10 @@ import { PROXY_MODES } from '../config/proxy-mode.js';
 import type { NodeNetworkConfig, ProxySnapshot } from '../sync/backend.js';
 import { snapshotFromObjects } from '../sync/snapshot.js';
 import { checkNodeFlags, NODE_FLAGS_USAGE, NODE_OPTIONS, nodeSettings } from './node-options.js';
-import { processOutput, runCommandSync, UsageError } from './command-line.js';
-import type { ParsedCommandLine } from './command-line.js';
-import { readInputFile } from './cluster-objects.js';
+import { runCommandSync, UsageError } from './command-line.js';
+import type { FlagValues } from './command-line.js';
+import { processFileIO } from './cluster-objects.js';
+import type { FileCommandIO } from './cluster-objects.js';
 import { jumpsScript, RENDERERS } from './renderers.js';
 import type { IptablesRenderOptions } from './renderers.js';
 
@@ -46,22 +46,14 @@ ${NODE_FLAGS_USAGE} iptables mode only:
 /** The stages of one render, for benchmarks: reading (file and parse), the model, rendering, handing out the text. */
 export type RenderPhase = 'read' | 'model' | 'render' | 'write';
 
-export interface RenderIO {
-  readonly stdout: (text: string) => void;
-  readonly stderr: (text: string) => void;
-  readonly readFile: (path: string) => string;
-  readonly hostname: () => string;
+export interface RenderIO extends FileCommandIO {
   /** Monotonic milliseconds (default performance.now): when reading is slow, progress goes to stderr. */
   readonly now?: () => number;
   /** Told how long each stage took (bench/render.ts). */
   readonly onPhase?: (phase: RenderPhase, ms: number) => void;
 }
 
-export const defaultRenderIO: RenderIO = {
-  ...processOutput,
-  readFile: readInputFile,
-  hostname: () => osHostname(),
-};
+export const defaultRenderIO: RenderIO = processFileIO;
 
 const RENDER_LINE = {
   name: 'render',
@@ -80,7 +72,7 @@ export function renderCommand(argv: readonly string[], io: RenderIO = defaultRen
   return runCommandSync(RENDER_LINE, argv, io, ({ values }) => render(values, io));
 }
 
-function render(values: ParsedCommandLine<typeof RENDER_LINE.options>['values'], io: RenderIO): number {
+function render(values: FlagValues<typeof RENDER_LINE>, io: RenderIO): number {
   const mode = choiceFlag('--proxy-mode', 'mode', PROXY_MODES, values['proxy-mode'], 'nftables');
   const layout = choiceFlag(
     '--nftables-layout',

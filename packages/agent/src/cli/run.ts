@@ -45,7 +45,8 @@ import { supportsRandomFully } from '../netfilter/iptables/variant.js';
 import type { CommandRunner } from '../netfilter/command.js';
 import { ConntrackReconciler } from '../netfilter/conntrack/executor.js';
 import { applyConntrackSysctls } from '../netfilter/conntrack/sysctls.js';
-import { createMetricsServer, type CreateServerResult } from '../server/metrics-server.js';
+import { createMetricsServer } from '../server/metrics-server.js';
+import type { CreateServerResult } from '../server/retrying-server.js';
 import { createProxyMetrics, NFACCT_COUNTERS, type PrometheusProxyMetrics } from '../server/metrics.js';
 import { NfacctClient } from '../netfilter/nfacct.js';
 import { createProxyHealthServer } from '../server/proxy-health-server.js';
@@ -64,6 +65,7 @@ import { nodeNetworkConfig } from '../sync/node-network.js';
 import { Proxier } from '../sync/proxier.js';
 import { processLogger } from './logging.js';
 import { VERSION, versionText } from './version.js';
+import { errorMessage } from '../util/error-message.js';
 
 export interface RunDeps {
   readonly commands: CommandRunner;
@@ -196,7 +198,7 @@ class Agent {
       await this.start(config, options);
       if (this.exitCode === undefined) await new Promise<void>((resolve) => (this.wake = resolve));
     } catch (error) {
-      logger.error('fatal', { error: error instanceof Error ? error.message : String(error) });
+      logger.error('fatal', { error: errorMessage(error) });
       this.exitCode ??= 1;
     }
     await this.shutdown();
@@ -682,7 +684,7 @@ class Agent {
     } catch (error) {
       this.logger.warn('cannot read the iptables version; not using --random-fully', {
         ipFamily: family,
-        error: error instanceof Error ? error.message : String(error),
+        error: errorMessage(error),
       });
       return false;
     }

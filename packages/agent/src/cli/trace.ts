@@ -7,14 +7,14 @@ import type { ProxyMode } from '../config/proxy-mode.js';
 import { formatTarget, parseTraceTarget } from '../inspect/trace/target.js';
 import { TRACE_TABLE } from '../inspect/trace/table.js';
 import { frontendsFromServicePorts } from '../inspect/trace/frontends.js';
-import type { FrontendIndex } from '../inspect/trace/frontends.js';
-import { CLUSTER_SOURCE_OPTIONS, loadClusterObjects, servicePortsOf } from './cluster-objects.js';
+import { CLUSTER_SOURCE_OPTIONS, loadGivenClusterObjects, servicePortsOf } from './cluster-objects.js';
 import { choiceFlag, optionalChoiceFlag, REPORT_OUTPUTS } from './choice-flag.js';
 import { OUTPUT_OPTION, processOutput, runCommand, UsageError } from './command-line.js';
-import type { ParsedCommandLine } from './command-line.js';
+import type { FlagValues } from './command-line.js';
 import { PROXY_MODES } from '../config/proxy-mode.js';
 import type { CommandRunner, StreamRunner } from '../netfilter/command.js';
 import { hostCommandRunner, hostStreamRunner } from '../netfilter/command.js';
+import { errorMessage } from '../util/error-message.js';
 
 export const TRACE_USAGE = `Usage: kube-proxy-ts trace --to DEST[:PORT][/tcp|/udp|/sctp] [flags]
 
@@ -110,10 +110,7 @@ export async function traceCommand(argv: readonly string[], io: TraceIO = defaul
   return runCommand(TRACE_LINE, argv, io, ({ values }) => trace(values, io));
 }
 
-async function trace(
-  values: ParsedCommandLine<typeof TRACE_LINE.options>['values'],
-  io: TraceIO,
-): Promise<number> {
+async function trace(values: FlagValues<typeof TRACE_LINE>, io: TraceIO): Promise<number> {
   if (values.to === undefined) throw new UsageError('--to is required');
   const parsed = parseTraceTarget(values.to, values.from);
   if (!parsed.ok) throw new UsageError(parsed.reason);
@@ -130,15 +127,10 @@ async function trace(
     return 1;
   }
   const mode = modeFlag ?? (await detectMode(io.runner));
-  let clusterFrontends: FrontendIndex | undefined;
-  if (values.filename !== undefined || values.kubeconfig !== undefined) {
-    const objects = await loadClusterObjects(values, 'trace', { stderr: io.stderr });
-    if (typeof objects === 'string') {
-      io.stderr(`trace: ${objects}\n`);
-      return 1;
-    }
-    clusterFrontends = frontendsFromServicePorts(servicePortsOf(objects, parsed.target.family));
-  }
+  const objects = await loadGivenClusterObjects(values, 'trace', { stderr: io.stderr });
+  if (objects === 'failed') return 1;
+  const clusterFrontends =
+    objects && frontendsFromServicePorts(servicePortsOf(objects, parsed.target.family));
   try {
     const report = await runTrace({
       target: parsed.target,
@@ -164,7 +156,7 @@ async function trace(
       io.stderr(`trace: ${e.message}\n`);
       return 1;
     }
-    io.stderr(`trace: ${e instanceof Error ? e.message : String(e)}\n`);
+    io.stderr(`trace: ${errorMessage(e)}\n`);
     return 1;
   }
 }

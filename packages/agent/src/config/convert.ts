@@ -10,8 +10,20 @@ import type { ProxyConfig } from './proxy-config.js';
 import { defaultV1Alpha1 } from './v1alpha1-defaults.js';
 import { DETECT_LOCAL_MODE_SETTINGS, LOGGING_FORMATS } from './v1alpha1-types.js';
 import { isOneOf } from './choice.js';
-import type { KubeProxyConfigurationV1Alpha1 } from './v1alpha1-types.js';
+import type { KubeProxyConfigurationV1Alpha1, V1Alpha1ServerSettings } from './v1alpha1-types.js';
 import { periodSectionFor } from './validate.js';
+
+/** The server settings alone (a ProxyConfig or a document holds more), to copy them across. */
+export function serverSettings(s: V1Alpha1ServerSettings): V1Alpha1ServerSettings {
+  return {
+    bindAddress: s.bindAddress,
+    healthzBindAddress: s.healthzBindAddress,
+    metricsBindAddress: s.metricsBindAddress,
+    bindAddressHardFail: s.bindAddressHardFail,
+    enableProfiling: s.enableProfiling,
+    showHiddenMetricsForVersion: s.showHiddenMetricsForVersion,
+  };
+}
 
 export type ConvertResult =
   | { readonly ok: true; readonly config: ProxyConfig }
@@ -43,12 +55,7 @@ export function toProxyConfig(doc: KubeProxyConfigurationV1Alpha1, nodeName: str
     },
     hostnameOverride: doc.hostnameOverride,
     nodeName,
-    bindAddress: doc.bindAddress,
-    healthzBindAddress: doc.healthzBindAddress,
-    metricsBindAddress: doc.metricsBindAddress,
-    bindAddressHardFail: doc.bindAddressHardFail,
-    enableProfiling: doc.enableProfiling,
-    showHiddenMetricsForVersion: doc.showHiddenMetricsForVersion,
+    ...serverSettings(doc),
     mode,
     syncPeriodMs: periods.syncPeriod,
     minSyncPeriodMs: periods.minSyncPeriod,
@@ -109,12 +116,7 @@ export function toV1Alpha1(config: ProxyConfig): KubeProxyConfigurationV1Alpha1 
       vmodule: config.logging.vmodule,
     },
     hostnameOverride: config.hostnameOverride,
-    bindAddress: config.bindAddress,
-    healthzBindAddress: config.healthzBindAddress,
-    metricsBindAddress: config.metricsBindAddress,
-    bindAddressHardFail: config.bindAddressHardFail,
-    enableProfiling: config.enableProfiling,
-    showHiddenMetricsForVersion: config.showHiddenMetricsForVersion,
+    ...serverSettings(config),
     mode: config.mode,
     iptables: {
       ...base.iptables,

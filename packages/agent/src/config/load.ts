@@ -20,6 +20,7 @@ import { decodeKubeProxyConfiguration } from './v1alpha1-decode.js';
 import { defaultV1Alpha1 } from './v1alpha1-defaults.js';
 import type { KubeProxyConfigurationV1Alpha1 } from './v1alpha1-types.js';
 import { validateV1Alpha1 } from './validate.js';
+import { errorMessage } from '../util/error-message.js';
 
 export interface LoadDeps {
   /** Reads the --config file as text; may throw (the error becomes a problem naming the file). */
@@ -150,7 +151,7 @@ function readConfigFile(path: string, deps: LoadDeps): FileRead {
   try {
     text = deps.readFile(path);
   } catch (error: unknown) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = errorMessage(error);
     return { ok: false, problems: [problem('--config', `cannot read ${JSON.stringify(path)}: ${reason}`)] };
   }
   const decoded = decodeKubeProxyConfiguration(text);
@@ -188,7 +189,7 @@ function nodeNameFor(override: string, fromFlag: boolean, deps: LoadDeps): NodeN
   try {
     os = deps.hostname();
   } catch (error: unknown) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = errorMessage(error);
     return {
       ok: false,
       problem: problem('hostnameOverride', `unset, and the OS hostname is unavailable: ${reason}`),

@@ -6,9 +6,14 @@ import type { FeatureGates } from '../model/feature-gates.js';
 import type { NftExecutorChoice } from './nft-executor.js';
 import type { NftablesLayoutName } from './nftables-layout.js';
 import type { ProxyMode } from './proxy-mode.js';
-import type { DetectLocalMode, LoggingFormat, VModuleEntry } from './v1alpha1-types.js';
+import type {
+  DetectLocalMode,
+  LoggingFormat,
+  V1Alpha1ServerSettings,
+  VModuleEntry,
+} from './v1alpha1-types.js';
 
-export interface ProxyConfig {
+export interface ProxyConfig extends V1Alpha1ServerSettings {
   /** The operator's featureGates as given (kept for --write-config-to). */
   readonly featureGates: Readonly<Record<string, boolean>>;
   /** The gates the model acts on, resolved from featureGates and the defaults. */
@@ -30,15 +35,6 @@ export interface ProxyConfig {
   readonly hostnameOverride: string;
   /** The Node this proxy serves: hostnameOverride, else the OS hostname, lower-cased. */
   readonly nodeName: string;
-  /** Not bound: a non-unspecified value overrides the primary node IP. */
-  readonly bindAddress: string;
-  /** "IP:port"; '' disables the healthz server. */
-  readonly healthzBindAddress: string;
-  /** "IP:port"; '' disables the metrics server. */
-  readonly metricsBindAddress: string;
-  readonly bindAddressHardFail: boolean;
-  readonly enableProfiling: boolean;
-  readonly showHiddenMetricsForVersion: string;
   readonly mode: ProxyMode;
   /** The chosen mode's syncPeriod, ms. */
   readonly syncPeriodMs: number;

@@ -9,6 +9,7 @@ import { describeValue, problem } from './problems.js';
 import type { ConfigProblem } from './problems.js';
 import { API_VERSION, KIND } from './v1alpha1-types.js';
 import type { PartialV1Alpha1 } from './v1alpha1-types.js';
+import { errorMessage } from '../util/error-message.js';
 
 export type DecodeResult =
   | { readonly ok: true; readonly doc: PartialV1Alpha1; readonly unknownFields: readonly string[] }
@@ -69,7 +70,7 @@ function parseYaml(text: string): YamlParse {
   try {
     return { ok: true, value: only.toJS({ maxAliasCount: 100 }) };
   } catch (error: unknown) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     return { ok: false, problems: [problem('', `malformed YAML: ${firstLine(message)}`)] };
   }
 }

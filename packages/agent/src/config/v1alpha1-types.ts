@@ -98,18 +98,25 @@ export interface V1Alpha1Winkernel {
   readonly forwardHealthCheckVip: boolean;
 }
 
-/** A complete (defaulted) v1alpha1 document, apiVersion and kind aside. */
-export interface KubeProxyConfigurationV1Alpha1 {
-  readonly featureGates: Readonly<Record<string, boolean>>;
-  readonly clientConnection: V1Alpha1ClientConnection;
-  readonly logging: V1Alpha1Logging;
-  readonly hostnameOverride: string;
+/** The servers' settings: the same in the document and in ProxyConfig, and copied between them as they are. */
+export interface V1Alpha1ServerSettings {
+  /** Not bound: a non-unspecified value overrides the primary node IP. */
   readonly bindAddress: string;
+  /** "IP:port"; '' disables the healthz server. */
   readonly healthzBindAddress: string;
+  /** "IP:port"; '' disables the metrics server. */
   readonly metricsBindAddress: string;
   readonly bindAddressHardFail: boolean;
   readonly enableProfiling: boolean;
   readonly showHiddenMetricsForVersion: string;
+}
+
+/** A complete (defaulted) v1alpha1 document, apiVersion and kind aside. */
+export interface KubeProxyConfigurationV1Alpha1 extends V1Alpha1ServerSettings {
+  readonly featureGates: Readonly<Record<string, boolean>>;
+  readonly clientConnection: V1Alpha1ClientConnection;
+  readonly logging: V1Alpha1Logging;
+  readonly hostnameOverride: string;
   readonly mode: string;
   readonly iptables: V1Alpha1IPTables;
   readonly ipvs: V1Alpha1IPVS;

@@ -5,6 +5,7 @@
 import { watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
+import { errorMessage } from '../util/error-message.js';
 
 export type ConfigFileEvent =
   | { readonly kind: 'write' | 'rename'; readonly path: string; readonly name: string }
@@ -51,7 +52,7 @@ export function watchConfigFile(path: string, onChange: (event: ConfigFileEvent)
     close();
     return {
       ok: false,
-      error: `cannot watch ${path}: ${error instanceof Error ? error.message : String(error)}`,
+      error: `cannot watch ${path}: ${errorMessage(error)}`,
     };
   }
   return { ok: true, watcher: { close } };

@@ -2,7 +2,7 @@
 // them and durations in Go's form ("30s", "1h0m0s"). Written as YAML 1.1, the dialect we read, so that strings
 // such as "yes" or "on" come out quoted and read back as strings.
 import { stringify } from 'yaml';
-import { toV1Alpha1 } from './convert.js';
+import { serverSettings, toV1Alpha1 } from './convert.js';
 import { formatGoDuration } from './duration.js';
 import type { ProxyConfig } from './proxy-config.js';
 import { API_VERSION, KIND } from './v1alpha1-types.js';
@@ -31,12 +31,7 @@ export function v1alpha1Document(doc: KubeProxyConfigurationV1Alpha1): Record<st
       ...(doc.logging.vmodule.length > 0 ? { vmodule: doc.logging.vmodule.map((v) => ({ ...v })) } : {}),
     },
     hostnameOverride: doc.hostnameOverride,
-    bindAddress: doc.bindAddress,
-    healthzBindAddress: doc.healthzBindAddress,
-    metricsBindAddress: doc.metricsBindAddress,
-    bindAddressHardFail: doc.bindAddressHardFail,
-    enableProfiling: doc.enableProfiling,
-    showHiddenMetricsForVersion: doc.showHiddenMetricsForVersion,
+    ...serverSettings(doc),
     mode: doc.mode,
     iptables: {
       masqueradeBit: doc.iptables.masqueradeBit,

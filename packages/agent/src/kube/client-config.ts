@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Cluster, Context, User } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
+import { errorMessage } from '../util/error-message.js';
 
 export const SERVICE_ACCOUNT_ROOT = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -68,10 +69,6 @@ function failure(error: ClientConfigError): ClientConfigResult {
   return { ok: false, error };
 }
 
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 function parseServer(server: string): URL | string {
   let url: URL;
   try {
@@ -121,50 +118,35 @@ function masterOnly(master: string, rate: Rate): ClientConfigResult {
 }
 
 function loadKubeconfigFile(file: string, master: string, rate: Rate): ClientConfigResult {
+  const refuse = (code: ClientConfigError['code'], what: string): ClientConfigResult =>
+    failure({ code, file, message: `kubeconfig ${file} ${what}` });
   try {
-    if (!statSync(file).isFile())
-      return failure({ code: 'KubeconfigUnreadable', file, message: `kubeconfig ${file} is not a file` });
+    if (!statSync(file).isFile()) return refuse('KubeconfigUnreadable', 'is not a file');
   } catch (err) {
-    return failure({
-      code: 'KubeconfigNotFound',
-      file,
-      message: `kubeconfig ${file} cannot be read: ${errorText(err)}`,
-    });
+    return refuse('KubeconfigNotFound', `cannot be read: ${errorMessage(err)}`);
   }
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    return failure({
-      code: 'KubeconfigUnreadable',
-      file,
-      message: `kubeconfig ${file} cannot be read: ${errorText(err)}`,
-    });
+    return refuse('KubeconfigUnreadable', `cannot be read: ${errorMessage(err)}`);
   }
   // Parse once ourselves for an error with a line number; the library's own errors are terse.
   let doc: unknown;
   try {
     doc = parseYaml(text);
   } catch (err) {
-    return failure({
-      code: 'KubeconfigInvalid',
-      file,
-      message: `kubeconfig ${file} is not valid YAML: ${errorText(err)}`,
-    });
+    return refuse('KubeconfigInvalid', `is not valid YAML: ${errorMessage(err)}`);
   }
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
-    return failure({
-      code: 'KubeconfigInvalid',
-      file,
-      message: `kubeconfig ${file} is empty or not a YAML mapping`,
-    });
+    return refuse('KubeconfigInvalid', 'is empty or not a YAML mapping');
 
   const kc = new KubeConfig();
   try {
     kc.loadFromFile(file);
   } catch (err) {
     // The library names the entry ("clusters[0].cluster.server is missing").
-    return failure({ code: 'KubeconfigInvalid', file, message: `kubeconfig ${file}: ${errorText(err)}` });
+    return failure({ code: 'KubeconfigInvalid', file, message: `kubeconfig ${file}: ${errorMessage(err)}` });
   }
   const invalid = (field: string, what: string): ClientConfigResult =>
     failure({ code: 'KubeconfigInvalid', file, field, message: `kubeconfig ${file}: ${field} ${what}` });
@@ -199,7 +181,7 @@ function loadKubeconfigFile(file: string, master: string, rate: Rate): ClientCon
     try {
       accessSync(path, constants.R_OK);
     } catch (err) {
-      return invalid(field, `names ${path}, which cannot be read: ${errorText(err)}`);
+      return invalid(field, `names ${path}, which cannot be read: ${errorMessage(err)}`);
     }
   }
 
@@ -252,7 +234,7 @@ function loadInCluster(
   } catch (err) {
     return unavailable(
       'token',
-      `in-cluster config: service account token ${tokenFile} cannot be read: ${errorText(err)}`,
+      `in-cluster config: service account token ${tokenFile} cannot be read: ${errorMessage(err)}`,
       tokenFile,
     );
   }
@@ -265,7 +247,7 @@ function loadInCluster(
     // client-go logs this and carries on with the system's roots; so do we.
     haveCa = false;
     warnings.push(
-      `in-cluster config: CA ${caFile} cannot be read (${errorText(err)}); using the system's CAs`,
+      `in-cluster config: CA ${caFile} cannot be read (${errorMessage(err)}); using the system's CAs`,
     );
   }
   // rest.InClusterConfig always speaks TLS; the library's http exception for ports 80/8080/8001 is not upstream's.

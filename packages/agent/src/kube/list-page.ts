@@ -2,6 +2,7 @@
 // token for the next page. Bad items are returned as rejections next to the good ones, never as a failed page.
 import { checkObject, isRecord } from './object-identity.js';
 import type { CheckedObject, KubeObject } from './object-identity.js';
+import { errorMessage } from '../util/error-message.js';
 
 export interface ListPage<T> {
   readonly resourceVersion: string;
@@ -18,10 +19,7 @@ export function parseListPage<T extends KubeObject>(body: string, namespaced: bo
   try {
     value = JSON.parse(body);
   } catch (err) {
-    return {
-      ok: false,
-      reason: `list body is not JSON (${err instanceof Error ? err.message : String(err)})`,
-    };
+    return { ok: false, reason: `list body is not JSON (${errorMessage(err)})` };
   }
   if (!isRecord(value)) return { ok: false, reason: 'list body is not an object' };
   const meta = value.metadata;

@@ -3,6 +3,7 @@
 // on stderr how far it has got, in a few lines at most. Fast inputs print nothing.
 import type { ManifestObjects, ManifestProgress } from './manifests.js';
 import { readManifests } from './manifests.js';
+import { errorMessage } from '../util/error-message.js';
 
 export interface ManifestFileIO {
   /** The file's text; "-" is stdin. Throws when it cannot be read. */
@@ -36,11 +37,7 @@ export function loadManifestFile(path: string, command: string, io: ManifestFile
   try {
     text = io.readFile(path);
   } catch (e) {
-    return {
-      ok: false,
-      source,
-      error: `cannot read ${source}: ${e instanceof Error ? e.message : String(e)}`,
-    };
+    return { ok: false, source, error: `cannot read ${source}: ${errorMessage(e)}` };
   }
   let lastLine: number | undefined;
   const onProgress = (p: ManifestProgress): void => {

@@ -11,6 +11,7 @@ import { Composer, LineCounter, Parser } from 'yaml';
 import type { YAMLError } from 'yaml';
 import type { EndpointSlice, Node, Service } from '../api/objects.js';
 import { parseBlockYAML } from './yaml-block.js';
+import { errorMessage } from '../util/error-message.js';
 
 export interface ManifestObjects {
   readonly services: Service[];
@@ -178,10 +179,6 @@ function looksLikeJSON(text: string): boolean {
   return false;
 }
 
-function reason(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
-
 function readJSON(text: string, collector: Collector): void {
   // One value (an object or a List, as `kubectl get -o json` writes it) is by far the most common input.
   let whole: unknown;
@@ -204,7 +201,7 @@ function readJSON(text: string, collector: Collector): void {
     try {
       value = JSON.parse(chunk);
     } catch (e) {
-      collector.unreadable(piece.line, `invalid JSON: ${reason(e)}`);
+      collector.unreadable(piece.line, `invalid JSON: ${errorMessage(e)}`);
       continue;
     }
     collector.document(value, piece.line);

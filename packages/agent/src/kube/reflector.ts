@@ -19,6 +19,7 @@ import { diffStores } from './store-diff.js';
 import type { StoredObject } from './store-diff.js';
 import { decodeWatchLine, isResourceVersionUnavailable } from './watch-event.js';
 import type { WatchEvent } from './watch-event.js';
+import { errorMessage } from '../util/error-message.js';
 
 export interface ResourceSpec {
   /** Short name for logs and health, e.g. "services". */
@@ -256,7 +257,7 @@ export class Reflector<T extends KubeObject> {
     // An abort's reason is the error we chose (watchdog, stop); the stream reports it as a generic AbortError.
     const reason: unknown = this.current?.signal.aborted ? this.current.signal.reason : caught;
     if (reason instanceof ApiError) return reason;
-    return new ApiError('network', reason instanceof Error ? reason.message : String(reason));
+    return new ApiError('network', errorMessage(reason));
   }
 
   private noteFailure(err: ApiError): void {
@@ -447,7 +448,7 @@ export class Reflector<T extends KubeObject> {
         throw err;
       this.log.v(2, () => ({
         msg: 'watch stream broke; resuming',
-        fields: { error: err instanceof Error ? err.message : String(err), resourceVersion: this.rv },
+        fields: { error: errorMessage(err), resourceVersion: this.rv },
       }));
       return delivered;
     } finally {
@@ -503,7 +504,7 @@ export class Reflector<T extends KubeObject> {
       // A handler bug must not stop the reflector (or skip the events after it).
       this.log.error('event handler failed', {
         event: what,
-        error: err instanceof Error ? err.message : String(err),
+        error: errorMessage(err),
       });
     }
   }

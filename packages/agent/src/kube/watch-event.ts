@@ -1,6 +1,7 @@
 // One line of a watch stream, decoded: {"type": ADDED|MODIFIED|DELETED|BOOKMARK|ERROR, "object": …}.
 import { checkObject, isRecord, objectHint } from './object-identity.js';
 import type { KubeObject, ObjectIdentity } from './object-identity.js';
+import { errorMessage } from '../util/error-message.js';
 
 export type WatchEvent<T> =
   | { readonly type: 'ADDED' | 'MODIFIED' | 'DELETED'; readonly object: T; readonly id: ObjectIdentity }
@@ -59,7 +60,7 @@ export function decodeWatchLine<T extends KubeObject>(text: string, namespaced: 
   try {
     value = JSON.parse(text);
   } catch (err) {
-    const why = err instanceof Error ? err.message : String(err);
+    const why = errorMessage(err);
     return { ok: false, reason: `line is not JSON (${why})`, hint: snippet(text) };
   }
   if (!isRecord(value)) return { ok: false, reason: 'watch event is not an object', hint: snippet(text) };

@@ -2,6 +2,7 @@
 // into them with `-m nfacct --nfacct-name NAME`, and /metrics reads their packet counts at scrape time (upstream
 // pkg/proxy/util/nfacct, over netlink; here through Debian's `nfacct` tool, the CommandRunner seam).
 import type { CommandRunner } from './command.js';
+import { errorMessage } from '../util/error-message.js';
 
 const PACKETS = /\{\s*pkts\s*=\s*(\d+)\s*,/;
 
@@ -22,7 +23,7 @@ export class NfacctClient {
     const r = await this.commands.run('nfacct', ['add', name]).catch((e: unknown) => ({
       code: -1,
       stdout: '',
-      stderr: e instanceof Error ? e.message : String(e),
+      stderr: errorMessage(e),
     }));
     // Another writer may have made it in between ("Device or resource busy"): what counts is that it exists now.
     if (r.code === 0 || (await this.packets(name)) !== undefined) return undefined;

@@ -3,6 +3,7 @@
 // is injectable so tests work on a temporary tree.
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { errorMessage } from '../util/error-message.js';
 
 /** net.ipv4.conf.all.route_localnet (per network namespace): lets 127.0.0.0/8 be routed, for localhost NodePorts. */
 export const ROUTE_LOCALNET = 'proc/sys/net/ipv4/conf/all/route_localnet';
@@ -38,7 +39,7 @@ export async function ensureSysctl(
     return {
       kind: 'failed',
       path,
-      problem: `${path}: cannot read: ${e instanceof Error ? e.message : String(e)}`,
+      problem: `${path}: cannot read: ${errorMessage(e)}`,
     };
   }
   if (current === to || (options.raiseOnly === true && current > to))
@@ -51,7 +52,7 @@ export async function ensureSysctl(
     return {
       kind: 'failed',
       path,
-      problem: `${path}: cannot write ${to}: ${e instanceof Error ? e.message : String(e)}`,
+      problem: `${path}: cannot write ${to}: ${errorMessage(e)}`,
     };
   }
 }

@@ -5,13 +5,11 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import type { ProxyMode } from '../config/proxy-mode.js';
-import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
-import { parseBindAddress } from './bind-address.js';
-import { NOT_FOUND, textAnswer, writeAnswer } from './http-answer.js';
+import { NOT_FOUND, requestPath, textAnswer, writeAnswer } from './http-answer.js';
 import type { HttpAnswer } from './http-answer.js';
-import { RetryingHttpServer } from './retrying-server.js';
-import type { ServerFatalError } from './retrying-server.js';
+import { createBoundServer } from './retrying-server.js';
+import type { BoundServerOptions, CreateServerResult } from './retrying-server.js';
 
 /** The name under which kube-proxy registers its configuration with configz, so /configz reads the same. */
 export const CONFIGZ_KEY = 'kubeproxy.config.k8s.io';
@@ -29,14 +27,8 @@ export interface MetricsHandlerOptions {
   readonly logger: Logger;
 }
 
-function pathOf(req: IncomingMessage): string {
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  return q === -1 ? url : url.slice(0, q);
-}
-
 async function answer(req: IncomingMessage, o: MetricsHandlerOptions): Promise<HttpAnswer> {
-  switch (pathOf(req)) {
+  switch (requestPath(req)) {
     case '/metrics':
       return {
         status: 200,
@@ -66,37 +58,16 @@ export function metricsHandler(o: MetricsHandlerOptions): RequestListener {
     answer(req, o).then(
       (a) => writeAnswer(res, a),
       (e: unknown) => {
-        o.logger.error('metrics request failed', { path: pathOf(req), error: String(e) });
+        o.logger.error('metrics request failed', { path: requestPath(req), error: String(e) });
         writeAnswer(res, textAnswer(500, 'internal error\n'));
       },
     );
   };
 }
 
-export interface MetricsServerOptions extends MetricsHandlerOptions {
-  /** metricsBindAddress, "host:port". */
-  readonly bindAddress: string;
-  readonly clock: Clock;
-  readonly hardFail: boolean;
-  readonly onFatal?: (error: ServerFatalError) => void;
-}
+export interface MetricsServerOptions extends MetricsHandlerOptions, BoundServerOptions {}
 
-export type CreateServerResult =
-  { readonly ok: true; readonly server: RetryingHttpServer } | { readonly ok: false; readonly error: string };
-
-/** Builds the metrics server; call start() on it. A malformed bind address is an error value, not a throw. */
+/** Builds the metrics server on metricsBindAddress; call start() on it. */
 export function createMetricsServer(o: MetricsServerOptions): CreateServerResult {
-  const addr = parseBindAddress(o.bindAddress);
-  if (!addr.ok) return { ok: false, error: `metricsBindAddress: ${addr.error}` };
-  const server = new RetryingHttpServer({
-    name: 'metrics',
-    host: addr.value.host,
-    port: addr.value.port,
-    handler: metricsHandler(o),
-    clock: o.clock,
-    logger: o.logger,
-    hardFail: o.hardFail,
-    ...(o.onFatal ? { onFatal: o.onFatal } : {}),
-  });
-  return { ok: true, server };
+  return createBoundServer('metrics', 'metricsBindAddress', metricsHandler(o), o);
 }

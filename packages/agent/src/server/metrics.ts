@@ -44,14 +44,18 @@ const IP_FAMILY = 'ip_family';
 // Label names are listed in the order Go's client prints them (sorted), so the text matches upstream's byte for byte.
 const FAMILY_LABELS = [IP_FAMILY] as const;
 
+/** A metric's options, unregistered: createProxyMetrics registers only the metrics of the mode. */
+function unregistered<L extends string = never>(name: string, help: string, labelNames: readonly L[] = []) {
+  return { name, help, labelNames, registers: [] };
+}
 function familyHistogram(name: string, help: string, buckets: readonly number[]): Histogram<'ip_family'> {
-  return new Histogram({ name, help, labelNames: FAMILY_LABELS, buckets: [...buckets], registers: [] });
+  return new Histogram({ ...unregistered(name, help, FAMILY_LABELS), buckets: [...buckets] });
 }
 function familyCounter(name: string, help: string): Counter<'ip_family'> {
-  return new Counter({ name, help, labelNames: FAMILY_LABELS, registers: [] });
+  return new Counter(unregistered(name, help, FAMILY_LABELS));
 }
 function familyGauge(name: string, help: string): Gauge<'ip_family'> {
-  return new Gauge({ name, help, labelNames: FAMILY_LABELS, registers: [] });
+  return new Gauge(unregistered(name, help, FAMILY_LABELS));
 }
 
 /** Creates every upstream metric, registers those of `mode`, and returns the ProxyMetrics that feeds them. */
@@ -88,45 +92,41 @@ export function createProxyMetrics(options: ProxyMetricsOptions): PrometheusProx
     'In Cluster Network Programming Latency in seconds',
     NETWORK_PROGRAMMING_BUCKETS,
   );
-  const endpointChangesPending = new Gauge({
-    name: 'kubeproxy_sync_proxy_rules_endpoint_changes_pending',
-    help: 'Pending proxy rules Endpoint changes',
-    registers: [],
-  });
-  const endpointChangesTotal = new Counter({
-    name: 'kubeproxy_sync_proxy_rules_endpoint_changes_total',
-    help: 'Cumulative proxy rules Endpoint changes',
-    registers: [],
-  });
-  const serviceChangesPending = new Gauge({
-    name: 'kubeproxy_sync_proxy_rules_service_changes_pending',
-    help: 'Pending proxy rules Service changes',
-    registers: [],
-  });
-  const serviceChangesTotal = new Counter({
-    name: 'kubeproxy_sync_proxy_rules_service_changes_total',
-    help: 'Cumulative proxy rules Service changes',
-    registers: [],
-  });
+  const endpointChangesPending = new Gauge(
+    unregistered(
+      'kubeproxy_sync_proxy_rules_endpoint_changes_pending',
+      'Pending proxy rules Endpoint changes',
+    ),
+  );
+  const endpointChangesTotal = new Counter(
+    unregistered(
+      'kubeproxy_sync_proxy_rules_endpoint_changes_total',
+      'Cumulative proxy rules Endpoint changes',
+    ),
+  );
+  const serviceChangesPending = new Gauge(
+    unregistered('kubeproxy_sync_proxy_rules_service_changes_pending', 'Pending proxy rules Service changes'),
+  );
+  const serviceChangesTotal = new Counter(
+    unregistered(
+      'kubeproxy_sync_proxy_rules_service_changes_total',
+      'Cumulative proxy rules Service changes',
+    ),
+  );
   // A gauge despite the _total suffix: upstream's type, kept so existing queries keep working.
-  const noLocalEndpoints = new Gauge({
-    name: 'kubeproxy_sync_proxy_rules_no_local_endpoints_total',
-    help: 'Number of services with a Local traffic policy and no endpoints',
-    labelNames: [IP_FAMILY, 'traffic_policy'] as const,
-    registers: [],
-  });
-  const healthzTotal = new Counter({
-    name: 'kubeproxy_proxy_healthz_total',
-    help: 'Cumulative proxy healthz HTTP status',
-    labelNames: ['code'] as const,
-    registers: [],
-  });
-  const livezTotal = new Counter({
-    name: 'kubeproxy_proxy_livez_total',
-    help: 'Cumulative proxy livez HTTP status',
-    labelNames: ['code'] as const,
-    registers: [],
-  });
+  const noLocalEndpoints = new Gauge(
+    unregistered(
+      'kubeproxy_sync_proxy_rules_no_local_endpoints_total',
+      'Number of services with a Local traffic policy and no endpoints',
+      [IP_FAMILY, 'traffic_policy'],
+    ),
+  );
+  const healthzTotal = new Counter(
+    unregistered('kubeproxy_proxy_healthz_total', 'Cumulative proxy healthz HTTP status', ['code']),
+  );
+  const livezTotal = new Counter(
+    unregistered('kubeproxy_proxy_livez_total', 'Cumulative proxy livez HTTP status', ['code']),
+  );
   const conntrackDuration = familyHistogram(
     'kubeproxy_conntrack_reconciler_sync_duration_seconds',
     'ReconcileConntrackFlowsLatency latency in seconds',
@@ -146,18 +146,20 @@ export function createProxyMetrics(options: ProxyMetricsOptions): PrometheusProx
     'kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total',
     'Cumulative proxy iptables partial restore failures',
   );
-  const iptablesTotal = new Gauge({
-    name: 'kubeproxy_sync_proxy_rules_iptables_total',
-    help: 'Total number of iptables rules owned by kube-proxy',
-    labelNames: [IP_FAMILY, 'table'] as const,
-    registers: [],
-  });
-  const iptablesLast = new Gauge({
-    name: 'kubeproxy_sync_proxy_rules_iptables_last',
-    help: 'Number of iptables rules written by kube-proxy in last sync',
-    labelNames: [IP_FAMILY, 'table'] as const,
-    registers: [],
-  });
+  const iptablesTotal = new Gauge(
+    unregistered(
+      'kubeproxy_sync_proxy_rules_iptables_total',
+      'Total number of iptables rules owned by kube-proxy',
+      [IP_FAMILY, 'table'],
+    ),
+  );
+  const iptablesLast = new Gauge(
+    unregistered(
+      'kubeproxy_sync_proxy_rules_iptables_last',
+      'Number of iptables rules written by kube-proxy in last sync',
+      [IP_FAMILY, 'table'],
+    ),
+  );
   const iptablesRestoreDuration = familyHistogram(
     'kubeproxy_iptables_restore_duration_seconds',
     'Time one iptables-restore run took, in seconds (kube-proxy-ts; not in upstream kube-proxy)',

@@ -6,6 +6,7 @@ import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock, TimerHandle } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
+import { parseBindAddress } from './bind-address.js';
 import { closeServer, listen } from './listen.js';
 import type { ListenError } from './listen.js';
 
@@ -29,6 +30,43 @@ export interface RetryingServerOptions {
   /** Called once, with hardFail, when the bind failed. */
   readonly onFatal?: (error: ServerFatalError) => void;
   readonly retryMs?: number;
+}
+
+/** A server on an address from the configuration, as run.ts starts the metrics and healthz servers. */
+export interface BoundServerOptions extends Pick<
+  RetryingServerOptions,
+  'clock' | 'logger' | 'hardFail' | 'onFatal'
+> {
+  /** The configured "host:port" (metricsBindAddress, healthzBindAddress). */
+  readonly bindAddress: string;
+}
+
+export type CreateServerResult =
+  { readonly ok: true; readonly server: RetryingHttpServer } | { readonly ok: false; readonly error: string };
+
+/**
+ * Builds the server `name` on the address in setting `setting`; call start() on it. A malformed bind address is an
+ * error value naming the setting, not a throw.
+ */
+export function createBoundServer(
+  name: string,
+  setting: string,
+  handler: RequestListener,
+  o: BoundServerOptions,
+): CreateServerResult {
+  const addr = parseBindAddress(o.bindAddress);
+  if (!addr.ok) return { ok: false, error: `${setting}: ${addr.error}` };
+  const server = new RetryingHttpServer({
+    name,
+    host: addr.value.host,
+    port: addr.value.port,
+    handler,
+    clock: o.clock,
+    logger: o.logger,
+    hardFail: o.hardFail,
+    ...(o.onFatal ? { onFatal: o.onFatal } : {}),
+  });
+  return { ok: true, server };
 }
 
 export type AttemptOutcome = 'listening' | 'retrying' | 'fatal' | 'stopped';

@@ -20,6 +20,7 @@ import type { Clock, TimerHandle } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { ProxyMetrics } from './metrics.js';
 import { BoundedFrequencyRunner } from './runner.js';
+import { errorMessage } from '../util/error-message.js';
 
 /** Problems of one object logged one by one; past this, one line says the rest are not logged. */
 export const MAX_PROBLEMS_LOGGED_PER_OBJECT = 5;
@@ -265,7 +266,7 @@ export class Proxier {
       logger.error('sync failed; the next sync will be a full one', {
         ipFamily: this.family,
         full,
-        error: error instanceof Error ? error.message : String(error),
+        error: errorMessage(error),
       });
       this.emit({ full, ok: false, error, changedServices: changedServices.size, startedAt, finishedAt });
       throw error;
@@ -304,7 +305,7 @@ export class Proxier {
       } catch (error) {
         logger.error('conntrack cleanup failed', {
           ipFamily: this.family,
-          error: error instanceof Error ? error.message : String(error),
+          error: errorMessage(error),
         });
       }
     }

@@ -33,6 +33,7 @@ import { emptyKernel } from './layout.js';
 import type { KernelView, Plan } from './planner.js';
 import { planOperations, planSize } from './planner.js';
 import { UPSTREAM_LAYOUT } from './upstream-layout.js';
+import { errorMessage } from '../../util/error-message.js';
 
 export interface NftablesBackendOptions {
   readonly node: NodeNetworkConfig;
@@ -256,7 +257,7 @@ export class NftablesBackend implements ProxyBackend {
       const error =
         e instanceof NftError
           ? e
-          : new NftError(`nft transaction failed: ${e instanceof Error ? e.message : String(e)}`, {
+          : new NftError(`nft transaction failed: ${errorMessage(e)}`, {
               code: 'Failed',
             });
       this.#logger.error('nftables sync failed', { error: error.message, full, operations });

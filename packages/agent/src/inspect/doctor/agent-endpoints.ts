@@ -6,6 +6,7 @@ import { CONFIGZ_KEY } from '../../server/metrics-server.js';
 import { parseMetrics } from '../prometheus.js';
 import type { MetricSamples } from '../prometheus.js';
 import type { AgentSettings, Fetched } from './types.js';
+import { errorMessage } from '../../util/error-message.js';
 
 export const DEFAULT_METRICS_URL = 'http://127.0.0.1:10249/metrics';
 export const DEFAULT_HEALTHZ_URL = 'http://127.0.0.1:10256/healthz';
@@ -16,7 +17,7 @@ export async function fetchText(url: string, timeoutMs = 5000): Promise<Fetched>
     return { status: res.status, body: await res.text() };
   } catch (e) {
     const cause = e instanceof Error && e.cause instanceof Error ? `: ${e.cause.message}` : '';
-    return { error: `${e instanceof Error ? e.message : String(e)}${cause}` };
+    return { error: `${errorMessage(e)}${cause}` };
   }
 }
 

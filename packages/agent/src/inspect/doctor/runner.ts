@@ -4,6 +4,7 @@
 // never hides the others.
 import { DOCTOR_CHECKS } from './checks/index.js';
 import type { DoctorCheck, DoctorContext, Finding } from './types.js';
+import { errorMessage } from '../../util/error-message.js';
 
 export interface DoctorReport {
   readonly findings: readonly Finding[];
@@ -23,13 +24,13 @@ export async function runDoctor(
   const findings: Finding[] = [];
   for (const check of checks) {
     try {
-      findings.push(await check.run(ctx));
+      findings.push({ id: check.id, ...(await check.run(ctx)) });
     } catch (e) {
       findings.push({
         id: check.id,
         severity: 'fail',
         summary: 'the check itself failed',
-        evidence: [e instanceof Error ? e.message : String(e)],
+        evidence: [errorMessage(e)],
         remedy: 'report this with the evidence; the other checks are unaffected',
       });
     }

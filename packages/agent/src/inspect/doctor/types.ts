@@ -59,23 +59,25 @@ export interface DoctorContext {
   readonly cluster?: ClusterView;
 }
 
+/** What a check's run returns: its finding before the runner files it under the check's id. */
+export type CheckOutcome = Omit<Finding, 'id'>;
+
 export interface DoctorCheck {
   readonly id: string;
   /** What it looks at, for --help and the docs. */
   readonly title: string;
-  run(ctx: DoctorContext): Promise<Finding>;
+  run(ctx: DoctorContext): Promise<CheckOutcome>;
 }
 
 export function finding(
-  id: string,
   severity: Severity,
   summary: string,
   evidence: readonly string[],
   remedy = '',
-): Finding {
-  return { id, severity, summary, evidence, remedy };
+): CheckOutcome {
+  return { severity, summary, evidence, remedy };
 }
 
-export function notChecked(id: string, why: string): Finding {
-  return { id, severity: 'ok', summary: `not checked: ${why}`, evidence: [], remedy: '', notChecked: why };
+export function notChecked(why: string): CheckOutcome {
+  return { severity: 'ok', summary: `not checked: ${why}`, evidence: [], remedy: '', notChecked: why };
 }

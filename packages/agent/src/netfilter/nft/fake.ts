@@ -5,7 +5,7 @@
 // dump() writes the state as sorted `add` lines through the same serializer the real executor uses.
 import { NftError } from './errors.js';
 import type { NftExecutor, NftListing, NftRunStats } from './executor.js';
-import type { NftChain, NftElement, NftMap, NftOperation, NftSet, NftTable } from './objects.js';
+import type { NftChain, NftElement, NftMap, NftOperation, NftSet, NftTable, NftVerb } from './objects.js';
 import { parseOperations } from './parse.js';
 import type { NftTableRef } from './serialize.js';
 import { writeOperation } from './serialize.js';
@@ -90,6 +90,39 @@ class Working {
   }
 }
 
+type Fail = (code: NftError['code'], message: string) => never;
+
+/** A named chain, set or map, as a verb sees it. */
+interface Container {
+  readonly exists: boolean;
+  add(): void;
+  flush(): void;
+  /** Whether a rule or map still refers to it (nft refuses to delete it then). */
+  referenced(): boolean;
+  remove(): void;
+}
+
+/** What nft's verbs do to a chain, set or map: the same rules for each kind. */
+function applyContainerVerb(verb: NftVerb, c: Container, fail: Fail): void {
+  if (verb === 'add' || verb === 'create') {
+    if (c.exists) {
+      if (verb === 'create') fail('Exists', 'File exists');
+      return;
+    }
+    c.add();
+  } else if (verb === 'flush') {
+    if (!c.exists) fail('NotFound', 'No such file or directory');
+    c.flush();
+  } else {
+    if (!c.exists) {
+      if (verb === 'delete') fail('NotFound', 'No such file or directory');
+      return;
+    }
+    if (c.referenced()) fail('Busy', 'Device or resource busy');
+    c.remove();
+  }
+}
+
 export class FakeNft implements NftExecutor {
   readonly ref: NftTableRef;
   #state: FakeState = { table: undefined, chains: new Map(), sets: new Map(), nextHandle: 1 };
@@ -135,7 +168,7 @@ export class FakeNft implements NftExecutor {
     return w.state;
   }
 
-  #applyOne(w: Working, op: NftOperation, fail: (code: NftError['code'], message: string) => never): void {
+  #applyOne(w: Working, op: NftOperation, fail: Fail): void {
     const { verb, object } = op;
     const s = w.state;
     if (object.kind !== 'table' && !s.table) fail('NotFound', 'No such file or directory (table)');
@@ -158,27 +191,18 @@ export class FakeNft implements NftExecutor {
           for (const name of [...s.sets.keys()]) w.setForWrite(name)?.elements.clear();
         }
         return;
-      case 'chain': {
-        const existing = s.chains.get(object.name);
-        if (verb === 'add' || verb === 'create') {
-          if (existing) {
-            if (verb === 'create') fail('Exists', 'File exists');
-            return;
-          }
-          w.putChain({ chain: object, rules: [] });
-        } else if (verb === 'flush') {
-          if (!existing) fail('NotFound', 'No such file or directory');
-          w.chainForWrite(object.name)?.rules.splice(0);
-        } else {
-          if (!existing) {
-            if (verb === 'delete') fail('NotFound', 'No such file or directory');
-            return;
-          }
-          if (this.#chainReferenced(s, object.name)) fail('Busy', 'Device or resource busy');
-          s.chains.delete(object.name);
-        }
-        return;
-      }
+      case 'chain':
+        return applyContainerVerb(
+          verb,
+          {
+            exists: s.chains.has(object.name),
+            add: () => w.putChain({ chain: object, rules: [] }),
+            flush: () => w.chainForWrite(object.name)?.rules.splice(0),
+            referenced: () => this.#chainReferenced(s, object.name),
+            remove: () => s.chains.delete(object.name),
+          },
+          fail,
+        );
       case 'rule': {
         const chain = w.chainForWrite(object.chain);
         if (!chain) return fail('NotFound', 'No such file or directory (chain)');
@@ -206,24 +230,17 @@ export class FakeNft implements NftExecutor {
         const existing = s.sets.get(object.name);
         if (existing && existing.object.kind !== object.kind)
           fail('Exists', `File exists (${existing.object.kind})`);
-        if (verb === 'add' || verb === 'create') {
-          if (existing) {
-            if (verb === 'create') fail('Exists', 'File exists');
-            return;
-          }
-          w.putSet({ object, elements: new Map() });
-        } else if (verb === 'flush') {
-          if (!existing) fail('NotFound', 'No such file or directory');
-          w.setForWrite(object.name)?.elements.clear();
-        } else {
-          if (!existing) {
-            if (verb === 'delete') fail('NotFound', 'No such file or directory');
-            return;
-          }
-          if (this.#setReferenced(s, object.name)) fail('Busy', 'Device or resource busy');
-          s.sets.delete(object.name);
-        }
-        return;
+        return applyContainerVerb(
+          verb,
+          {
+            exists: existing !== undefined,
+            add: () => w.putSet({ object, elements: new Map() }),
+            flush: () => w.setForWrite(object.name)?.elements.clear(),
+            referenced: () => this.#setReferenced(s, object.name),
+            remove: () => s.sets.delete(object.name),
+          },
+          fail,
+        );
       }
       case 'element': {
         const set = w.setForWrite(object.set);

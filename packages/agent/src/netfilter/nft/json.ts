@@ -2,6 +2,7 @@
 // a listing we cannot understand is an error value (a string), never an exception.
 import type { NftListedRule, NftListing } from './executor.js';
 import type { NftChain, NftChainType, NftElement, NftHook, NftMap, NftSet } from './objects.js';
+import { errorMessage } from '../../util/error-message.js';
 
 type Json = unknown;
 
@@ -18,7 +19,7 @@ function entries(text: string): Json[] | string {
   try {
     doc = JSON.parse(text);
   } catch (e) {
-    return `invalid JSON: ${e instanceof Error ? e.message : String(e)}`;
+    return `invalid JSON: ${errorMessage(e)}`;
   }
   if (!isRecord(doc) || !Array.isArray(doc.nftables)) return 'no "nftables" array in the JSON output';
   return doc.nftables;

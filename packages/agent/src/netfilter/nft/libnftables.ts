@@ -7,7 +7,9 @@
 // this process's own namespace (the agent on its node, a lab proxy inside its node's namespace); who may use one
 // is decided in choose-executor.ts, nowhere else.
 import { closeSync, writeSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { callAsync, cFunction, loadKoffi } from './koffi.js';
+import type { CFunction } from './koffi.js';
+import { errorMessage } from '../../util/error-message.js';
 
 /** What one libnftables call gave back: nft's exit status (0 ok, 1 failed, as the binary's), stdout, stderr. */
 export interface LibnftablesResult {
@@ -52,19 +54,6 @@ const ASYNC_STACK_BYTES = 8 * 1024 * 1024;
  */
 const SYNC_MAX_BYTES = 64 * 1024;
 
-type Callback<T> = (err: unknown, result: T) => void;
-/** A C function as koffi gives it: callable, and `.async` on a worker thread with a node-style callback. */
-interface CFunction<A extends unknown[], R> {
-  (...args: A): R;
-  async(...args: [...A, Callback<R>]): void;
-}
-
-interface KoffiModule {
-  load(path: string): { func(definition: string): unknown };
-  config(): Record<string, number>;
-  config(cfg: Record<string, number>): Record<string, number>;
-}
-
 /** The ctx pointer koffi hands back: opaque, passed back as it came. */
 type CtxPointer = object;
 
@@ -78,12 +67,6 @@ interface Bindings {
   setDryRun: CFunction<[CtxPointer, boolean], void>;
   runFile: CFunction<[CtxPointer, string], number>;
   memfdCreate: CFunction<[string, number], number>;
-}
-
-function callAsync<A extends unknown[], R>(f: CFunction<A, R>, ...args: A): Promise<R> {
-  return new Promise((resolve, reject) => {
-    f.async(...args, (err: unknown, result: R) => (err ? reject(err) : resolve(result)));
-  });
 }
 
 /**
@@ -172,33 +155,27 @@ class Context implements LibnftablesContext {
  * installed, or a symbol is missing. Never throws.
  */
 export function loadLibnftables(soname: string = LIBNFTABLES_SONAME): Libnftables | { error: string } {
-  let koffi: KoffiModule;
-  try {
-    koffi = createRequire(import.meta.url)('koffi') as KoffiModule;
-  } catch (e) {
-    return { error: `koffi (the FFI module) did not load: ${e instanceof Error ? e.message : String(e)}` };
-  }
+  const koffi = loadKoffi();
+  if ('error' in koffi) return koffi;
   try {
     // koffi takes settings only before its first library is loaded.
     if ((koffi.config().async_stack_size ?? 0) < ASYNC_STACK_BYTES)
       koffi.config({ async_stack_size: ASYNC_STACK_BYTES });
     const lib = koffi.load(soname);
     const libc = koffi.load('libc.so.6');
-    const fn = <A extends unknown[], R>(l: { func(d: string): unknown }, d: string): CFunction<A, R> =>
-      l.func(d) as CFunction<A, R>;
     const b: Bindings = {
-      ctxNew: fn(lib, 'void *nft_ctx_new(uint32_t flags)'),
-      ctxFree: fn(lib, 'void nft_ctx_free(void *ctx)'),
-      bufferOutput: fn(lib, 'int nft_ctx_buffer_output(void *ctx)'),
-      bufferError: fn(lib, 'int nft_ctx_buffer_error(void *ctx)'),
-      outputBuffer: fn(lib, 'const char *nft_ctx_get_output_buffer(void *ctx)'),
-      errorBuffer: fn(lib, 'const char *nft_ctx_get_error_buffer(void *ctx)'),
-      setDryRun: fn(lib, 'void nft_ctx_set_dry_run(void *ctx, bool dry)'),
-      runFile: fn(lib, 'int nft_run_cmd_from_filename(void *ctx, const char *filename)'),
-      memfdCreate: fn(libc, 'int memfd_create(const char *name, unsigned int flags)'),
+      ctxNew: cFunction(lib, 'void *nft_ctx_new(uint32_t flags)'),
+      ctxFree: cFunction(lib, 'void nft_ctx_free(void *ctx)'),
+      bufferOutput: cFunction(lib, 'int nft_ctx_buffer_output(void *ctx)'),
+      bufferError: cFunction(lib, 'int nft_ctx_buffer_error(void *ctx)'),
+      outputBuffer: cFunction(lib, 'const char *nft_ctx_get_output_buffer(void *ctx)'),
+      errorBuffer: cFunction(lib, 'const char *nft_ctx_get_error_buffer(void *ctx)'),
+      setDryRun: cFunction(lib, 'void nft_ctx_set_dry_run(void *ctx, bool dry)'),
+      runFile: cFunction(lib, 'int nft_run_cmd_from_filename(void *ctx, const char *filename)'),
+      memfdCreate: cFunction(libc, 'int memfd_create(const char *name, unsigned int flags)'),
     };
     return { soname, newContext: () => new Context(b) };
   } catch (e) {
-    return { error: `${soname} did not load: ${e instanceof Error ? e.message : String(e)}` };
+    return { error: `${soname} did not load: ${errorMessage(e)}` };
   }
 }

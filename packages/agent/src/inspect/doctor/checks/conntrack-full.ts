@@ -8,11 +8,10 @@ export const conntrackFull: DoctorCheck = {
   id: 'conntrack-full',
   title: 'conntrack table fill against nf_conntrack_max',
   async run(ctx) {
-    const id = this.id;
     const count = await readSysctl(ctx.runner, 'net.netfilter.nf_conntrack_count');
     const maxEntries = await readSysctl(ctx.runner, 'net.netfilter.nf_conntrack_max');
     if (count === undefined || maxEntries === undefined)
-      return notChecked(id, 'net.netfilter.nf_conntrack_count/max unreadable (nf_conntrack not loaded?)');
+      return notChecked('net.netfilter.nf_conntrack_count/max unreadable (nf_conntrack not loaded?)');
     const fill = Number(count) / Math.max(1, Number(maxEntries));
     const evidence = [
       `nf_conntrack_count ${count} of nf_conntrack_max ${maxEntries} (${(fill * 100).toFixed(1)} %)`,
@@ -23,20 +22,13 @@ export const conntrackFull: DoctorCheck = {
       "and find who opens so many: conntrack -L | awk '{print $1, $5}' | sort | uniq -c | sort -rn | head";
     if (fill >= 0.9)
       return finding(
-        id,
         'fail',
         `the conntrack table is ${(fill * 100).toFixed(0)} % full: new connections are about to be dropped`,
         evidence,
         remedy,
       );
     if (fill >= 0.75)
-      return finding(
-        id,
-        'warn',
-        `the conntrack table is ${(fill * 100).toFixed(0)} % full`,
-        evidence,
-        remedy,
-      );
-    return finding(id, 'ok', `conntrack table ${(fill * 100).toFixed(1)} % full`, evidence);
+      return finding('warn', `the conntrack table is ${(fill * 100).toFixed(0)} % full`, evidence, remedy);
+    return finding('ok', `conntrack table ${(fill * 100).toFixed(1)} % full`, evidence);
   },
 };

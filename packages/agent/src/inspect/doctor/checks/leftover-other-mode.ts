@@ -39,7 +39,6 @@ export const leftoverOtherMode: DoctorCheck = {
   id: 'leftover-other-mode',
   title: "the other mode's rules still present; iptables-legacy and iptables-nft rules both present",
   async run(ctx) {
-    const id = this.id;
     const mode = ctx.settings?.mode;
     const evidence: string[] = [];
     const problems: string[] = [];
@@ -76,7 +75,7 @@ export const leftoverOtherMode: DoctorCheck = {
     if (mode === undefined)
       evidence.push('the agent’s mode is unknown (no /configz): only the two-back-ends test applies');
     if (problems.length === 0)
-      return finding(id, 'ok', `nothing of the other mode is left${mode ? ` (${mode} mode)` : ''}`, evidence);
+      return finding('ok', `nothing of the other mode is left${mode ? ` (${mode} mode)` : ''}`, evidence);
     const remedy =
       mode === 'nftables'
         ? 'Make sure no other kube-proxy (an old DaemonSet, a static pod) runs on this node, then remove the chains: ' +
@@ -86,6 +85,6 @@ export const leftoverOtherMode: DoctorCheck = {
             '(or restart kube-proxy-ts, which removes them at start).'
           : 'Pick one iptables back end for every writer on the node (update-alternatives --display iptables), then ' +
             'remove the other one’s chains: iptables-legacy-save | grep KUBE- ; kube-proxy-ts --cleanup.';
-    return finding(id, 'warn', problems.join('; '), evidence, remedy);
+    return finding('warn', problems.join('; '), evidence, remedy);
   },
 };

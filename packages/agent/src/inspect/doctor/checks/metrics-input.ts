@@ -1,16 +1,31 @@
 // Shared by the checks that read the agent's /metrics: the samples, or a finding that says they are missing.
-import type { DoctorContext, Finding } from '../types.js';
+import type { CheckOutcome, DoctorCheck, DoctorContext } from '../types.js';
 import { notChecked } from '../types.js';
 import type { MetricSamples } from '../../prometheus.js';
 
-export function metricsOrSkip(ctx: DoctorContext, id: string): MetricSamples | Finding {
-  if ('error' in ctx.metrics)
-    return notChecked(id, `no metrics from ${ctx.metricsURL} (${ctx.metrics.error})`);
+export function metricsOrSkip(ctx: DoctorContext): MetricSamples | CheckOutcome {
+  if ('error' in ctx.metrics) return notChecked(`no metrics from ${ctx.metricsURL} (${ctx.metrics.error})`);
   return ctx.metrics;
 }
 
-export function isFinding(x: MetricSamples | Finding): x is Finding {
+export function isFinding(x: MetricSamples | CheckOutcome): x is CheckOutcome {
   return 'severity' in x;
+}
+
+/** A check that judges the agent's /metrics alone: without them it is not checked. */
+export function metricsCheck(
+  id: string,
+  title: string,
+  judge: (m: MetricSamples, ctx: DoctorContext) => CheckOutcome,
+): DoctorCheck {
+  return {
+    id,
+    title,
+    async run(ctx) {
+      const m = metricsOrSkip(ctx);
+      return isFinding(m) ? m : judge(m, ctx);
+    },
+  };
 }
 
 export function seconds(n: number | undefined): string {

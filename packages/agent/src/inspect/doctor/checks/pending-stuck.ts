@@ -4,15 +4,12 @@
 import { max, sum } from '../../prometheus.js';
 import type { DoctorCheck } from '../types.js';
 import { finding } from '../types.js';
-import { isFinding, metricsOrSkip, seconds } from './metrics-input.js';
+import { metricsCheck, seconds } from './metrics-input.js';
 
-export const pendingStuck: DoctorCheck = {
-  id: 'pending-stuck',
-  title: 'changes pending longer than a sync period',
-  async run(ctx) {
-    const id = this.id;
-    const m = metricsOrSkip(ctx, id);
-    if (isFinding(m)) return m;
+export const pendingStuck: DoctorCheck = metricsCheck(
+  'pending-stuck',
+  'changes pending longer than a sync period',
+  (m, ctx) => {
     const endpoints = sum(m, 'kubeproxy_sync_proxy_rules_endpoint_changes_pending') ?? 0;
     const services = sum(m, 'kubeproxy_sync_proxy_rules_service_changes_pending') ?? 0;
     const last = max(m, 'kubeproxy_sync_proxy_rules_last_timestamp_seconds') ?? 0;
@@ -24,10 +21,9 @@ export const pendingStuck: DoctorCheck = {
       `last change queued ${seconds(waiting)} ago, last successful sync ${last > 0 ? `${seconds(ctx.now / 1000 - last)} ago` : 'never'}`,
       `syncPeriod ${seconds(period)}`,
     ];
-    if (endpoints + services === 0) return finding(id, 'ok', 'no change is waiting', evidence);
+    if (endpoints + services === 0) return finding('ok', 'no change is waiting', evidence);
     if (waiting !== undefined && waiting > period && queued > last) {
       return finding(
-        id,
         'fail',
         `${endpoints + services} changes have waited ${seconds(waiting)} (> syncPeriod)`,
         evidence,
@@ -37,10 +33,9 @@ export const pendingStuck: DoctorCheck = {
       );
     }
     return finding(
-      id,
       'ok',
       `${endpoints + services} changes pending, queued ${seconds(waiting)} ago (a sync is due)`,
       evidence,
     );
   },
-};
+);

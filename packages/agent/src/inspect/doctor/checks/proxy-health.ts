@@ -9,13 +9,11 @@ export const proxyHealth: DoctorCheck = {
   id: 'proxy-health',
   title: '/healthz and the time since the last successful sync',
   async run(ctx) {
-    const id = this.id;
     const evidence: string[] = [];
     const remedy =
       'kubectl -n kube-system logs ds/kube-proxy --tail=100   # on the node: journalctl -u kube-proxy, or the pod log';
     if ('error' in ctx.healthz) {
       return finding(
-        id,
         'fail',
         `the agent's health endpoint does not answer`,
         [`GET ${ctx.healthzURL}: ${ctx.healthz.error}`],
@@ -23,7 +21,7 @@ export const proxyHealth: DoctorCheck = {
       );
     }
     evidence.push(`GET ${ctx.healthzURL}: ${ctx.healthz.status} ${ctx.healthz.body.trim().slice(0, 300)}`);
-    const m = metricsOrSkip(ctx, id);
+    const m = metricsOrSkip(ctx);
     if (!isFinding(m)) {
       const last = max(m, 'kubeproxy_sync_proxy_rules_last_timestamp_seconds');
       if (last !== undefined && last > 0) {
@@ -40,7 +38,6 @@ export const proxyHealth: DoctorCheck = {
     if (period !== undefined) evidence.push(`syncPeriod ${seconds(period)}`);
     if (ctx.healthz.status !== 200) {
       return finding(
-        id,
         'fail',
         `/healthz answers ${ctx.healthz.status}: the proxy is not keeping up, or the node is not eligible`,
         evidence,
@@ -49,6 +46,6 @@ export const proxyHealth: DoctorCheck = {
     }
     // A quiet cluster syncs rarely (nothing to do), so an old last sync alone is no symptom; changes waiting
     // behind it are, and pending-stuck reports those.
-    return finding(id, 'ok', 'healthy', evidence);
+    return finding('ok', 'healthy', evidence);
   },
 };

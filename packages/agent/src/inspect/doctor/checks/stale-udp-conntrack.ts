@@ -11,9 +11,8 @@ export const staleUdpConntrack: DoctorCheck = {
   id: 'stale-udp-conntrack',
   title: 'UDP conntrack entries DNATed to addresses that are no longer endpoints',
   async run(ctx) {
-    const id = this.id;
     if (!ctx.cluster)
-      return notChecked(id, 'needs the cluster’s Services and EndpointSlices (--kubeconfig or -f FILE)');
+      return notChecked('needs the cluster’s Services and EndpointSlices (--kubeconfig or -f FILE)');
     const evidence: string[] = [];
     const commands: string[] = [];
     let stale = 0;
@@ -44,9 +43,8 @@ export const staleUdpConntrack: DoctorCheck = {
         commands.push(`conntrack ${deletionArgs(d).join(' ')}`);
       }
     }
-    if (stale === 0) return finding(id, 'ok', 'no stale UDP conntrack entry', evidence);
+    if (stale === 0) return finding('ok', 'no stale UDP conntrack entry', evidence);
     return finding(
-      id,
       'warn',
       `${stale} UDP conntrack entr${stale === 1 ? 'y is' : 'ies are'} DNATed to addresses that are no longer endpoints`,
       evidence,

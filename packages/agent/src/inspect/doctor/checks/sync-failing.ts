@@ -3,7 +3,7 @@
 import { max, sum } from '../../prometheus.js';
 import type { DoctorCheck } from '../types.js';
 import { finding } from '../types.js';
-import { isFinding, metricsOrSkip, seconds } from './metrics-input.js';
+import { metricsCheck, seconds } from './metrics-input.js';
 
 const FAILURE_COUNTERS = [
   'kubeproxy_sync_proxy_rules_nftables_sync_failures_total',
@@ -12,13 +12,10 @@ const FAILURE_COUNTERS = [
   'kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total',
 ];
 
-export const syncFailing: DoctorCheck = {
-  id: 'sync-failing',
-  title: 'sync and restore failures since start, and whether the last attempt failed',
-  async run(ctx) {
-    const id = this.id;
-    const m = metricsOrSkip(ctx, id);
-    if (isFinding(m)) return m;
+export const syncFailing: DoctorCheck = metricsCheck(
+  'sync-failing',
+  'sync and restore failures since start, and whether the last attempt failed',
+  (m, ctx) => {
     const evidence: string[] = [];
     let failures = 0;
     for (const name of FAILURE_COUNTERS) {
@@ -44,7 +41,7 @@ export const syncFailing: DoctorCheck = {
       `then ${inspect}. If another program wrote into kube-proxy's table, stop it and run kube-proxy-ts --cleanup ` +
       `(or delete the table) so that the next full sync rebuilds it.`;
     if (failures === 0)
-      return finding(id, 'ok', 'no sync failure since start', ['every failure counter is 0 or absent']);
+      return finding('ok', 'no sync failure since start', ['every failure counter is 0 or absent']);
     evidence.push(
       `last successful sync at ${last > 0 ? new Date(last * 1000).toISOString() : 'never'}, last change queued at ${queued > 0 ? new Date(queued * 1000).toISOString() : 'never'}; ${pending} changes pending`,
     );
@@ -55,7 +52,6 @@ export const syncFailing: DoctorCheck = {
     if (unhealthy || stale || last === 0) {
       evidence.push('the proxy logs the tool’s own words for each refusal, on a line with "sync failed"');
       return finding(
-        id,
         'fail',
         `${failures} sync failure(s) and the latest changes are not programmed`,
         evidence,
@@ -63,11 +59,10 @@ export const syncFailing: DoctorCheck = {
       );
     }
     return finding(
-      id,
       'warn',
       `${failures} sync failure(s) since start; the proxy has synced successfully since ${seconds(ctx.now / 1000 - last)} ago`,
       evidence,
       remedy,
     );
   },
-};
+);

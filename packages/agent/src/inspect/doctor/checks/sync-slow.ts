@@ -5,18 +5,15 @@
 import { histogram, sum } from '../../prometheus.js';
 import type { DoctorCheck } from '../types.js';
 import { finding } from '../types.js';
-import { isFinding, metricsOrSkip, seconds } from './metrics-input.js';
+import { metricsCheck, seconds } from './metrics-input.js';
 
-export const syncSlow: DoctorCheck = {
-  id: 'sync-slow',
-  title: 'sync duration p50/p99 against minSyncPeriod and the cluster size',
-  async run(ctx) {
-    const id = this.id;
-    const m = metricsOrSkip(ctx, id);
-    if (isFinding(m)) return m;
+export const syncSlow: DoctorCheck = metricsCheck(
+  'sync-slow',
+  'sync duration p50/p99 against minSyncPeriod and the cluster size',
+  (m, ctx) => {
     const h = histogram(m, 'kubeproxy_sync_proxy_rules_duration_seconds');
     if (!h || h.count === 0)
-      return finding(id, 'ok', 'no sync measured yet', [
+      return finding('ok', 'no sync measured yet', [
         'kubeproxy_sync_proxy_rules_duration_seconds has no observation',
       ]);
     const minSync = ctx.settings?.minSyncPeriodSeconds ?? 1;
@@ -54,7 +51,6 @@ export const syncSlow: DoctorCheck = {
           'and compare with kube-proxy-ts render -f <dump> | nft -c -f - for the kernel’s own time.';
     if ((h.p50 ?? 0) > limit)
       return finding(
-        id,
         'fail',
         `half of all syncs take longer than minSyncPeriod (p50 ${seconds(h.p50)})`,
         evidence,
@@ -62,12 +58,11 @@ export const syncSlow: DoctorCheck = {
       );
     if ((h.p99 ?? 0) > limit)
       return finding(
-        id,
         'warn',
         `the slowest syncs take longer than minSyncPeriod (p99 ${seconds(h.p99)})`,
         evidence,
         remedy,
       );
-    return finding(id, 'ok', `syncs take p99 ${seconds(h.p99)}, within ${seconds(limit)}`, evidence);
+    return finding('ok', `syncs take p99 ${seconds(h.p99)}, within ${seconds(limit)}`, evidence);
   },
-};
+);

@@ -13,7 +13,6 @@ export const sysctls: DoctorCheck = {
   id: 'sysctls',
   title: 'ip_forward, route_localnet (localhost NodePorts), bridge-nf-call-iptables (bridged pods)',
   async run(ctx) {
-    const id = this.id;
     const evidence: string[] = [];
     const problems: { severity: Severity; text: string; fix: string }[] = [];
     const forward = await readSysctl(ctx.runner, 'net.ipv4.ip_forward');
@@ -65,10 +64,9 @@ export const sysctls: DoctorCheck = {
     } else evidence.push('no bridge with ports: bridge-nf-call-iptables does not matter here');
 
     if (problems.length === 0)
-      return finding(id, 'ok', 'the kernel settings kube-proxy needs are in place', evidence);
+      return finding('ok', 'the kernel settings kube-proxy needs are in place', evidence);
     const severity: Severity = problems.some((p) => p.severity === 'fail') ? 'fail' : 'warn';
     return finding(
-      id,
       severity,
       problems.map((p) => p.text).join('; '),
       evidence,

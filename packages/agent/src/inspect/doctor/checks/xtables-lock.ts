@@ -80,7 +80,6 @@ export const xtablesLockContention: DoctorCheck = {
   id: 'xtables-lock-contention',
   title: 'xtables lock wait (kubeproxy_iptables_lock_wait_seconds) and who holds the lock now',
   async run(ctx) {
-    const id = this.id;
     const evidence: string[] = [];
     const lock = await xtablesLockHolders(ctx.runner, ctx.xtablesLockFile);
     const holders = typeof lock === 'string' ? [] : lock.holders;
@@ -124,7 +123,6 @@ export const xtablesLockContention: DoctorCheck = {
     // so nothing counts as pending; its lock probe or restore is the waiter /proc/locks lists).
     if (others.length > 0 && (pending > 0 || waiters.length > 0))
       return finding(
-        id,
         'fail',
         `${who} holds the xtables lock while ` +
           (pending > 0
@@ -135,16 +133,14 @@ export const xtablesLockContention: DoctorCheck = {
       );
     if ((waitP99 ?? 0) >= 1)
       return finding(
-        id,
         'fail',
         `iptables commands waited up to ${seconds(waitP99)} (p99) for the xtables lock`,
         evidence,
         remedy,
       );
-    if (others.length > 0) return finding(id, 'warn', `${who} holds the xtables lock now`, evidence, remedy);
+    if (others.length > 0) return finding('warn', `${who} holds the xtables lock now`, evidence, remedy);
     if ((longest ?? 0) > 1)
       return finding(
-        id,
         'warn',
         `an iptables command has waited about a second or more (bucket ≤ ${seconds(longest)}) for the xtables lock since start`,
         evidence,
@@ -153,12 +149,11 @@ export const xtablesLockContention: DoctorCheck = {
     // The measured wait includes starting `flock`, tens of ms on a busy node: only half a second is a signal.
     if ((waitP99 ?? 0) >= 0.5)
       return finding(
-        id,
         'warn',
         `iptables commands wait ${seconds(waitP99)} (p99) for the xtables lock`,
         evidence,
         remedy,
       );
-    return finding(id, 'ok', 'no contention for the xtables lock', evidence);
+    return finding('ok', 'no contention for the xtables lock', evidence);
   },
 };

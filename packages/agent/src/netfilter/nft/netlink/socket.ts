@@ -6,8 +6,10 @@
 // The socket lives in the network namespace this process is in when it is opened, for its whole life: it is only
 // right for rules that belong in this process's own namespace (the agent on its node, a lab proxy inside its
 // node's namespace), as libnftables' context is.
-import { createRequire } from 'node:module';
+import { callAsync, cFunction, loadKoffi } from '../koffi.js';
+import type { CFunction, KoffiModule } from '../koffi.js';
 import { HOST_LE, NETLINK_CAP_ACK, NETLINK_EXT_ACK, NETLINK_NETFILTER, SOL_NETLINK } from './protocol.js';
+import { errorMessage } from '../../../util/error-message.js';
 
 const AF_NETLINK = 16;
 const SOCK_RAW = 3;
@@ -34,17 +36,6 @@ export interface SocketFailure {
 
 export type SocketResult = { readonly bytes: number } | SocketFailure;
 
-type Callback<T> = (err: unknown, result: T) => void;
-interface CFunction<A extends unknown[], R> {
-  (...args: A): R;
-  async(...args: [...A, Callback<R>]): void;
-}
-
-interface KoffiModule {
-  load(path: string): { func(definition: string): unknown };
-  errno(): number;
-}
-
 interface Libc {
   readonly koffi: KoffiModule;
   socket: CFunction<[number, number, number], number>;
@@ -61,31 +52,28 @@ let loaded: Libc | { error: string } | undefined;
 /** libc's functions through koffi, loaded once; or why they cannot be. Never throws. */
 function libc(): Libc | { error: string } {
   if (loaded !== undefined) return loaded;
-  let koffi: KoffiModule;
-  try {
-    koffi = createRequire(import.meta.url)('koffi') as KoffiModule;
-  } catch (e) {
-    return (loaded = {
-      error: `koffi (the FFI module) did not load: ${e instanceof Error ? e.message : String(e)}`,
-    });
-  }
+  const koffi = loadKoffi();
+  if ('error' in koffi) return (loaded = koffi);
   try {
     const lib = koffi.load('libc.so.6');
-    const fn = <A extends unknown[], R>(d: string): CFunction<A, R> => lib.func(d) as CFunction<A, R>;
     loaded = {
       koffi,
-      socket: fn('int socket(int domain, int type, int protocol)'),
-      bind: fn('int bind(int fd, const void *addr, uint32_t len)'),
-      setsockopt: fn('int setsockopt(int fd, int level, int name, const void *value, uint32_t len)'),
-      sendto: fn(
+      socket: cFunction(lib, 'int socket(int domain, int type, int protocol)'),
+      bind: cFunction(lib, 'int bind(int fd, const void *addr, uint32_t len)'),
+      setsockopt: cFunction(
+        lib,
+        'int setsockopt(int fd, int level, int name, const void *value, uint32_t len)',
+      ),
+      sendto: cFunction(
+        lib,
         'intptr_t sendto(int fd, const void *buf, size_t len, int flags, const void *addr, uint32_t alen)',
       ),
-      recv: fn('intptr_t recv(int fd, void *buf, size_t len, int flags)'),
-      close: fn('int close(int fd)'),
-      strerror: fn('const char *strerror(int errnum)'),
+      recv: cFunction(lib, 'intptr_t recv(int fd, void *buf, size_t len, int flags)'),
+      close: cFunction(lib, 'int close(int fd)'),
+      strerror: cFunction(lib, 'const char *strerror(int errnum)'),
     };
   } catch (e) {
-    loaded = { error: `libc.so.6 did not load: ${e instanceof Error ? e.message : String(e)}` };
+    loaded = { error: `libc.so.6 did not load: ${errorMessage(e)}` };
   }
   return loaded;
 }
@@ -113,12 +101,6 @@ function sockaddrNl(): Buffer {
 
 function failure(c: Libc, errno: number): SocketFailure {
   return { errno, message: c.strerror(errno) ?? `errno ${errno}` };
-}
-
-function callAsync<A extends unknown[]>(f: CFunction<A, number>, ...args: A): Promise<number> {
-  return new Promise((resolve, reject) => {
-    f.async(...args, (err: unknown, result: number) => (err ? reject(err) : resolve(result)));
-  });
 }
 
 /** One NETLINK_NETFILTER socket, bound, with extended ACKs on. */
