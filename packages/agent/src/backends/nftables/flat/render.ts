@@ -82,6 +82,46 @@ export function firewallSources(sourceRanges: readonly string[], allowedVIPs: re
   );
 }
 
+/**
+ * Where an external frontend's entries go, for the two kinds of external frontend: an address (externalIP or
+ * load-balancer VIP, matched with its protocol and port) and a NodePort (matched on any local address).
+ */
+interface ExternalFrontendKind {
+  /** The frontend's jump to the shared external chain of its policy, while the Service has endpoints. */
+  readonly serviceMap: string;
+  readonly clusterChain: string;
+  readonly localChain: string;
+  /** The dispatch entries of the Cluster and Local views. */
+  readonly clusterDispatchMap: string;
+  readonly localDispatchMap: string;
+  readonly cluster: DispatchKind;
+  readonly local: DispatchKind;
+  /** The verdict when the policy leaves the frontend no endpoint. */
+  readonly noEndpointsMap: string;
+}
+
+const EXTERNAL_IP_FRONTEND: ExternalFrontendKind = {
+  serviceMap: SERVICE_IPS_MAP,
+  clusterChain: EXTERNAL_CLUSTER_CHAIN,
+  localChain: EXTERNAL_LOCAL_CHAIN,
+  clusterDispatchMap: CLUSTER_DISPATCH_MAP,
+  localDispatchMap: LOCAL_DISPATCH_MAP,
+  cluster: 'cluster',
+  local: 'local',
+  noEndpointsMap: NO_ENDPOINT_SERVICES_MAP,
+};
+
+const NODEPORT_FRONTEND: ExternalFrontendKind = {
+  serviceMap: SERVICE_NODEPORTS_MAP,
+  clusterChain: NODEPORT_EXTERNAL_CLUSTER_CHAIN,
+  localChain: NODEPORT_EXTERNAL_LOCAL_CHAIN,
+  clusterDispatchMap: NODEPORT_CLUSTER_DISPATCH_MAP,
+  localDispatchMap: NODEPORT_LOCAL_DISPATCH_MAP,
+  cluster: 'nodeport-cluster',
+  local: 'nodeport-local',
+  noEndpointsMap: NO_ENDPOINT_NODEPORTS_MAP,
+};
+
 function flatProtocol(proto: string): FlatProtocol {
   const p = FLAT_PROTOCOLS.find((x) => x === proto);
   // The model admits only TCP, UDP and SCTP ports, so this is a programming error, not a cluster's.
@@ -247,23 +287,22 @@ export function renderFlatServicePort(
   // policy's view); each keeps its own dispatch entries for both views. The no-endpoint maps take what the
   // policy leaves without one.
   const noExternal = external.noEndpoints;
-  const externalChain = sp.externalPolicyLocal ? EXTERNAL_LOCAL_CHAIN : EXTERNAL_CLUSTER_CHAIN;
   const localExternal = sp.externalPolicyLocal && noExternal === undefined && policy.usesLocalEndpoints;
-  const ipFrontend = (ip: string): void => {
-    const frontend = [ip, proto, port];
+  const externalFrontend = (kind: ExternalFrontendKind, frontend: string[]): void => {
     if (policy.hasEndpoints) {
-      el(SERVICE_IPS_MAP, frontend, [`goto ${externalChain}`]);
+      el(kind.serviceMap, frontend, [`goto ${sp.externalPolicyLocal ? kind.localChain : kind.clusterChain}`]);
       if (policy.usesClusterEndpoints) {
-        el(CLUSTER_DISPATCH_MAP, frontend, [target('cluster')]);
-        endpoints('cluster', frontend);
+        el(kind.clusterDispatchMap, frontend, [target(kind.cluster)]);
+        endpoints(kind.cluster, frontend);
       }
       if (localExternal) {
-        el(LOCAL_DISPATCH_MAP, frontend, [target('local')]);
-        endpoints('local', frontend);
+        el(kind.localDispatchMap, frontend, [target(kind.local)]);
+        endpoints(kind.local, frontend);
       }
     }
-    if (noExternal !== undefined) el(NO_ENDPOINT_SERVICES_MAP, frontend, [verdict(noExternal)], comment);
+    if (noExternal !== undefined) el(kind.noEndpointsMap, frontend, [verdict(noExternal)], comment);
   };
+  const ipFrontend = (ip: string): void => externalFrontend(EXTERNAL_IP_FRONTEND, [ip, proto, port]);
   for (const ip of sp.externalIPs) ipFrontend(ip);
   const sources = firewall ? firewallSources(firewall.sourceRanges, firewall.allowedVIPs) : [];
   for (const ip of sp.loadBalancerVIPs) {
@@ -272,23 +311,7 @@ export function renderFlatServicePort(
     el(FIREWALL_FRONTENDS_SET, [ip, proto, port]);
     for (const source of sources) el(FIREWALL_ALLOW_SET, [ip, proto, port, source]);
   }
-  if (sp.nodePort !== 0) {
-    const frontend = [proto, String(sp.nodePort)];
-    if (policy.hasEndpoints) {
-      el(SERVICE_NODEPORTS_MAP, frontend, [
-        `goto ${sp.externalPolicyLocal ? NODEPORT_EXTERNAL_LOCAL_CHAIN : NODEPORT_EXTERNAL_CLUSTER_CHAIN}`,
-      ]);
-      if (policy.usesClusterEndpoints) {
-        el(NODEPORT_CLUSTER_DISPATCH_MAP, frontend, [target('nodeport-cluster')]);
-        endpoints('nodeport-cluster', frontend);
-      }
-      if (localExternal) {
-        el(NODEPORT_LOCAL_DISPATCH_MAP, frontend, [target('nodeport-local')]);
-        endpoints('nodeport-local', frontend);
-      }
-    }
-    if (noExternal !== undefined) el(NO_ENDPOINT_NODEPORTS_MAP, frontend, [verdict(noExternal)], comment);
-  }
+  if (sp.nodePort !== 0) externalFrontend(NODEPORT_FRONTEND, [proto, String(sp.nodePort)]);
 
   for (const ep of policy.reachableEndpoints) {
     if (ep.isLocal) el(HAIRPIN_SET, [ep.ip, ep.ip, proto, String(ep.port)]);

@@ -24,6 +24,13 @@ import type { DispatchKind, FlatProtocol } from '../naming.js';
 import type { LayoutSetupParts } from '../setup.js';
 import { familyWords, localTrafficMatch, markSet } from '../setup.js';
 
+/** What a dispatch map is keyed on: the frontend (address, protocol, port; a NodePort has no address). */
+function dispatchKey(kind: DispatchKind, w: ReturnType<typeof familyWords>): string {
+  return kind === 'cluster' || kind === 'local'
+    ? `${w.ip} daddr . meta l4proto . th dport`
+    : 'meta l4proto . th dport';
+}
+
 /**
  * One view's endpoints map for one protocol. `typeof` because the slot is `numgen random mod N` itself: nft then
  * types the key's last field as the numgen's 32-bit integer, and no packet mark carries the slot (other users of
@@ -32,10 +39,7 @@ import { familyWords, localTrafficMatch, markSet } from '../setup.js';
  * rule that names the map; so there is one map per protocol, and its dispatch chains match that protocol.
  */
 function endpointsMap(kind: DispatchKind, protocol: FlatProtocol, w: ReturnType<typeof familyWords>): NftMap {
-  const key =
-    kind === 'cluster' || kind === 'local'
-      ? `${w.ip} daddr . meta l4proto . th dport`
-      : 'meta l4proto . th dport';
+  const key = dispatchKey(kind, w);
   return {
     kind: 'map',
     name: endpointsMapName(kind, protocol),
@@ -145,10 +149,7 @@ export function dispatchChainRule(
   node: Pick<NodeNetworkConfig, 'family'>,
 ): NftRule {
   const w = familyWords(node);
-  const key =
-    kind === 'cluster' || kind === 'local'
-      ? `${w.ip} daddr . meta l4proto . th dport`
-      : 'meta l4proto . th dport';
+  const key = dispatchKey(kind, w);
   return {
     kind: 'rule',
     chain: dispatchChainName(kind, protocol, count),
