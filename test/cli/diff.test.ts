@@ -13,6 +13,7 @@ import { diffCommand } from '../../packages/agent/src/cli/diff.js';
 import { renderCommand } from '../../packages/agent/src/cli/render.js';
 import { CLUSTER_CIDR, SERVICE_CIDR, workload, workloadList } from '../helpers/one-endpoint-workload.js';
 import { AGENT_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
+import { recordingFileIO } from '../helpers/command-io.js';
 
 const execFileAsync = promisify(execFile);
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -27,19 +28,9 @@ const EXAMPLE_GROWN = EXAMPLE.replace(
 );
 
 async function run(argv: string[], files: Record<string, string> = {}) {
-  let stdout = '';
-  let stderr = '';
-  const code = await diffCommand(argv, {
-    stdout: (t) => void (stdout += t),
-    stderr: (t) => void (stderr += t),
-    readFile: (p) => {
-      const text = files[p];
-      if (text === undefined) throw new Error(`ENOENT: no such file ${p}`);
-      return text;
-    },
-    hostname: () => 'host-name',
-  });
-  return { code, stdout, stderr };
+  const { io, printed } = recordingFileIO(files, 'host-name');
+  const code = await diffCommand(argv, io);
+  return { code, ...printed };
 }
 
 /** Runs the CLI as a child; resolves with its exit code and output, also when it fails. */
@@ -67,15 +58,10 @@ async function runCLI(argv: readonly string[]): Promise<{ code: number; stdout: 
  * of jump commands that iptables mode appends (which the restore input does not hold).
  */
 function renderedSize(mode: 'nftables' | 'iptables', argv: string[], files: Record<string, string>): string {
-  let out = '';
-  const code = renderCommand(['--proxy-mode', mode, ...argv], {
-    stdout: (t) => void (out += t),
-    stderr: () => undefined,
-    readFile: (p) => files[p] ?? '',
-    hostname: () => 'host-name',
-  });
-  assert.equal(code, 0);
-  return out
+  const { io, printed } = recordingFileIO(files, 'host-name');
+  const code = renderCommand(['--proxy-mode', mode, ...argv], io);
+  assert.equal(code, 0, printed.stderr);
+  return printed.stdout
     .split('\n')
     .filter((l) => l !== '' && !l.startsWith('#'))
     .length.toLocaleString('en-US');

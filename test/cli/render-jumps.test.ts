@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { renderCommand } from '../../packages/agent/src/cli/render.js';
 import { JUMP_RULES, KUBELET_JUMP_RULES } from '../../packages/agent/src/backends/iptables/jumps.js';
+import { recordingFileIO } from '../helpers/command-io.js';
 
 const EXAMPLE = readFileSync(new URL('../../examples/cluster.yaml', import.meta.url), 'utf8');
 const V6 = `
@@ -15,19 +16,9 @@ spec: {clusterIP: "2001:db8:ff::10", ipFamilies: [IPv6], ports: [{port: 80}]}
 `;
 
 function render(argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = renderCommand(argv, {
-    stdout: (t) => void (stdout += t),
-    stderr: (t) => void (stderr += t),
-    readFile: (p) => {
-      if (p === 'cluster.yaml') return EXAMPLE;
-      if (p === 'v6.yaml') return V6;
-      throw new Error(`ENOENT: no such file ${p}`);
-    },
-    hostname: () => 'worker',
-  });
-  return { code, stdout, stderr };
+  const { io, printed } = recordingFileIO({ 'cluster.yaml': EXAMPLE, 'v6.yaml': V6 }, 'worker');
+  const code = renderCommand(argv, io);
+  return { code, ...printed };
 }
 
 const BASE = ['-f', 'cluster.yaml', '--proxy-mode', 'iptables', '--cluster-cidr', '198.18.8.0/21'];

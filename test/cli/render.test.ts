@@ -5,24 +5,15 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { renderCommand } from '../../packages/agent/src/cli/render.js';
+import { recordingFileIO } from '../helpers/command-io.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 
 const EXAMPLE = readFileSync(new URL('../../examples/cluster.yaml', import.meta.url), 'utf8');
 
 function run(argv: string[], files: Record<string, string> = { 'cluster.yaml': EXAMPLE }) {
-  let stdout = '';
-  let stderr = '';
-  const code = renderCommand(argv, {
-    stdout: (t) => void (stdout += t),
-    stderr: (t) => void (stderr += t),
-    readFile: (p) => {
-      const text = files[p];
-      if (text === undefined) throw new Error(`ENOENT: no such file ${p}`);
-      return text;
-    },
-    hostname: () => 'Host-Name',
-  });
-  return { code, stdout, stderr };
+  const { io, printed } = recordingFileIO(files, 'Host-Name');
+  const code = renderCommand(argv, io);
+  return { code, ...printed };
 }
 
 // upstream-backends.md §1.5, computed here independently: standard base32 of SHA-256, first 8 characters.

@@ -49,22 +49,25 @@ describe('watchConfigFile', () => {
     dirs.push(dir);
     return dir;
   };
+  /** A temporary directory holding config.conf (`mode: iptables`). */
+  const configFile = (): { dir: string; path: string } => {
+    const dir = tempDir();
+    const path = join(dir, 'config.conf');
+    writeFileSync(path, 'mode: iptables\n');
+    return { dir, path };
+  };
   test.after(() => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
   test('fires on a write to the file', async () => {
-    const dir = tempDir();
-    const path = join(dir, 'config.conf');
-    writeFileSync(path, 'mode: iptables\n');
+    const { path } = configFile();
     const event = await firstEvent(path, () => appendFileSync(path, 'mode: nftables\n'));
     assert.notEqual(event.kind, 'error');
   });
 
   test('fires when another file is renamed over it', async () => {
-    const dir = tempDir();
-    const path = join(dir, 'config.conf');
-    writeFileSync(path, 'mode: iptables\n');
+    const { dir, path } = configFile();
     const event = await firstEvent(path, () => {
       writeFileSync(join(dir, 'config.conf.new'), 'mode: nftables\n');
       renameSync(join(dir, 'config.conf.new'), path);
@@ -88,9 +91,7 @@ describe('watchConfigFile', () => {
   });
 
   test('an event for an unrelated file in the directory does not fire', async () => {
-    const dir = tempDir();
-    const path = join(dir, 'config.conf');
-    writeFileSync(path, 'mode: iptables\n');
+    const { dir, path } = configFile();
     // After the unrelated write, a real write proves the watcher is alive; the first event must be ours.
     const event = await firstEvent(path, () => {
       writeFileSync(join(dir, 'other.txt'), 'x');

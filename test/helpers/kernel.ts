@@ -3,6 +3,7 @@
 // a failure, never a skip.
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { after, before } from 'node:test';
 import type { TestContext } from 'node:test';
 
 const TOOLS = ['ip', 'nft', 'iptables-restore', 'iptables-save', 'conntrack'] as const;
@@ -81,4 +82,42 @@ export function runInNamespace<T>(ns: string, script: URL, args: readonly string
       else resolve(JSON.parse(out.trim().split('\n').pop() ?? '') as T);
     });
   });
+}
+
+/** A suite of kernel tests run in network namespaces of its own (kernelNamespaces()). */
+export interface NamespaceSuite<Names extends readonly string[]> {
+  /** For the suite's `describe`: skip with the printed reason when a prerequisite is missing, or run. */
+  readonly options: { skip: string | false };
+  /** The run's prefix (runPrefix()), for other names the suite makes. */
+  readonly prefix: string;
+  /** The namespaces' names, `<prefix>-<suffix>` for each suffix given, in order. */
+  readonly names: Names;
+  /** Called inside the `describe`: before() sweeps the run's leftovers and adds every namespace, after() sweeps. */
+  hooks(): void;
+}
+
+/**
+ * The preamble of a kernel test that needs root and `tools` (by default ip and nft) and runs in namespaces it makes:
+ * the skip options (a printed reason, a failure under KPTS_REQUIRE_KERNEL=1), a per-run prefix, one namespace per
+ * suffix, and hooks that make them before the suite and remove them after it.
+ */
+export function kernelNamespaces<const Suffixes extends readonly string[]>(
+  suffixes: Suffixes,
+  tools: readonly string[] = ['ip', 'nft'],
+): NamespaceSuite<{ readonly [K in keyof Suffixes]: string }> {
+  const options = kernelOptions(tools);
+  const prefix = runPrefix();
+  const names = suffixes.map((s) => `${prefix}-${s}`) as { readonly [K in keyof Suffixes]: string };
+  return {
+    options,
+    prefix,
+    names,
+    hooks: () => {
+      before(() => {
+        sweepNamespaces(prefix);
+        for (const ns of names) execFileSync('ip', ['netns', 'add', ns]);
+      });
+      after(() => sweepNamespaces(prefix));
+    },
+  };
 }

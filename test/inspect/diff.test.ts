@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import type { Node } from '../../packages/agent/src/api/objects.js';
 import type { DiffTarget, ClusterState, DiffResult } from '../../packages/agent/src/inspect/diff.js';
 import { diffClusterStates } from '../../packages/agent/src/inspect/diff.js';
-import { nodeNetworkConfig } from '../../packages/agent/src/sync/node-network.js';
+import { testNode } from '../helpers/model-values.js';
 import { snapshotFromObjects } from '../../packages/agent/src/sync/snapshot.js';
 import { renderIptablesRestore } from '../../packages/agent/src/backends/iptables/render-cache.js';
 import { renderFullSyncTransaction } from '../../packages/agent/src/backends/nftables/backend.js';
@@ -22,17 +22,13 @@ import {
 } from '../helpers/one-endpoint-workload.js';
 
 function config(nodePortAddresses: string[]): NodeNetworkConfig {
-  return nodeNetworkConfig({
-    family: 'IPv4',
+  return testNode({
     nodeName: NODE,
     nodeIPs: [NODE_IP],
-    detectLocalMode: 'ClusterCIDR',
     clusterCIDRs: [CLUSTER_CIDR],
     nodePortAddresses,
-    masqueradeAll: false,
-    masqueradeBit: 14,
     serviceCIDRs: [SERVICE_CIDR],
-  }).config;
+  });
 }
 
 // Each mode's default NodePort addresses, as the CLI gives them: nftables the primary IP, iptables all.

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { explainCommand } from '../../packages/agent/src/cli/explain.js';
+import { recordingFileIO } from '../helpers/command-io.js';
 
 interface Endpoint6 {
   ip: string;
@@ -89,19 +90,9 @@ interface Direction {
 }
 
 async function run(args: string[], manifest: string): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await explainCommand(args, {
-    stdout: (t) => void (out += t),
-    stderr: (t) => void (err += t),
-    readFile: (p) => {
-      if (p !== 'state.json') throw new Error(`ENOENT: no such file ${p}`);
-      return manifest;
-    },
-    hostname: () => 'test-host',
-    env: {},
-  });
-  return { code, out, err };
+  const { io, printed } = recordingFileIO({ 'state.json': manifest }, 'test-host');
+  const code = await explainCommand(args, { ...io, env: {} });
+  return { code, out: printed.stdout, err: printed.stderr };
 }
 
 async function explainJSON(manifest: string, extra: string[] = []): Promise<Explained> {

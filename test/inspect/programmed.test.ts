@@ -11,9 +11,9 @@ import { explainNode } from '../../packages/agent/src/inspect/explain.js';
 import { checkProgrammed, liveKernelReader } from '../../packages/agent/src/inspect/programmed.js';
 import { netnsCommandRunner } from '../../packages/agent/src/netfilter/command.js';
 import type { NodeNetworkConfig } from '../../packages/agent/src/sync/backend.js';
-import { nodeNetworkConfig } from '../../packages/agent/src/sync/node-network.js';
 import { snapshotFromObjects } from '../../packages/agent/src/sync/snapshot.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
+import { testNode } from '../helpers/model-values.js';
 
 const options = kernelOptions(['ip', 'nft', 'iptables-restore', 'iptables']);
 const prefix = runPrefix();
@@ -38,20 +38,7 @@ const SLICE = {
 };
 
 function nodeConfig(mode: ProxyMode): NodeNetworkConfig {
-  return nodeNetworkConfig({
-    family: 'IPv4',
-    nodeName: 'node-a',
-    nodeIPs: ['198.18.0.2'],
-    detectLocalMode: 'ClusterCIDR',
-    clusterCIDRs: ['198.19.0.0/16'],
-    podCIDRs: [],
-    bridgeInterface: undefined,
-    interfaceNamePrefix: undefined,
-    nodePortAddresses: mode === 'nftables' ? ['198.18.0.2/32'] : [],
-    masqueradeAll: false,
-    masqueradeBit: 14,
-    serviceCIDRs: [],
-  }).config;
+  return testNode({ nodePortAddresses: mode === 'nftables' ? ['198.18.0.2/32'] : [] });
 }
 
 function explained(mode: ProxyMode) {

@@ -2,6 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EndpointSliceCache } from '../../packages/agent/src/model/endpoint-slice-cache.js';
 import type { EndpointsMap } from '../../packages/agent/src/model/endpoint-slice-cache.js';
+import type { EndpointSlice } from '../../packages/agent/src/api/objects.js';
 import type { Endpoint } from '../../packages/agent/src/model/endpoint.js';
 import { ep, key, slice } from './fixtures.js';
 
@@ -23,12 +24,18 @@ function current(cache: EndpointSliceCache, service = 'ns/svc'): EndpointsMap {
   return c.current;
 }
 
+/** The endpoints of ns/svc port http once a new cache (IPv4, on node-a) has taken `slices`, in order. */
+function endpointsFrom(...slices: EndpointSlice[]): readonly Endpoint[] {
+  const { cache } = newCache();
+  for (const s of slices) cache.updatePending(s, false);
+  return current(cache).get(key('ns', 'svc', 'http')) ?? [];
+}
+
 const strings = (eps: readonly Endpoint[] | undefined): string[] => (eps ?? []).map((e) => e.endpoint);
 
 describe('§1.3 / §10.1 endpoint info', () => {
   test('§10.1 condition defaults: nil ready ⇒ true, nil serving ⇒ true, nil terminating ⇒ false', () => {
-    const { cache } = newCache();
-    cache.updatePending(
+    const eps = endpointsFrom(
       slice('s1', {
         endpoints: [
           ep('198.18.1.1'),
@@ -38,9 +45,7 @@ describe('§1.3 / §10.1 endpoint info', () => {
           ep('198.18.1.5', { conditions: { ready: false, serving: false, terminating: false } }),
         ],
       }),
-      false,
     );
-    const eps = current(cache).get(key('ns', 'svc', 'http')) ?? [];
     assert.deepEqual(
       eps.map((e) => [e.ip, e.ready, e.serving, e.terminating]),
       [
@@ -54,12 +59,8 @@ describe('§1.3 / §10.1 endpoint info', () => {
   });
 
   test('§10.1 only addresses[0] is used, parsed leniently and printed canonically', () => {
-    const { cache } = newCache();
-    cache.updatePending(
-      slice('s1', { endpoints: [{ addresses: ['198.018.001.010', '198.18.9.9'] }] }),
-      false,
-    );
-    assert.deepEqual(strings(current(cache).get(key('ns', 'svc', 'http'))), ['198.18.1.10:80']);
+    const eps = endpointsFrom(slice('s1', { endpoints: [{ addresses: ['198.018.001.010', '198.18.9.9'] }] }));
+    assert.deepEqual(strings(eps), ['198.18.1.10:80']);
   });
 
   test('endpoints with no or invalid addresses, or of the other family, are skipped with a reason', () => {
@@ -156,55 +157,39 @@ describe('§1.3 / §10.1 endpoint info', () => {
 
 describe('§3 / §10.2 merging and duplicates', () => {
   test('§10.2 duplicates: a later non-terminating duplicate replaces the earlier one', () => {
-    const { cache } = newCache();
-    cache.updatePending(
+    const eps = endpointsFrom(
       slice('s1', { endpoints: [ep('198.18.1.1', { conditions: { ready: false }, nodeName: 'x' })] }),
-      false,
-    );
-    cache.updatePending(
       slice('s2', { endpoints: [ep('198.18.1.1', { conditions: { ready: true }, nodeName: 'node-a' })] }),
-      false,
     );
-    const eps = current(cache).get(key('ns', 'svc', 'http')) ?? [];
     assert.equal(eps.length, 1);
     assert.equal(eps[0]?.ready, true);
     assert.equal(eps[0]?.isLocal, true);
   });
 
   test('§10.2 duplicates: later terminating duplicate does not replace', () => {
-    const { cache } = newCache();
-    cache.updatePending(slice('s1', { endpoints: [ep('198.18.1.1')] }), false);
-    cache.updatePending(
+    const eps = endpointsFrom(
+      slice('s1', { endpoints: [ep('198.18.1.1')] }),
       slice('s2', {
         endpoints: [ep('198.18.1.1', { conditions: { ready: false, serving: true, terminating: true } })],
       }),
-      false,
     );
-    const eps = current(cache).get(key('ns', 'svc', 'http')) ?? [];
     assert.equal(eps.length, 1);
     assert.equal(eps[0]?.terminating, false);
     assert.equal(eps[0]?.ready, true);
   });
 
   test('§10.2 duplicates within one slice resolve the same way', () => {
-    const { cache } = newCache();
-    cache.updatePending(
+    const eps = endpointsFrom(
       slice('s1', {
         endpoints: [ep('198.18.1.1'), ep('198.18.1.1', { conditions: { ready: false, terminating: true } })],
       }),
-      false,
     );
-    assert.equal(current(cache).get(key('ns', 'svc', 'http'))?.[0]?.terminating, false);
+    assert.equal(eps[0]?.terminating, false);
   });
 
   test('§10.2 lists are sorted as strings: 10.0.0.10:80 before 10.0.0.2:80', () => {
-    const { cache } = newCache();
-    cache.updatePending(slice('s1', { endpoints: [ep('10.0.0.2'), ep('10.0.0.10'), ep('10.0.0.1')] }), false);
-    assert.deepEqual(strings(current(cache).get(key('ns', 'svc', 'http'))), [
-      '10.0.0.10:80',
-      '10.0.0.1:80',
-      '10.0.0.2:80',
-    ]);
+    const eps = endpointsFrom(slice('s1', { endpoints: [ep('10.0.0.2'), ep('10.0.0.10'), ep('10.0.0.1')] }));
+    assert.deepEqual(strings(eps), ['10.0.0.10:80', '10.0.0.1:80', '10.0.0.2:80']);
   });
 
   test('§10.2 empty port keys are absent', () => {
@@ -215,19 +200,11 @@ describe('§3 / §10.2 merging and duplicates', () => {
   });
 
   test('the same port name with different numbers in different slices gives distinct entries', () => {
-    const { cache } = newCache();
-    cache.updatePending(
+    const eps = endpointsFrom(
       slice('s1', { ports: [{ name: 'http', port: 80 }], endpoints: [ep('198.18.1.1')] }),
-      false,
-    );
-    cache.updatePending(
       slice('s2', { ports: [{ name: 'http', port: 8080 }], endpoints: [ep('198.18.1.2')] }),
-      false,
     );
-    assert.deepEqual(strings(current(cache).get(key('ns', 'svc', 'http'))), [
-      '198.18.1.1:80',
-      '198.18.1.2:8080',
-    ]);
+    assert.deepEqual(strings(eps), ['198.18.1.1:80', '198.18.1.2:8080']);
   });
 
   test('endpoints moving between slices do not vanish when one slice updates before the other', () => {

@@ -30,62 +30,79 @@ function summary(p: ServicePortPolicy) {
 }
 
 describe('servicePortPolicy', () => {
-  test('no endpoints at all: every frontend rejects, nothing counts as "no local endpoints"', () => {
-    assert.deepEqual(summary(servicePortPolicy(port({ nodePort: 30080 }), [], NODE)), {
-      hasEndpoints: false,
-      cluster: null,
-      local: null,
-      reachable: [],
-      internal: ['Cluster', [], 'reject'],
-      external: ['Cluster', [], 'reject'],
-      viaExternalChain: false,
-      noLocal: [false, false],
+  const summaries: readonly {
+    name: string;
+    sp: ServicePort;
+    eps: Endpoint[];
+    want: ReturnType<typeof summary>;
+  }[] = [
+    {
+      name: 'no endpoints at all: every frontend rejects, nothing counts as "no local endpoints"',
+      sp: port({ nodePort: 30080 }),
+      eps: [],
+      want: {
+        hasEndpoints: false,
+        cluster: null,
+        local: null,
+        reachable: [],
+        internal: ['Cluster', [], 'reject'],
+        external: ['Cluster', [], 'reject'],
+        viaExternalChain: false,
+        noLocal: [false, false],
+      },
+    },
+    {
+      name: 'Cluster policies with ready endpoints: both traffic kinds use the Cluster set',
+      sp: port({ nodePort: 30080 }),
+      eps: [e('198.19.0.1', 'rs'), e('198.19.0.2', 'rsl')],
+      want: {
+        hasEndpoints: true,
+        cluster: ['198.19.0.1', '198.19.0.2'],
+        local: null,
+        reachable: ['198.19.0.1', '198.19.0.2'],
+        internal: ['Cluster', ['198.19.0.1', '198.19.0.2'], 'ok'],
+        external: ['Cluster', ['198.19.0.1', '198.19.0.2'], 'ok'],
+        viaExternalChain: true,
+        noLocal: [false, false],
+      },
+    },
+    {
+      name: 'internalTrafficPolicy Local with no local endpoint drops ClusterIP traffic and counts it',
+      sp: port({ internalPolicyLocal: true }),
+      eps: [e('198.19.0.1', 'rs')],
+      want: {
+        hasEndpoints: true,
+        cluster: null,
+        local: null,
+        reachable: [],
+        internal: ['Local', [], 'drop'],
+        // No external frontend: the Cluster set is never used, and nothing external is dropped.
+        external: ['Cluster', [], 'ok'],
+        viaExternalChain: false,
+        noLocal: [true, false],
+      },
+    },
+    {
+      name: 'externalTrafficPolicy Local: external traffic uses only local endpoints, the ClusterIP all of them',
+      sp: port({ nodePort: 30080, externalPolicyLocal: true }),
+      eps: [e('198.19.0.1', 'rs'), e('198.19.0.2', 'rsl')],
+      want: {
+        hasEndpoints: true,
+        cluster: ['198.19.0.1', '198.19.0.2'],
+        local: ['198.19.0.2'],
+        reachable: ['198.19.0.1', '198.19.0.2'],
+        internal: ['Cluster', ['198.19.0.1', '198.19.0.2'], 'ok'],
+        external: ['Local', ['198.19.0.2'], 'ok'],
+        viaExternalChain: true,
+        noLocal: [false, false],
+      },
+    },
+  ];
+  for (const c of summaries) {
+    test(c.name, () => {
+      assert.deepEqual(summary(servicePortPolicy(c.sp, c.eps, NODE)), c.want);
     });
-  });
-
-  test('Cluster policies with ready endpoints: both traffic kinds use the Cluster set', () => {
-    const eps = [e('198.19.0.1', 'rs'), e('198.19.0.2', 'rsl')];
-    assert.deepEqual(summary(servicePortPolicy(port({ nodePort: 30080 }), eps, NODE)), {
-      hasEndpoints: true,
-      cluster: ['198.19.0.1', '198.19.0.2'],
-      local: null,
-      reachable: ['198.19.0.1', '198.19.0.2'],
-      internal: ['Cluster', ['198.19.0.1', '198.19.0.2'], 'ok'],
-      external: ['Cluster', ['198.19.0.1', '198.19.0.2'], 'ok'],
-      viaExternalChain: true,
-      noLocal: [false, false],
-    });
-  });
-
-  test('internalTrafficPolicy Local with no local endpoint drops ClusterIP traffic and counts it', () => {
-    const eps = [e('198.19.0.1', 'rs')];
-    assert.deepEqual(summary(servicePortPolicy(port({ internalPolicyLocal: true }), eps, NODE)), {
-      hasEndpoints: true,
-      cluster: null,
-      local: null,
-      reachable: [],
-      internal: ['Local', [], 'drop'],
-      // No external frontend: the Cluster set is never used, and nothing external is dropped.
-      external: ['Cluster', [], 'ok'],
-      viaExternalChain: false,
-      noLocal: [true, false],
-    });
-  });
-
-  test('externalTrafficPolicy Local: external traffic uses only local endpoints, the ClusterIP all of them', () => {
-    const eps = [e('198.19.0.1', 'rs'), e('198.19.0.2', 'rsl')];
-    const sp = port({ nodePort: 30080, externalPolicyLocal: true });
-    assert.deepEqual(summary(servicePortPolicy(sp, eps, NODE)), {
-      hasEndpoints: true,
-      cluster: ['198.19.0.1', '198.19.0.2'],
-      local: ['198.19.0.2'],
-      reachable: ['198.19.0.1', '198.19.0.2'],
-      internal: ['Cluster', ['198.19.0.1', '198.19.0.2'], 'ok'],
-      external: ['Local', ['198.19.0.2'], 'ok'],
-      viaExternalChain: true,
-      noLocal: [false, false],
-    });
-  });
+  }
 
   test('externalTrafficPolicy Local on a node without local endpoints: external drop, counted', () => {
     const sp = port({ nodePort: 30080, externalPolicyLocal: true });

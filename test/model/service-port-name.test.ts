@@ -30,18 +30,24 @@ describe('§1.1 ServicePortName', () => {
   });
 
   test('the key is unambiguous for hostile names', () => {
+    const tcp = (namespace: string, name: string, port = ''): ServicePortName => ({
+      namespace,
+      name,
+      port,
+      protocol: 'TCP',
+    });
     const names: ServicePortName[] = [
-      { namespace: 'a', name: 'b/c', port: '', protocol: 'TCP' },
-      { namespace: 'a/b', name: 'c', port: '', protocol: 'TCP' },
-      { namespace: 'a', name: 'b:c', port: '', protocol: 'TCP' },
-      { namespace: 'a', name: 'b', port: 'c', protocol: 'TCP' },
-      { namespace: 'a', name: 'b', port: 'c/TCP', protocol: 'TCP' },
-      { namespace: 'a', name: 'b"', port: ',"c', protocol: 'TCP' },
-      { namespace: 'a', name: 'b', port: '"', protocol: 'TCP' },
-      { namespace: 'a', name: 'b\n', port: '', protocol: 'TCP' },
-      { namespace: 'a', name: 'b', port: '\n', protocol: 'TCP' },
-      { namespace: 'a\u0000', name: 'b', port: '', protocol: 'TCP' },
-      { namespace: 'a', name: '\u0000b', port: '', protocol: 'TCP' },
+      tcp('a', 'b/c'),
+      tcp('a/b', 'c'),
+      tcp('a', 'b:c'),
+      tcp('a', 'b', 'c'),
+      tcp('a', 'b', 'c/TCP'),
+      tcp('a', 'b"', ',"c'),
+      tcp('a', 'b', '"'),
+      tcp('a', 'b\n'),
+      tcp('a', 'b', '\n'),
+      tcp('a\u0000', 'b'),
+      tcp('a', '\u0000b'),
       { namespace: 'a', name: 'b', port: '', protocol: 'UDP' },
     ];
     const keys = new Set(names.map(servicePortKey));

@@ -23,9 +23,14 @@ function only(r: ReturnType<typeof servicePortsFromService>): ServicePort {
   return r.ports[0] as ServicePort;
 }
 
+/** The one IPv4 port of the basic Service with `spec` over its spec. */
+function basicPort(spec: Partial<Spec> = {}): ServicePort {
+  return only(servicePortsFromService(svc({ ...basic, ...spec }), 'IPv4'));
+}
+
 describe('§1.2 BaseServicePortInfo fields', () => {
   test('basic ClusterIP port: identity, clusterIP, port, protocol, defaults', () => {
-    const sp = only(servicePortsFromService(svc(basic), 'IPv4'));
+    const sp = basicPort();
     assert.equal(sp.nameString, 'ns/svc:http');
     assert.equal(sp.serviceName, 'ns/svc');
     assert.deepEqual(sp.name, { namespace: 'ns', name: 'svc', port: 'http', protocol: 'TCP' });
@@ -43,7 +48,7 @@ describe('§1.2 BaseServicePortInfo fields', () => {
   });
 
   test('clusterIP is parsed leniently and printed canonically', () => {
-    const sp = only(servicePortsFromService(svc({ ...basic, clusterIP: '198.018.000.010' }), 'IPv4'));
+    const sp = basicPort({ clusterIP: '198.018.000.010' });
     assert.equal(sp.clusterIP, '198.18.0.10');
   });
 
@@ -109,30 +114,13 @@ describe('§1.2 BaseServicePortInfo fields', () => {
   });
 
   test('session affinity: ClientIP timeout from config, default 10800; None → 0', () => {
-    const withTimeout = only(
-      servicePortsFromService(
-        svc({
-          ...basic,
-          sessionAffinity: 'ClientIP',
-          sessionAffinityConfig: { clientIP: { timeoutSeconds: 60 } },
-        }),
-        'IPv4',
-      ),
-    );
+    const timeout60 = { sessionAffinityConfig: { clientIP: { timeoutSeconds: 60 } } };
+    const withTimeout = basicPort({ sessionAffinity: 'ClientIP', ...timeout60 });
     assert.equal(withTimeout.sessionAffinityClientIP, true);
     assert.equal(withTimeout.stickyMaxAgeSeconds, 60);
-    const defaulted = only(servicePortsFromService(svc({ ...basic, sessionAffinity: 'ClientIP' }), 'IPv4'));
+    const defaulted = basicPort({ sessionAffinity: 'ClientIP' });
     assert.equal(defaulted.stickyMaxAgeSeconds, 10800);
-    const none = only(
-      servicePortsFromService(
-        svc({
-          ...basic,
-          sessionAffinity: 'None',
-          sessionAffinityConfig: { clientIP: { timeoutSeconds: 60 } },
-        }),
-        'IPv4',
-      ),
-    );
+    const none = basicPort({ sessionAffinity: 'None', ...timeout60 });
     assert.equal(none.stickyMaxAgeSeconds, 0);
   });
 
@@ -201,18 +189,12 @@ describe('§1.2 BaseServicePortInfo fields', () => {
     ];
     for (const c of cases) {
       test(`${c.type}${c.externalIPs ? ' with externalIPs ' + c.externalIPs.join(',') : ''} ETP=${c.etp}`, () => {
-        const sp = only(
-          servicePortsFromService(
-            svc({
-              ...basic,
-              type: c.type,
-              externalTrafficPolicy: c.etp,
-              healthCheckNodePort: 30000,
-              ...(c.externalIPs ? { externalIPs: c.externalIPs } : {}),
-            }),
-            'IPv4',
-          ),
-        );
+        const sp = basicPort({
+          type: c.type,
+          externalTrafficPolicy: c.etp,
+          healthCheckNodePort: 30000,
+          ...(c.externalIPs ? { externalIPs: c.externalIPs } : {}),
+        });
         assert.equal(sp.externalPolicyLocal, c.local);
         assert.equal(sp.healthCheckNodePort, c.hc);
       });
@@ -228,21 +210,13 @@ describe('§1.2 BaseServicePortInfo fields', () => {
   });
 
   test('internalPolicyLocal only for ITP=Local', () => {
-    assert.equal(
-      only(servicePortsFromService(svc({ ...basic, internalTrafficPolicy: 'Local' }), 'IPv4'))
-        .internalPolicyLocal,
-      true,
-    );
-    assert.equal(
-      only(servicePortsFromService(svc({ ...basic, internalTrafficPolicy: 'Cluster' }), 'IPv4'))
-        .internalPolicyLocal,
-      false,
-    );
+    assert.equal(basicPort({ internalTrafficPolicy: 'Local' }).internalPolicyLocal, true);
+    assert.equal(basicPort({ internalTrafficPolicy: 'Cluster' }).internalPolicyLocal, false);
   });
 });
 
 describe('§1.2 derived: ExternallyAccessible (data-based, per family), UsesCluster/UsesLocal', () => {
-  const base = only(servicePortsFromService(svc(basic), 'IPv4'));
+  const base = basicPort();
   const cases: readonly {
     name: string;
     sp: Partial<ServicePort>;

@@ -1,46 +1,46 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createMetricsServer } from '../../packages/agent/src/server/metrics-server.js';
+import type { MetricsServerOptions } from '../../packages/agent/src/server/metrics-server.js';
 import { createProxyMetrics } from '../../packages/agent/src/server/metrics.js';
-import type { ServerFatalError } from '../../packages/agent/src/server/retrying-server.js';
+import type {
+  CreateServerResult,
+  ServerFatalError,
+} from '../../packages/agent/src/server/retrying-server.js';
 import { recordingLogger } from '../../packages/agent/src/util/logger.js';
 import { parseExposition } from './exposition.js';
+import { occupyPort, whileListening } from './listening.js';
 import { FakeClock } from '../../packages/agent/src/util/clock.js';
+
+/** A metrics server on 127.0.0.1:0 of an iptables proxy's registry, with `o` overriding any option. */
+function metricsServer(o: Partial<MetricsServerOptions> = {}): CreateServerResult {
+  return createMetricsServer({
+    bindAddress: '127.0.0.1:0',
+    registry: createProxyMetrics({ mode: 'iptables', processMetrics: false }).registry,
+    mode: 'iptables',
+    configz: () => ({}),
+    clock: new FakeClock(),
+    logger: recordingLogger(),
+    hardFail: false,
+    ...o,
+  });
+}
 
 async function get(url: string): Promise<{ status: number; type: string | null; text: string }> {
   const res = await fetch(url);
   return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
 }
 
-/** Holds a port on 127.0.0.1 so that another bind to it fails with EADDRINUSE. */
-async function occupyPort(): Promise<{ port: number; release: () => Promise<void> }> {
-  const blocker = createServer();
-  await new Promise<void>((resolve) => blocker.listen({ host: '127.0.0.1', port: 0 }, resolve));
-  const port = (blocker.address() as AddressInfo).port;
-  return { port, release: () => new Promise<void>((resolve) => blocker.close(() => resolve())) };
-}
-
 describe('metrics server', () => {
   test('/metrics, /healthz, /proxyMode, /configz', async () => {
     const metrics = createProxyMetrics({ mode: 'nftables', processMetrics: false });
     metrics.syncDuration('IPv4', 0.01, true);
-    const created = createMetricsServer({
-      bindAddress: '127.0.0.1:0',
+    const created = metricsServer({
       registry: metrics.registry,
       mode: 'nftables',
       configz: () => ({ mode: 'nftables', metricsBindAddress: '127.0.0.1:10249' }),
-      clock: new FakeClock(),
-      logger: recordingLogger(),
-      hardFail: false,
     });
-    assert.ok(created.ok);
-    const server = created.server;
-    try {
-      assert.equal(await server.start(), 'listening');
-      const base = `http://127.0.0.1:${server.address!.port}`;
-
+    await whileListening(created, async (base) => {
       const m = await get(`${base}/metrics`);
       assert.equal(m.status, 200);
       assert.match(m.type ?? '', /^text\/plain; version=0\.0\.4/);
@@ -65,25 +65,14 @@ describe('metrics server', () => {
         'kubeproxy.config.k8s.io': { mode: 'nftables', metricsBindAddress: '127.0.0.1:10249' },
       });
       assert.equal((await get(`${base}/debug/pprof/`)).status, 404);
-    } finally {
-      await server.stop();
-    }
+    });
   });
 
   test('a failed bind is logged and retried every 5 s on the clock', async () => {
     const clock = new FakeClock();
     const logger = recordingLogger();
     const held = await occupyPort();
-    const metrics = createProxyMetrics({ mode: 'iptables', processMetrics: false });
-    const created = createMetricsServer({
-      bindAddress: `127.0.0.1:${held.port}`,
-      registry: metrics.registry,
-      mode: 'iptables',
-      configz: () => ({}),
-      clock,
-      logger,
-      hardFail: false,
-    });
+    const created = metricsServer({ bindAddress: `127.0.0.1:${held.port}`, clock, logger });
     assert.ok(created.ok);
     const server = created.server;
     try {
@@ -104,7 +93,7 @@ describe('metrics server', () => {
       assert.equal(clock.pendingTimers, 0);
     } finally {
       await server.stop();
-      await held.release().catch(() => {});
+      await held.release();
     }
   });
 
@@ -112,13 +101,9 @@ describe('metrics server', () => {
     const clock = new FakeClock();
     const held = await occupyPort();
     const fatal: ServerFatalError[] = [];
-    const created = createMetricsServer({
+    const created = metricsServer({
       bindAddress: `127.0.0.1:${held.port}`,
-      registry: createProxyMetrics({ mode: 'iptables', processMetrics: false }).registry,
-      mode: 'iptables',
-      configz: () => ({}),
       clock,
-      logger: recordingLogger(),
       hardFail: true,
       onFatal: (e) => fatal.push(e),
     });
@@ -136,15 +121,7 @@ describe('metrics server', () => {
   });
 
   test('a malformed bind address is an error value', () => {
-    const created = createMetricsServer({
-      bindAddress: 'localhost',
-      registry: createProxyMetrics({ mode: 'iptables', processMetrics: false }).registry,
-      mode: 'iptables',
-      configz: () => ({}),
-      clock: new FakeClock(),
-      logger: recordingLogger(),
-      hardFail: false,
-    });
+    const created = metricsServer({ bindAddress: 'localhost' });
     assert.equal(created.ok, false);
   });
 });

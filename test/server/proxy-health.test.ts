@@ -7,6 +7,7 @@ import { formatRFC3339Nano } from '../../packages/agent/src/server/rfc3339.js';
 import { SILENT_LOGGER } from '../../packages/agent/src/util/logger.js';
 import { createProxyMetrics } from '../../packages/agent/src/server/metrics.js';
 import { parseExposition } from './exposition.js';
+import { whileListening } from './listening.js';
 import { FakeClock } from '../../packages/agent/src/util/clock.js';
 
 const SYNC_PERIOD_MS = 30_000; // upstream default; timeout 60 s
@@ -197,11 +198,7 @@ describe('proxy health server', () => {
       logger: SILENT_LOGGER,
       hardFail: true,
     });
-    assert.ok(created.ok);
-    const server = created.server;
-    try {
-      assert.equal(await server.start(), 'listening');
-      const base = `http://127.0.0.1:${server.address!.port}`;
+    await whileListening(created, async (base) => {
       health.updated('IPv4');
       health.queuedUpdate('IPv4');
       let res = await fetch(`${base}/healthz`);
@@ -220,8 +217,6 @@ describe('proxy health server', () => {
       res = await fetch(`${base}/nope`);
       assert.equal(res.status, 404);
       await res.arrayBuffer();
-    } finally {
-      await server.stop();
-    }
+    });
   });
 });

@@ -4,6 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ServiceHealthServers } from '../../packages/agent/src/server/service-health.js';
 import { recordingLogger } from '../../packages/agent/src/util/logger.js';
+import { occupyPort } from './listening.js';
 
 async function freePort(): Promise<number> {
   const s = createServer();
@@ -104,9 +105,8 @@ describe('ServiceHealthServers', () => {
       proxyHealth: { isHealthy: () => true },
       logger,
     });
-    const blocker = createServer();
-    await new Promise<void>((resolve) => blocker.listen({ host: '127.0.0.1', port: 0 }, resolve));
-    const busy = (blocker.address() as AddressInfo).port;
+    const blocker = await occupyPort();
+    const busy = blocker.port;
     const other = await freePort();
     try {
       const wanted = new Map([
@@ -121,7 +121,7 @@ describe('ServiceHealthServers', () => {
       assert.ok(logger.records.some((l) => l.level === 'error' && l.fields.service === 'ns/busy'));
       assert.deepEqual(servers.listening(), new Map([['ns/free', other]]));
 
-      await new Promise<void>((resolve) => blocker.close(() => resolve()));
+      await blocker.release();
       servers.syncEndpoints(new Map([['ns/busy', 3]]));
       r = await servers.syncServicesReport(wanted);
       assert.deepEqual(r, { opened: ['ns/busy'], closed: [], failed: [] });
@@ -130,7 +130,7 @@ describe('ServiceHealthServers', () => {
       assert.equal(a.weight, '3');
     } finally {
       await servers.close();
-      if (blocker.listening) await new Promise<void>((resolve) => blocker.close(() => resolve()));
+      await blocker.release();
     }
   });
 });

@@ -55,6 +55,45 @@ function harness(opts: { min?: number; retry?: number; max?: number } = {}) {
     setOutcome(f: (() => Promise<void>) | undefined) {
       outcome = f;
     },
+    /** Makes every run from now on wait until the returned promise is resolved (or rejected). */
+    hold(): Deferred {
+      const d = deferred();
+      outcome = () => d.promise;
+      return d;
+    },
+    /** Starts the loop and a run that is still in flight when this resolves: it ends when `slow` is resolved. */
+    async loopWithRunInFlight(): Promise<Deferred> {
+      const slow = this.hold();
+      runner.loop();
+      runner.run();
+      await settle();
+      return slow;
+    },
+    /** Starts the loop and a requested run that fails with `message`, and resolves with that run; later runs succeed. */
+    async loopWithFailedRun(message: string): ReturnType<BoundedFrequencyRunner['nextRun']> {
+      outcome = () => Promise.reject(new Error(message));
+      runner.loop();
+      const failed = await this.runAndWait();
+      outcome = undefined;
+      return failed;
+    },
+    /** Moves the clock by `ms` and resolves with the next run to finish (one that the move starts). */
+    nextRunAfter(ms: number): ReturnType<BoundedFrequencyRunner['nextRun']> {
+      const next = runner.nextRun();
+      clock.advance(ms);
+      return next;
+    },
+    /** Moves the clock by `ms`, then lets what that woke reach its next wait. */
+    async advance(ms: number): Promise<void> {
+      clock.advance(ms);
+      await settle();
+    },
+    /** Requests a run and resolves with it (the next run to finish). */
+    runAndWait(): ReturnType<BoundedFrequencyRunner['nextRun']> {
+      const done = runner.nextRun();
+      runner.run();
+      return done;
+    },
   };
 }
 
@@ -64,8 +103,7 @@ describe('§5 / §10.8 BoundedFrequencyRunner on a FakeClock', () => {
     h.runner.run();
     h.runner.loop();
     await settle();
-    h.clock.advance(HOUR - 1);
-    await settle();
+    await h.advance(HOUR - 1);
     assert.deepEqual(h.starts, []);
     await h.runner.stop();
   });
@@ -73,9 +111,7 @@ describe('§5 / §10.8 BoundedFrequencyRunner on a FakeClock', () => {
   test('a request after loop() runs immediately', async () => {
     const h = harness();
     h.runner.loop();
-    const done = h.runner.nextRun();
-    h.runner.run();
-    const e = await done;
+    const e = await h.runAndWait();
     assert.deepEqual(h.starts, [0]);
     assert.deepEqual(e, { startedAt: 0, finishedAt: 0 });
     await h.runner.stop();
@@ -83,10 +119,9 @@ describe('§5 / §10.8 BoundedFrequencyRunner on a FakeClock', () => {
 
   test('§10.8 minInterval runs from the END of one run to the START of the next', async () => {
     const h = harness({ min: 1000 });
-    const slow = deferred();
-    h.setOutcome(() => slow.promise);
+    const slow = h.hold();
     h.runner.loop();
-    let done = h.runner.nextRun();
+    const done = h.runner.nextRun();
     h.runner.run(); // starts at 0
     await settle();
     h.clock.advance(500); // the run takes 500 ms
@@ -94,30 +129,21 @@ describe('§5 / §10.8 BoundedFrequencyRunner on a FakeClock', () => {
     assert.deepEqual(await done, { startedAt: 0, finishedAt: 500 });
     h.setOutcome(undefined);
     h.runner.run();
-    h.clock.advance(999); // t=1499: a start-to-start limit would have allowed a run at 1000
-    await settle();
+    await h.advance(999); // t=1499: a start-to-start limit would have allowed a run at 1000
     assert.deepEqual(h.starts, [0]);
-    done = h.runner.nextRun();
-    h.clock.advance(1); // t=1500
-    assert.equal((await done).startedAt, 1500);
+    assert.equal((await h.nextRunAfter(1)).startedAt, 1500); // t=1500
     await h.runner.stop();
   });
 
   test('requests coalesce: many requests during the wait give one run, and no burst', async () => {
     const h = harness({ min: 1000 });
     h.runner.loop();
-    const first = h.runner.nextRun();
-    h.runner.run();
-    await first;
+    await h.runAndWait();
     for (let i = 0; i < 10; i++) h.runner.run();
     await settle();
-    const second = h.runner.nextRun();
-    h.clock.advance(1000);
-    assert.equal((await second).startedAt, 1000);
-    h.clock.advance(1000);
-    await settle();
-    h.clock.advance(10_000);
-    await settle();
+    assert.equal((await h.nextRunAfter(1000)).startedAt, 1000);
+    await h.advance(1000);
+    await h.advance(10_000);
     assert.deepEqual(h.starts, [0, 1000]);
     // No burst: two requests at once after a long idle still give one run now and one min interval later.
     const third = h.runner.nextRun();
@@ -131,11 +157,7 @@ describe('§5 / §10.8 BoundedFrequencyRunner on a FakeClock', () => {
 
   test('requests made while a run is in flight cause exactly one more run, minInterval after it ends', async () => {
     const h = harness({ min: 1000 });
-    const slow = deferred();
-    h.setOutcome(() => slow.promise);
-    h.runner.loop();
-    h.runner.run();
-    await settle();
+    const slow = await h.loopWithRunInFlight();
     h.runner.run();
     h.runner.run();
     h.clock.advance(200);
@@ -148,56 +170,35 @@ describe('§5 / §10.8 BoundedFrequencyRunner on a FakeClock', () => {
     await settle();
     h.clock.advance(1000);
     assert.equal((await second).startedAt, 1200);
-    h.clock.advance(5000);
-    await settle();
+    await h.advance(5000);
     assert.deepEqual(h.starts, [0, 1200]);
     await h.runner.stop();
   });
 
   test('§10.8 a failed run retries after retryInterval; a success stops retrying', async () => {
     const h = harness({ min: 1000, retry: 30_000 });
-    h.setOutcome(() => Promise.reject(new Error('nft: transaction failed')));
-    h.runner.loop();
-    const failed = h.runner.nextRun();
-    h.runner.run();
-    const e = await failed;
+    const e = await h.loopWithFailedRun('nft: transaction failed');
     assert.ok(e.error instanceof Error);
     assert.equal((e.error as Error).message, 'nft: transaction failed');
-    h.setOutcome(undefined);
-    h.clock.advance(1000);
-    await settle();
-    h.clock.advance(28_999); // t=29_999
-    await settle();
+    await h.advance(1000);
+    await h.advance(28_999); // t=29_999
     assert.deepEqual(h.starts, [0]);
-    const retry = h.runner.nextRun();
-    h.clock.advance(1); // t=30_000
-    const r = await retry;
+    const r = await h.nextRunAfter(1); // t=30_000
     assert.equal(r.startedAt, 30_000);
     assert.equal(r.error, undefined);
-    h.clock.advance(1000);
-    await settle();
-    h.clock.advance(HOUR - 1001);
-    await settle();
+    await h.advance(1000);
+    await h.advance(HOUR - 1001);
     assert.deepEqual(h.starts, [0, 30_000]);
     await h.runner.stop();
   });
 
   test('a retry shorter than minInterval still waits for minInterval', async () => {
     const h = harness({ min: 1000, retry: 100 });
-    h.setOutcome(() => Promise.reject(new Error('x')));
-    h.runner.loop();
-    const first = h.runner.nextRun();
-    h.runner.run();
-    await first;
-    h.setOutcome(undefined);
-    h.clock.advance(100);
-    await settle();
-    h.clock.advance(899);
-    await settle();
+    await h.loopWithFailedRun('x');
+    await h.advance(100);
+    await h.advance(899);
     assert.deepEqual(h.starts, [0]);
-    const retry = h.runner.nextRun();
-    h.clock.advance(1);
-    assert.equal((await retry).startedAt, 1000);
+    assert.equal((await h.nextRunAfter(1)).startedAt, 1000);
     await h.runner.stop();
   });
 
@@ -223,20 +224,13 @@ describe('§5 / §10.8 BoundedFrequencyRunner on a FakeClock', () => {
   test('§10.8 with no requests a run still happens every maxInterval (hourly)', async () => {
     const h = harness({ min: 1000, max: HOUR });
     h.runner.loop();
-    h.clock.advance(HOUR - 1);
-    await settle();
+    await h.advance(HOUR - 1);
     assert.deepEqual(h.starts, []);
-    let next = h.runner.nextRun();
-    h.clock.advance(1);
-    assert.equal((await next).startedAt, HOUR);
-    h.clock.advance(1000); // min wait passes
-    await settle();
-    h.clock.advance(HOUR - 1001);
-    await settle();
+    assert.equal((await h.nextRunAfter(1)).startedAt, HOUR);
+    await h.advance(1000); // min wait passes
+    await h.advance(HOUR - 1001);
     assert.deepEqual(h.starts, [HOUR]);
-    next = h.runner.nextRun();
-    h.clock.advance(1);
-    assert.equal((await next).startedAt, 2 * HOUR);
+    assert.equal((await h.nextRunAfter(1)).startedAt, 2 * HOUR);
     await h.runner.stop();
   });
 
@@ -244,17 +238,11 @@ describe('§5 / §10.8 BoundedFrequencyRunner on a FakeClock', () => {
     const h = harness({ min: 1000, max: HOUR });
     h.runner.loop();
     h.clock.advance(HOUR / 2);
-    const first = h.runner.nextRun();
-    h.runner.run();
-    await first;
-    h.clock.advance(1000);
-    await settle();
-    h.clock.advance(HOUR / 2); // the original hour has passed; the max timer was re-armed at the run
-    await settle();
+    await h.runAndWait();
+    await h.advance(1000);
+    await h.advance(HOUR / 2); // the original hour has passed; the max timer was re-armed at the run
     assert.deepEqual(h.starts, [HOUR / 2]);
-    const idle = h.runner.nextRun();
-    h.clock.advance(HOUR / 2 - 1000);
-    assert.equal((await idle).startedAt, HOUR / 2 + HOUR);
+    assert.equal((await h.nextRunAfter(HOUR / 2 - 1000)).startedAt, HOUR / 2 + HOUR);
     await h.runner.stop();
   });
 
@@ -291,11 +279,7 @@ describe('§5 / §10.8 BoundedFrequencyRunner on a FakeClock', () => {
 
   test('stop() waits for the run in flight, then nothing runs and no timers are left', async () => {
     const h = harness({ min: 1000 });
-    const slow = deferred();
-    h.setOutcome(() => slow.promise);
-    h.runner.loop();
-    h.runner.run();
-    await settle();
+    const slow = await h.loopWithRunInFlight();
     let stopped = false;
     const stopping = h.runner.stop().then(() => (stopped = true));
     await settle();
@@ -304,8 +288,7 @@ describe('§5 / §10.8 BoundedFrequencyRunner on a FakeClock', () => {
     await stopping;
     assert.equal(stopped, true);
     h.runner.run();
-    h.clock.advance(2 * HOUR);
-    await settle();
+    await h.advance(2 * HOUR);
     assert.deepEqual(h.starts, [0]);
     assert.equal(h.clock.pendingTimers, 0);
   });
@@ -313,13 +296,10 @@ describe('§5 / §10.8 BoundedFrequencyRunner on a FakeClock', () => {
   test('stop() during the minInterval wait returns at once', async () => {
     const h = harness({ min: 10_000 });
     h.runner.loop();
-    const first = h.runner.nextRun();
-    h.runner.run();
-    await first;
+    await h.runAndWait();
     h.runner.run();
     await h.runner.stop();
-    h.clock.advance(20_000);
-    await settle();
+    await h.advance(20_000);
     assert.deepEqual(h.starts, [0]);
   });
 });

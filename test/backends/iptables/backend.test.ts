@@ -10,22 +10,12 @@ import { FakeIptables } from '../../../packages/agent/src/netfilter/iptables/fak
 import type { NodeNetworkConfig } from '../../../packages/agent/src/sync/backend.js';
 import type { ProxyMetrics } from '../../../packages/agent/src/sync/metrics.js';
 import { NO_PROXY_METRICS } from '../../../packages/agent/src/sync/metrics.js';
-import { nodeNetworkConfig } from '../../../packages/agent/src/sync/node-network.js';
 import { FakeClock } from '../../../packages/agent/src/util/clock.js';
-import { testNode } from './helpers.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
+import { testNode } from '../../helpers/model-values.js';
 
 function node6(): NodeNetworkConfig {
-  return nodeNetworkConfig({
-    family: 'IPv6',
-    nodeName: 'node-a',
-    nodeIPs: ['2001:db8::2'],
-    detectLocalMode: 'ClusterCIDR',
-    clusterCIDRs: ['2001:db8:1::/64'],
-    nodePortAddresses: [],
-    masqueradeAll: false,
-    masqueradeBit: 14,
-  }).config;
+  return testNode({ family: 'IPv6', nodeIPs: ['2001:db8::2'], clusterCIDRs: ['2001:db8:1::/64'] });
 }
 
 function svc(ns: string, name: string, ip: string, extra: Record<string, unknown> = {}): Service {

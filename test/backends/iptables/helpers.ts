@@ -8,29 +8,23 @@ import type { NodeNetworkConfig } from '../../../packages/agent/src/sync/backend
 import { nodeNetworkConfig } from '../../../packages/agent/src/sync/node-network.js';
 
 import { VECTORS_DIR } from '../../helpers/vectors.js';
+import type { VectorObjectAction, VectorProxierConfig } from '../../helpers/vectors.js';
 
 export { VECTORS_DIR };
+/** A one-family IPv4 node for tests that need no particular node (test/dataplane imports it from here). */
+export { testNode } from '../../helpers/model-values.js';
 
-export interface ProxierConfig {
-  readonly ipFamily: 'IPv4' | 'IPv6';
-  readonly nodeName: string;
-  readonly nodeIP: string;
+export interface ProxierConfig extends VectorProxierConfig {
   readonly localTrafficDetector: { readonly mode: string; readonly cidr: string };
-  readonly masqueradeMark: string;
-  readonly masqueradeAll: boolean;
   readonly nodePortAddresses: readonly string[] | null;
   readonly localhostNodePorts: boolean;
   readonly nfacctCountersAvailable: readonly string[];
   readonly hasRandomFully: boolean;
   readonly conntrackTCPBeLiberal: boolean;
-  readonly hostInterfaces: Readonly<Record<string, readonly string[]>>;
 }
 
 export type VectorAction =
-  | { readonly addService: Service }
-  | { readonly deleteService: string }
-  | { readonly addEndpointSlice: EndpointSlice }
-  | { readonly updateEndpointSlice: EndpointSlice }
+  | VectorObjectAction
   | { readonly externalRule: string }
   | { readonly sync: true; readonly expectFailure?: boolean };
 
@@ -77,20 +71,6 @@ export function vectorExtras(c: ProxierConfig): IptablesExtras {
     randomFully: c.hasRandomFully,
     conntrackTCPBeLiberal: c.conntrackTCPBeLiberal,
   };
-}
-
-/** A one-family IPv4 node, "node-a" at 198.18.0.2, for tests that need no particular node. */
-export function testNode(): NodeNetworkConfig {
-  return nodeNetworkConfig({
-    family: 'IPv4',
-    nodeName: 'node-a',
-    nodeIPs: ['198.18.0.2'],
-    detectLocalMode: 'ClusterCIDR',
-    clusterCIDRs: ['198.19.0.0/16'],
-    nodePortAddresses: [],
-    masqueradeAll: false,
-    masqueradeBit: 14,
-  }).config;
 }
 
 const NODEPORTS_LAST = 'kubernetes service nodeports; NOTE: this must be the last rule in this chain';

@@ -4,8 +4,7 @@
 // maps back from the kernel), a restart that reads every element back and writes none, and a switch to the
 // upstream layout and back.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
   NftablesBackend,
   renderFullSyncTransaction,
@@ -17,17 +16,13 @@ import type { CommandRunner } from '../../../packages/agent/src/netfilter/comman
 import { NftCommandExecutor } from '../../../packages/agent/src/netfilter/nft/executor.js';
 import { FakeNft } from '../../../packages/agent/src/netfilter/nft/fake.js';
 import { FakeClock } from '../../../packages/agent/src/util/clock.js';
-import { kernelOptions, runPrefix, sweepNamespaces } from '../../helpers/kernel.js';
-import { ModelCluster } from '../../helpers/model-cluster.js';
-import { nodeFor, objects } from './flat-objects.js';
+import { kernelNamespaces } from '../../helpers/kernel.js';
+import { flatCluster, nodeFor } from './flat-objects.js';
 
-const options = kernelOptions(['ip', 'nft']);
-const prefix = runPrefix();
-const ns = `${prefix}-flat`;
+const suite = kernelNamespaces(['flat']);
+const [ns] = suite.names;
 
-const sweep = (): void => sweepNamespaces(prefix);
-
-describe('flat layout in a network namespace', options, () => {
+describe('flat layout in a network namespace', suite.options, () => {
   const inNamespace = netnsCommandRunner(ns);
   /** What each `nft -f -` was given, to count what a sync wrote. */
   const written: string[] = [];
@@ -37,11 +32,7 @@ describe('flat layout in a network namespace', options, () => {
       return inNamespace.run(cmd, args, opts);
     },
   };
-  before(() => {
-    sweep();
-    execFileSync('ip', ['netns', 'add', ns]);
-  });
-  after(() => sweep());
+  suite.hooks();
 
   for (const family of ['IPv4', 'IPv6'] as const) {
     test(`${family}: full, partial with new dispatch chains, restart, switch and back`, async () => {
@@ -49,12 +40,7 @@ describe('flat layout in a network namespace', options, () => {
       const nftFamily = family === 'IPv6' ? 'ip6' : 'ip';
       const exec = new NftCommandExecutor({ family: nftFamily, table: 'kube-proxy' }, commands);
       const clock = new FakeClock(0);
-      const cluster = new ModelCluster(family, 'node-a');
-      const load = (n: number): void => {
-        const o = objects(family, n);
-        for (const s of o.services) cluster.upsertService(s);
-        for (const s of o.slices) cluster.upsertSlice(s);
-      };
+      const { cluster, load } = flatCluster(family);
       load(3);
       assert.deepEqual(cluster.skipped, []);
       const text = renderFullSyncTransaction(cluster.checkout().snapshot, node, undefined, FLAT_LAYOUT);

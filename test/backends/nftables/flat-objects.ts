@@ -6,6 +6,7 @@ import type { EndpointSlice, Service } from '../../../packages/agent/src/api/obj
 import type { IPFamily } from '../../../packages/agent/src/model/ip.js';
 import { nodePortAddressesFor } from '../../../packages/agent/src/model/nodeport-addresses.js';
 import type { NodeNetworkConfig } from '../../../packages/agent/src/sync/backend.js';
+import { ModelCluster } from '../../helpers/model-cluster.js';
 
 const FAMILY = {
   IPv4: {
@@ -122,4 +123,18 @@ export function objects(
       slice('empty', [], http),
     ],
   };
+}
+
+/** node-a's cluster model, and `load(n)`: upserts every Service and slice of objects(), the web Service with n endpoints. */
+export function flatCluster(family: IPFamily): {
+  cluster: ModelCluster;
+  load: (endpointsOfWeb: number) => void;
+} {
+  const cluster = new ModelCluster(family, 'node-a');
+  const load = (n: number): void => {
+    const o = objects(family, n);
+    for (const s of o.services) cluster.upsertService(s);
+    for (const s of o.slices) cluster.upsertSlice(s);
+  };
+  return { cluster, load };
 }

@@ -8,8 +8,7 @@ import type { CommandRunner } from '../../../packages/agent/src/netfilter/comman
 import type { NftExecutor } from '../../../packages/agent/src/netfilter/nft/executor.js';
 import type { IPFamily } from '../../../packages/agent/src/model/ip.js';
 import { FakeClock } from '../../../packages/agent/src/util/clock.js';
-import { ModelCluster } from '../../helpers/model-cluster.js';
-import { nodeFor, objects } from './flat-objects.js';
+import { flatCluster, nodeFor, objects } from './flat-objects.js';
 
 export interface StepRecord {
   readonly step: string;
@@ -27,12 +26,7 @@ export async function runFlatSteps(
   const node = nodeFor(family);
   const nftFamily = family === 'IPv6' ? 'ip6' : 'ip';
   const clock = new FakeClock(0);
-  const cluster = new ModelCluster(family, 'node-a');
-  const load = (n: number): void => {
-    const o = objects(family, n);
-    for (const s of o.services) cluster.upsertService(s);
-    for (const s of o.slices) cluster.upsertSlice(s);
-  };
+  const { cluster, load } = flatCluster(family);
   const records: StepRecord[] = [];
   const record = async (step: string, r: { full: boolean; operations: number }): Promise<void> => {
     const listed = await commands.run('nft', ['list', 'table', nftFamily, 'kube-proxy']);

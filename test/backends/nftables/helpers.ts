@@ -8,28 +8,18 @@ import { nodePortAddressesFor } from '../../../packages/agent/src/model/nodeport
 import type { NodeNetworkConfig } from '../../../packages/agent/src/sync/backend.js';
 
 import { VECTORS_DIR } from '../../helpers/vectors.js';
+import type { VectorObjectAction, VectorProxierConfig } from '../../helpers/vectors.js';
 
 export { VECTORS_DIR };
 
-export interface ProxierConfig {
-  readonly ipFamily: 'IPv4' | 'IPv6';
-  readonly nodeName: string;
-  readonly nodeIP: string;
+export interface ProxierConfig extends VectorProxierConfig {
   readonly localTrafficDetector: LocalTrafficDetector;
   readonly serviceCIDRs: string;
-  readonly masqueradeMark: string;
-  readonly masqueradeAll: boolean;
   readonly nodePortAddresses: readonly string[];
-  readonly hostInterfaces: Readonly<Record<string, readonly string[]>>;
 }
 
 export type VectorAction =
-  | { readonly addService: Service }
-  | { readonly deleteService: string }
-  | { readonly addEndpointSlice: EndpointSlice }
-  | { readonly updateEndpointSlice: EndpointSlice }
-  | { readonly ageStaleChainsSeconds: number }
-  | { readonly sync: true };
+  VectorObjectAction | { readonly ageStaleChainsSeconds: number } | { readonly sync: true };
 
 export interface VectorStep {
   readonly description: string;

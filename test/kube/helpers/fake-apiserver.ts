@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
-import { waitUntil } from './recorder.js';
+import { Waiters } from './recorder.js';
 
 export interface FakeObject {
   readonly metadata: {
@@ -92,7 +92,7 @@ export class FakeApiServer {
   private history: HistoryEvent[] = [];
   private readonly watchers = new Set<Watcher>();
   private readonly sockets = new Set<Socket>();
-  private waiters: { check: () => boolean; resolve: () => void }[] = [];
+  private readonly waiters = new Waiters();
   private server: http.Server;
   private port = 0;
 
@@ -238,11 +238,10 @@ export class FakeApiServer {
     what: string,
     timeoutMs = 10_000,
   ): Promise<void> {
-    return waitUntil(
+    return this.waiters.until(
       () => this.requests.some(predicate),
       what,
       timeoutMs,
-      (w) => this.waiters.push(w),
       () => JSON.stringify(this.requests.map((r) => [r.kind, r.path, r.query])),
     );
   }
@@ -250,12 +249,8 @@ export class FakeApiServer {
   /** Waits until `n` unmuted watches of `path` are open (the client is caught up and listening). */
   waitForWatchers(path: string, n: number, timeoutMs = 10_000): Promise<void> {
     const check = (): boolean => [...this.watchers].filter((w) => w.path === path && !w.muted).length >= n;
-    return waitUntil(
-      check,
-      `${n} open watch(es) of ${path}`,
-      timeoutMs,
-      (w) => this.waiters.push(w),
-      () => String(this.watchers.size),
+    return this.waiters.until(check, `${n} open watch(es) of ${path}`, timeoutMs, () =>
+      String(this.watchers.size),
     );
   }
 
@@ -282,11 +277,7 @@ export class FakeApiServer {
   }
 
   private notify(): void {
-    this.waiters = this.waiters.filter((w) => {
-      if (!w.check()) return true;
-      w.resolve();
-      return false;
-    });
+    this.waiters.notify();
   }
 
   private makeServer(): http.Server {

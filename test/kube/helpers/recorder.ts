@@ -10,7 +10,7 @@ function id(obj: KubeObject): string {
 
 export class Recorder<T extends KubeObject> {
   readonly events: string[] = [];
-  private waiters: { check: () => boolean; resolve: () => void }[] = [];
+  private readonly waiters = new Waiters();
 
   readonly handlers: ReflectorHandlers<T> = {
     onAdd: (obj) => this.push(`add ${id(obj)}`),
@@ -21,11 +21,7 @@ export class Recorder<T extends KubeObject> {
 
   push(event: string): void {
     this.events.push(event);
-    this.waiters = this.waiters.filter((w) => {
-      if (!w.check()) return true;
-      w.resolve();
-      return false;
-    });
+    this.waiters.notify();
   }
 
   /** Events since index `from`. */
@@ -38,12 +34,8 @@ export class Recorder<T extends KubeObject> {
     what: string,
     timeoutMs = 10_000,
   ): Promise<void> {
-    return waitUntil(
-      predicate.bind(null, this.events),
-      what,
-      timeoutMs,
-      (w) => this.waiters.push(w),
-      () => JSON.stringify(this.events),
+    return this.waiters.until(predicate.bind(null, this.events), what, timeoutMs, () =>
+      JSON.stringify(this.events),
     );
   }
 
@@ -53,27 +45,38 @@ export class Recorder<T extends KubeObject> {
   }
 }
 
-/** Shared by the recorder and the fake server: resolve when `check` holds, re-checked by whoever registers it. */
-export function waitUntil(
-  check: () => boolean,
-  what: string,
-  timeoutMs: number,
-  register: (w: { check: () => boolean; resolve: () => void }) => void,
-  dump: () => string,
-): Promise<void> {
-  if (check()) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    // A deadline for a clear failure; the wait itself ends on the recorded event.
-    const timer = setTimeout(
-      () => reject(new Error(`timed out waiting for ${what}; state: ${dump()}`)),
-      timeoutMs,
-    );
-    register({
-      check,
-      resolve: () => {
-        clearTimeout(timer);
-        resolve();
-      },
+/**
+ * Shared by the recorder, the watched log and the fake server: waits on what they record, each ended by the change
+ * that makes its check hold (the owner calls notify() after every change).
+ */
+export class Waiters {
+  private waiting: { check: () => boolean; resolve: () => void }[] = [];
+
+  /** Re-checks every wait, ending those whose check now holds. */
+  notify(): void {
+    this.waiting = this.waiting.filter((w) => {
+      if (!w.check()) return true;
+      w.resolve();
+      return false;
     });
-  });
+  }
+
+  /** Resolves when `check` holds; after `timeoutMs`, rejects naming `what` and the state `dump` gives. */
+  until(check: () => boolean, what: string, timeoutMs: number, dump: () => string): Promise<void> {
+    if (check()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      // A deadline for a clear failure; the wait itself ends on the recorded event.
+      const timer = setTimeout(
+        () => reject(new Error(`timed out waiting for ${what}; state: ${dump()}`)),
+        timeoutMs,
+      );
+      this.waiting.push({
+        check,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
+    });
+  }
 }

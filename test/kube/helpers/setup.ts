@@ -17,7 +17,7 @@ import type { LogRecord } from '../../../packages/agent/src/util/logger.js';
 import { systemClock } from '../../../packages/agent/src/util/clock.js';
 import { FakeApiServer } from './fake-apiserver.js';
 import type { FakeApiServerOptions, FakeObject } from './fake-apiserver.js';
-import { Recorder, waitUntil } from './recorder.js';
+import { Recorder, Waiters } from './recorder.js';
 
 export const FAST_TIMING: Partial<ReflectorTiming> = {
   backoff: { initialMs: 20, maxMs: 200, factor: 2, jitter: 0.5, resetAfterMs: 60_000 },
@@ -27,7 +27,7 @@ export const FAST_TIMING: Partial<ReflectorTiming> = {
 
 /** A log whose records can be awaited, event-driven. */
 export class WatchedLog {
-  private waiters: { check: () => boolean; resolve: () => void }[] = [];
+  private readonly waiters = new Waiters();
   readonly records: LogRecord[];
   readonly logger;
 
@@ -36,11 +36,7 @@ export class WatchedLog {
     const push = records.push.bind(records);
     records.push = (...items: LogRecord[]): number => {
       const n = push(...items);
-      this.waiters = this.waiters.filter((w) => {
-        if (!w.check()) return true;
-        w.resolve();
-        return false;
-      });
+      this.waiters.notify();
       return n;
     };
     this.records = records;
@@ -56,11 +52,10 @@ export class WatchedLog {
     what: string,
     timeoutMs = 10_000,
   ): Promise<void> {
-    return waitUntil(
+    return this.waiters.until(
       () => check(this.records),
       what,
       timeoutMs,
-      (w) => this.waiters.push(w),
       () => JSON.stringify(this.records.map((r) => r.msg)),
     );
   }

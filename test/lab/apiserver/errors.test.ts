@@ -21,6 +21,14 @@ function assertStatus(body: unknown, code: number, reason: string): Status {
   return s;
 }
 
+/** The fields a 422 Invalid names as its causes. */
+function invalidFields(body: unknown): string[] {
+  return (assertStatus(body, 422, 'Invalid').details?.causes ?? []).map((c) => c.field);
+}
+
+const SERVICES = '/api/v1/namespaces/default/services';
+const CONFIGMAPS = '/api/v1/namespaces/default/configmaps';
+
 const service = (name: string, spec: Record<string, unknown>): string =>
   JSON.stringify({
     apiVersion: 'v1',
@@ -35,6 +43,10 @@ describe('API errors', () => {
     server = await startApiServer({});
   });
   after(() => server.stop());
+  const createService = (name: string, spec: Record<string, unknown>) =>
+    call(server, 'POST', SERVICES, service(name, spec));
+  const createConfigMap = (name: string) =>
+    call(server, 'POST', CONFIGMAPS, JSON.stringify({ metadata: { name } }));
 
   test('a missing or wrong token is 401', async () => {
     const none = await call(server, 'GET', '/api/v1/namespaces', undefined, { authorization: '' });
@@ -47,12 +59,7 @@ describe('API errors', () => {
   });
 
   test('malformed JSON is 400', async () => {
-    const r = await call(
-      server,
-      'POST',
-      '/api/v1/namespaces/default/configmaps',
-      '{"metadata": {"name": "x"',
-    );
+    const r = await call(server, 'POST', CONFIGMAPS, '{"metadata": {"name": "x"');
     assert.equal(r.status, 400);
     assertStatus(r.body, 400, 'BadRequest');
   });
@@ -73,16 +80,11 @@ describe('API errors', () => {
   });
 
   test('a wrong method is 405, an unknown body type 415', async () => {
-    const r = await call(server, 'PUT', '/api/v1/namespaces/default/configmaps', '{}');
+    const r = await call(server, 'PUT', CONFIGMAPS, '{}');
     assert.equal(r.status, 405);
     assertStatus(r.body, 405, 'MethodNotAllowed');
-    await call(
-      server,
-      'POST',
-      '/api/v1/namespaces/default/configmaps',
-      JSON.stringify({ metadata: { name: 'cm' } }),
-    );
-    const p = await call(server, 'PATCH', '/api/v1/namespaces/default/configmaps/cm', '{}', {
+    await createConfigMap('cm');
+    const p = await call(server, 'PATCH', `${CONFIGMAPS}/cm`, '{}', {
       'content-type': 'text/plain',
     });
     assert.equal(p.status, 415);
@@ -91,101 +93,56 @@ describe('API errors', () => {
 
   test('invalid names are 422 with a metadata.name cause', async () => {
     for (const name of ['Bad_Name', '1starts-with-digit', 'a'.repeat(64)]) {
-      const r = await call(server, 'POST', '/api/v1/namespaces/default/services', service(name, {}));
+      const r = await createService(name, {});
       assert.equal(r.status, 422, name);
-      const s = assertStatus(r.body, 422, 'Invalid');
-      assert.ok(
-        s.details?.causes?.some((c) => c.field === 'metadata.name'),
-        JSON.stringify(s),
-      );
+      assert.ok(invalidFields(r.body).includes('metadata.name'), JSON.stringify(r.body));
     }
   });
 
   test('a ClusterIP outside the service CIDR, or taken, is 422', async () => {
-    const out = await call(
-      server,
-      'POST',
-      '/api/v1/namespaces/default/services',
-      service('outside', { clusterIP: '10.0.0.1' }),
-    );
+    const out = await createService('outside', { clusterIP: '10.0.0.1' });
     assert.equal(out.status, 422);
-    assert.ok(
-      assertStatus(out.body, 422, 'Invalid').details?.causes?.some((c) => c.field === 'spec.clusterIPs'),
-    );
-    const first = await call(
-      server,
-      'POST',
-      '/api/v1/namespaces/default/services',
-      service('first', { clusterIP: '198.19.7.7' }),
-    );
+    assert.ok(invalidFields(out.body).includes('spec.clusterIPs'));
+    const first = await createService('first', { clusterIP: '198.19.7.7' });
     assert.equal(first.status, 201);
-    const dup = await call(
-      server,
-      'POST',
-      '/api/v1/namespaces/default/services',
-      service('second', { clusterIP: '198.19.7.7' }),
-    );
+    const dup = await createService('second', { clusterIP: '198.19.7.7' });
     assert.equal(dup.status, 422);
   });
 
   test('a duplicate NodePort is 422', async () => {
     const spec = { type: 'NodePort', ports: [{ port: 80, nodePort: 30080 }] };
-    assert.equal(
-      (await call(server, 'POST', '/api/v1/namespaces/default/services', service('np1', spec))).status,
-      201,
-    );
-    const dup = await call(server, 'POST', '/api/v1/namespaces/default/services', service('np2', spec));
+    assert.equal((await createService('np1', spec)).status, 201);
+    const dup = await createService('np2', spec);
     assert.equal(dup.status, 422);
-    assert.ok(
-      assertStatus(dup.body, 422, 'Invalid').details?.causes?.some(
-        (c) => c.field === 'spec.ports[0].nodePort',
-      ),
-    );
-    const range = await call(
-      server,
-      'POST',
-      '/api/v1/namespaces/default/services',
-      service('np3', { type: 'NodePort', ports: [{ port: 80, nodePort: 80 }] }),
-    );
+    assert.ok(invalidFields(dup.body).includes('spec.ports[0].nodePort'));
+    const range = await createService('np3', { type: 'NodePort', ports: [{ port: 80, nodePort: 80 }] });
     assert.equal(range.status, 422);
   });
 
   test('a 10 MB body is 413', async () => {
     const big = JSON.stringify({ metadata: { name: 'big' }, data: { x: 'a'.repeat(10 * 1024 * 1024) } });
-    const r = await call(server, 'POST', '/api/v1/namespaces/default/configmaps', big);
+    const r = await call(server, 'POST', CONFIGMAPS, big);
     assert.equal(r.status, 413);
     assertStatus(r.body, 413, 'RequestEntityTooLarge');
   });
 
   test('a stale resourceVersion is 409, a second create 409 AlreadyExists', async () => {
-    const created = await call(
-      server,
-      'POST',
-      '/api/v1/namespaces/default/configmaps',
-      JSON.stringify({ metadata: { name: 'cc' } }),
-    );
+    const created = await createConfigMap('cc');
     const rv = (created.body as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
-    const ok = await call(
-      server,
-      'PUT',
-      '/api/v1/namespaces/default/configmaps/cc',
-      JSON.stringify({ metadata: { name: 'cc', resourceVersion: rv }, data: { a: '1' } }),
-    );
+    /** Replaces cc, as of resourceVersion rv, with data a=`a`. */
+    const replace = (a: string) =>
+      call(
+        server,
+        'PUT',
+        `${CONFIGMAPS}/cc`,
+        JSON.stringify({ metadata: { name: 'cc', resourceVersion: rv }, data: { a } }),
+      );
+    const ok = await replace('1');
     assert.equal(ok.status, 200);
-    const stale = await call(
-      server,
-      'PUT',
-      '/api/v1/namespaces/default/configmaps/cc',
-      JSON.stringify({ metadata: { name: 'cc', resourceVersion: rv }, data: { a: '2' } }),
-    );
+    const stale = await replace('2');
     assert.equal(stale.status, 409);
     assertStatus(stale.body, 409, 'Conflict');
-    const again = await call(
-      server,
-      'POST',
-      '/api/v1/namespaces/default/configmaps',
-      JSON.stringify({ metadata: { name: 'cc' } }),
-    );
+    const again = await createConfigMap('cc');
     assertStatus(again.body, 409, 'AlreadyExists');
   });
 

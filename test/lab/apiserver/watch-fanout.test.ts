@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { request, type ClientRequest } from 'node:http';
 import { startApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
+import { onRecords } from '../../helpers/stream.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
 const CLIENTS = 50;
@@ -32,23 +33,16 @@ test(`${CLIENTS} watchers each see all ${CHANGES} changes in order`, async () =>
               { headers: { authorization: `Bearer ${server.token}` } },
               (res) => {
                 assert.equal(res.statusCode, 200);
-                let buf = '';
-                res.on('data', (c: Buffer) => {
-                  buf += c.toString('utf8');
-                  let nl: number;
-                  while ((nl = buf.indexOf('\n')) >= 0) {
-                    const line = buf.slice(0, nl);
-                    buf = buf.slice(nl + 1);
-                    const ev = JSON.parse(line) as {
-                      type: string;
-                      object: { metadata: { name: string; resourceVersion: string } };
-                    };
-                    events.push({
-                      type: ev.type,
-                      name: ev.object.metadata.name,
-                      rv: Number(ev.object.metadata.resourceVersion),
-                    });
-                  }
+                onRecords(res, '\n', (line) => {
+                  const ev = JSON.parse(line) as {
+                    type: string;
+                    object: { metadata: { name: string; resourceVersion: string } };
+                  };
+                  events.push({
+                    type: ev.type,
+                    name: ev.object.metadata.name,
+                    rv: Number(ev.object.metadata.resourceVersion),
+                  });
                 });
                 resolve();
               },

@@ -34,11 +34,16 @@ function slice(
   };
 }
 
+/** Endpoints for `pods`, each ready. */
+function ready(...pods: string[]): { pod: string; ready: boolean }[] {
+  return pods.map((pod) => ({ pod, ready: true }));
+}
+
 describe('soak eligibility', () => {
   test('ready or serving pods are eligible; ready counts exclude terminating ones', () => {
     const v = sliceView(
       slice('s1', 'web', [
-        { pod: 'a', ready: true },
+        ...ready('a'),
         { pod: 'b', ready: false, serving: true, terminating: true },
         { pod: 'c', ready: false, serving: false },
         { pod: 'd' }, // conditions absent: ready (discovery/v1)
@@ -54,30 +59,9 @@ describe('soak eligibility', () => {
 
   test('a pod answering while it was eligible at some moment of the request is right, else wrong', () => {
     const t = new EligibilityTimeline();
-    t.observe(
-      'ADDED',
-      slice('s1', 'web', [
-        { pod: 'a', ready: true },
-        { pod: 'b', ready: true },
-      ]),
-      1000,
-    );
-    t.observe(
-      'MODIFIED',
-      slice('s1', 'web', [
-        { pod: 'a', ready: true },
-        { pod: 'b', ready: false },
-      ]),
-      2000,
-    );
-    t.observe(
-      'MODIFIED',
-      slice('s1', 'web', [
-        { pod: 'a', ready: true },
-        { pod: 'b', ready: true },
-      ]),
-      4000,
-    );
+    t.observe('ADDED', slice('s1', 'web', ready('a', 'b')), 1000);
+    t.observe('MODIFIED', slice('s1', 'web', [...ready('a'), { pod: 'b', ready: false }]), 2000);
+    t.observe('MODIFIED', slice('s1', 'web', ready('a', 'b')), 4000);
     assert.equal(t.eligibleDuring('web', 'b', 1500, 1600), true);
     assert.equal(t.eligibleDuring('web', 'b', 2500, 3000), false, 'unready all through the request');
     assert.equal(t.eligibleDuring('web', 'b', 1900, 2100), true, 'still eligible when the request began');
@@ -91,8 +75,8 @@ describe('soak eligibility', () => {
 
   test('Services are the union of their slices; a deleted slice takes its pods away', () => {
     const t = new EligibilityTimeline();
-    t.observe('ADDED', slice('s1', 'web', [{ pod: 'a', ready: true }]), 1000);
-    t.observe('ADDED', slice('s2', 'web', [{ pod: 'b', ready: true }]), 1100);
+    t.observe('ADDED', slice('s1', 'web', ready('a')), 1000);
+    t.observe('ADDED', slice('s2', 'web', ready('b')), 1100);
     assert.deepEqual([...t.eligibleNow('web')].sort(), ['a', 'b']);
     t.observe('DELETED', slice('s2', 'web', []), 1200);
     assert.deepEqual([...t.eligibleNow('web')], ['a']);
@@ -100,13 +84,13 @@ describe('soak eligibility', () => {
 
   test('alwaysReady: at least one ready endpoint all through the window', () => {
     const t = new EligibilityTimeline();
-    t.observe('ADDED', slice('s1', 'web', [{ pod: 'a', ready: true }]), 1000);
+    t.observe('ADDED', slice('s1', 'web', ready('a')), 1000);
     t.observe(
       'MODIFIED',
       slice('s1', 'web', [{ pod: 'a', ready: false, serving: true, terminating: true }]),
       3000,
     );
-    t.observe('MODIFIED', slice('s1', 'web', [{ pod: 'b', ready: true }]), 3500);
+    t.observe('MODIFIED', slice('s1', 'web', ready('b')), 3500);
     assert.equal(t.alwaysReady('web', 1500, 2500), true);
     assert.equal(t.alwaysReady('web', 1500, 4000), false, 'only a terminating endpoint from 3000 to 3500');
     assert.equal(t.alwaysReady('web', 3600, 5000), true);
@@ -118,24 +102,8 @@ describe('soak eligibility', () => {
     // in the same write. A proxy had c by 5.6 s: c answering at 5.8 s was right. b stays eligible until 6.5 s.
     const base = Date.UTC(2026, 11, 2);
     const t = new EligibilityTimeline();
-    t.observe(
-      'ADDED',
-      slice('s1', 'web', [
-        { pod: 'a', ready: true },
-        { pod: 'b', ready: true },
-      ]),
-      base + 1000,
-    );
-    const update = slice(
-      's1',
-      'web',
-      [
-        { pod: 'a', ready: true },
-        { pod: 'c', ready: true },
-      ],
-      base + 5200,
-    );
-    t.observe('MODIFIED', update, base + 6500);
+    t.observe('ADDED', slice('s1', 'web', ready('a', 'b')), base + 1000);
+    t.observe('MODIFIED', slice('s1', 'web', ready('a', 'c'), base + 5200), base + 6500);
     assert.equal(t.eligibleDuring('web', 'c', base + 5700, base + 5800), true, 'c, after its trigger');
     assert.equal(t.eligibleDuring('web', 'c', base + 5000, base + 5100), false, 'c, before it');
     assert.equal(t.eligibleDuring('web', 'b', base + 6000, base + 6100), true, 'b, until the soak saw it go');
@@ -143,20 +111,7 @@ describe('soak eligibility', () => {
     assert.equal(t.eligibleAfter('web', 'c', base + 5100), 100, 'c became eligible 100 ms after 5.1 s');
     assert.equal(t.alwaysReady('web', base + 2000, base + 7000), true);
     // A trigger time before the previous state (a slow controller) never reorders the history.
-    t.observe(
-      'MODIFIED',
-      slice(
-        's1',
-        'web',
-        [
-          { pod: 'a', ready: true },
-          { pod: 'c', ready: true },
-          { pod: 'd', ready: true },
-        ],
-        base,
-      ),
-      base + 8000,
-    );
+    t.observe('MODIFIED', slice('s1', 'web', ready('a', 'c', 'd'), base), base + 8000);
     assert.equal(t.eligibleDuring('web', 'd', base + 6000, base + 6400), false, 'd, before the last state');
     assert.equal(t.eligibleDuring('web', 'd', base + 6600, base + 6700), true, 'd, from the last state on');
   });

@@ -26,20 +26,15 @@ function points(samples: [number, number][]): NodePoint[] {
   }));
 }
 
+/** `n` samples alike, for points(). */
+function times(n: number, sample: [number, number]): [number, number][] {
+  return Array.from({ length: n }, () => sample);
+}
+
 describe('soak outage recovery', () => {
   test('a node deaf past the outage hears again when its changes counter moves, and syncs after', () => {
     // Outage at 1 s for 3 s; changes stand at 50 from 1 s until 7 s (backoff), then the backlog arrives.
-    const p = points([
-      [40, 0],
-      [50, 900],
-      [50, 900],
-      [50, 900],
-      [50, 900],
-      [50, 900],
-      [50, 900],
-      [80, 900],
-      [81, 7400],
-    ]);
+    const p = points([[40, 0], ...times(6, [50, 900]), [80, 900], [81, 7400]]);
     assert.deepEqual(outageRecovery('control-plane', p, T0 + 1000, OUTAGE_MS), {
       node: 'control-plane',
       at: T0 + 1000,
@@ -49,24 +44,15 @@ describe('soak outage recovery', () => {
   });
 
   test('a counter that moved during the outage is not hearing again: only a rise after its end counts', () => {
-    const p = points([
-      [40, 0],
-      [45, 900], // changes still arriving as the cut happens
-      [45, 900],
-      [45, 900],
-      [45, 900],
-      [46, 4800],
-    ]);
+    // Changes still arriving as the cut happens (45 at 1 s), then none until 5 s.
+    const p = points([[40, 0], ...times(4, [45, 900]), [46, 4800]]);
     assert.equal(outageRecovery('worker', p, T0 + 1000, OUTAGE_MS).heardAt, T0 + 5000);
   });
 
   test('a proxy restarted while deaf hears again with its first list, counted from zero', () => {
     const p = points([
       [40, 0],
-      [50, 900],
-      [50, 900],
-      [50, 900],
-      [50, 900],
+      ...times(4, [50, 900]),
       [0, 0], // the new process, not yet listed
       [30, 6200], // listed: fewer than before, but it heard
     ]);
@@ -76,14 +62,7 @@ describe('soak outage recovery', () => {
   });
 
   test('a node that never hears again is not back in time once a minute has passed within the run', () => {
-    const deaf = points([
-      [40, 0],
-      [50, 900],
-      [50, 900],
-      [50, 900],
-      [50, 900],
-      [50, 900],
-    ]);
+    const deaf = points([[40, 0], ...times(5, [50, 900])]);
     const r = outageRecovery('worker', deaf, T0 + 1000, OUTAGE_MS);
     assert.deepEqual(r, { node: 'worker', at: T0 + 1000 });
     const deadline = T0 + 1000 + OUTAGE_MS + OUTAGE_RECOVERY_LIMIT_MS;
@@ -94,35 +73,8 @@ describe('soak outage recovery', () => {
   });
 
   test('every outage for every node, in outage order', () => {
-    const a = {
-      points: points([
-        [1, 0],
-        [1, 0],
-        [1, 0],
-        [1, 0],
-        [1, 0],
-        [2, 5100],
-        [2, 5100],
-        [2, 5100],
-        [2, 5100],
-        [3, 9500],
-      ]),
-    };
-    const b = {
-      points: points([
-        [1, 0],
-        [1, 0],
-        [1, 0],
-        [1, 0],
-        [5, 4200],
-        [5, 4200],
-        [5, 4200],
-        [5, 4200],
-        [5, 4200],
-        [5, 4200],
-        [6, 10100],
-      ]),
-    };
+    const a = { points: points([...times(5, [1, 0]), ...times(4, [2, 5100]), [3, 9500]]) };
+    const b = { points: points([...times(4, [1, 0]), ...times(6, [5, 4200]), [6, 10100]]) };
     const r = outageRecoveries(
       new Map([
         ['a', a],

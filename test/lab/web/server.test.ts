@@ -8,6 +8,7 @@ import { ActionError } from '../../../packages/lab/src/web/actions.js';
 import { EventHub, type WebSnapshot } from '../../../packages/lab/src/web/hub.js';
 import { startWebServer, type WebServer } from '../../../packages/lab/src/web/http.js';
 import { cookieName } from '../../../packages/lab/src/web/auth.js';
+import { onRecords } from '../../helpers/stream.js';
 
 const TOKEN = 'a'.repeat(48);
 
@@ -53,21 +54,14 @@ function readEvents(
     const req = request({ host: '127.0.0.1', port, path: '/events', headers: { cookie } }, (res) => {
       assert.equal(res.statusCode, 200);
       assert.match(String(res.headers['content-type']), /^text\/event-stream/);
-      let buf = '';
-      res.on('data', (b: Buffer) => {
-        buf += b.toString('utf8');
-        let i: number;
-        while ((i = buf.indexOf('\n\n')) >= 0) {
-          const msg = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          if (msg.startsWith(':')) continue;
-          const event = /^event: (.*)$/m.exec(msg)?.[1] ?? '';
-          const data = /^data: (.*)$/m.exec(msg)?.[1] ?? 'null';
-          got.push({ event, data: JSON.parse(data) as unknown });
-          if (got.length === count) {
-            req.destroy();
-            resolve(got);
-          }
+      onRecords(res, '\n\n', (msg) => {
+        if (msg.startsWith(':')) return;
+        const event = /^event: (.*)$/m.exec(msg)?.[1] ?? '';
+        const data = /^data: (.*)$/m.exec(msg)?.[1] ?? 'null';
+        got.push({ event, data: JSON.parse(data) as unknown });
+        if (got.length === count) {
+          req.destroy();
+          resolve(got);
         }
       });
     });
@@ -173,34 +167,25 @@ describe('lab web server', () => {
 
   test('actions need the header; bad input gets a message, and the server keeps serving', async () => {
     const headers = { 'x-lab-token': TOKEN, 'content-type': 'application/json' };
-    const ok = await call(server.port, '/api/run/scale-12', { method: 'POST', headers });
+    /** POSTs `body` (if any) to `path` with the header actions need. */
+    const post = (path: string, body?: string): Promise<Reply> =>
+      call(server.port, path, { method: 'POST', headers, ...(body !== undefined ? { body } : {}) });
+    const ok = await post('/api/run/scale-12');
     assert.equal(ok.status, 200);
     assert.deepEqual(JSON.parse(ok.body), { id: 'scale-12' });
-    const busy = await call(server.port, '/api/run/busy', { method: 'POST', headers });
+    const busy = await post('/api/run/busy');
     assert.equal(busy.status, 409);
     assert.deepEqual(JSON.parse(busy.body), { error: '"x" is still running' });
-    const missing = await call(server.port, '/api/explain', {
-      method: 'POST',
-      headers,
-      body: '{"namespace":"svc"}',
-    });
+    const missing = await post('/api/explain', '{"namespace":"svc"}');
     assert.equal(missing.status, 400);
     assert.deepEqual(JSON.parse(missing.body), { error: '"name" is missing' });
-    const notJson = await call(server.port, '/api/trace', { method: 'POST', headers, body: '{' });
+    const notJson = await post('/api/trace', '{');
     assert.equal(notJson.status, 400);
     assert.match(notJson.body, /not JSON/);
-    const unknown = await call(server.port, '/api/explain', {
-      method: 'POST',
-      headers,
-      body: '{"namespace":"svc","name":"nope"}',
-    });
+    const unknown = await post('/api/explain', '{"namespace":"svc","name":"nope"}');
     assert.equal(unknown.status, 400);
     assert.match(JSON.parse(unknown.body).error, /Service "nope" not found/);
-    const failing = await call(server.port, '/api/trace', {
-      method: 'POST',
-      headers,
-      body: '{"from":"client","to":"web.svc"}',
-    });
+    const failing = await post('/api/trace', '{"from":"client","to":"web.svc"}');
     assert.equal(failing.status, 500);
     assert.deepEqual(JSON.parse(failing.body), { error: 'boom' });
     const after = await call(server.port, '/', { headers: { cookie } });

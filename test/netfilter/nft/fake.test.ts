@@ -16,6 +16,16 @@ function base(): NftTransaction {
     });
 }
 
+/** Adds service-ips' element for 1.1.1.1 tcp 80 with `verdict`. */
+function webElement(verdict: string): NftTransaction {
+  return new NftTransaction().add('add', {
+    kind: 'element',
+    set: 'service-ips',
+    key: ['1.1.1.1', 'tcp', '80'],
+    value: [verdict],
+  });
+}
+
 describe('FakeNft', () => {
   test('applies a transaction and dumps sorted add lines', async () => {
     const fake = new FakeNft();
@@ -84,33 +94,9 @@ describe('FakeNft', () => {
       fake.run(new NftTransaction().add('create', { kind: 'chain', name: 'services' })),
       isExists,
     );
-    await fake.run(
-      new NftTransaction().add('add', {
-        kind: 'element',
-        set: 'service-ips',
-        key: ['1.1.1.1', 'tcp', '80'],
-        value: ['drop'],
-      }),
-    );
-    await assert.rejects(
-      fake.run(
-        new NftTransaction().add('add', {
-          kind: 'element',
-          set: 'service-ips',
-          key: ['1.1.1.1', 'tcp', '80'],
-          value: ['goto services'],
-        }),
-      ),
-      isExists,
-    );
-    await fake.run(
-      new NftTransaction().add('add', {
-        kind: 'element',
-        set: 'service-ips',
-        key: ['1.1.1.1', 'tcp', '80'],
-        value: ['drop'],
-      }),
-    );
+    await fake.run(webElement('drop'));
+    await assert.rejects(fake.run(webElement('goto services')), isExists);
+    await fake.run(webElement('drop'));
   });
 
   test('a chain or set still referenced cannot be deleted', async () => {

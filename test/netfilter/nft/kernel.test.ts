@@ -1,7 +1,6 @@
 // The nft layer and nftables mode against the real `nft` inside a private network namespace.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
   NftablesBackend,
   renderFullSyncTransaction,
@@ -14,16 +13,13 @@ import { parseOperations } from '../../../packages/agent/src/netfilter/nft/parse
 import type { NftOperation } from '../../../packages/agent/src/netfilter/nft/objects.js';
 import { NftTransaction } from '../../../packages/agent/src/netfilter/nft/transaction.js';
 import { FakeClock } from '../../../packages/agent/src/util/clock.js';
-import { kernelOptions, runPrefix, sweepNamespaces } from '../../helpers/kernel.js';
+import { kernelNamespaces } from '../../helpers/kernel.js';
 import { loadVector, nodeConfigFromVector } from '../../backends/nftables/helpers.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
 
-const options = kernelOptions(['ip', 'nft']);
-const prefix = runPrefix();
-const ns = `${prefix}-nft`;
+const suite = kernelNamespaces(['nft']);
+const [ns] = suite.names;
 const ref = { family: 'ip', table: 'kube-proxy' } as const;
-
-const sweep = (): void => sweepNamespaces(prefix);
 
 /** Empties the namespace's kube-proxy table (add-then-delete: nft 1.0.6 has no `destroy`), optionally re-adding it. */
 async function resetTable(exec: NftCommandExecutor, recreate: boolean): Promise<void> {
@@ -40,13 +36,9 @@ function txFromText(text: string): NftTransaction {
   return tx;
 }
 
-describe('nft in a network namespace', options, () => {
+describe('nft in a network namespace', suite.options, () => {
   const commands = netnsCommandRunner(ns);
-  before(() => {
-    sweep();
-    execFileSync('ip', ['netns', 'add', ns]);
-  });
-  after(() => sweep());
+  suite.hooks();
 
   test('applies a full transaction and reads the table back', async () => {
     const v = loadVector('nft-v2-TestOverallNFTablesRules');

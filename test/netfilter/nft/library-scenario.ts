@@ -12,8 +12,7 @@ import type { NftCommandExecutor } from '../../../packages/agent/src/netfilter/n
 import type { NftTableRef } from '../../../packages/agent/src/netfilter/nft/serialize.js';
 import { NftTransaction } from '../../../packages/agent/src/netfilter/nft/transaction.js';
 import { FakeClock } from '../../../packages/agent/src/util/clock.js';
-import { ModelCluster } from '../../helpers/model-cluster.js';
-import { nodeFor, objects } from '../../backends/nftables/flat-objects.js';
+import { flatCluster, nodeFor } from '../../backends/nftables/flat-objects.js';
 
 /** One step's outcome: what the kernel holds afterwards, or what went wrong. */
 export interface ScenarioRecord {
@@ -61,12 +60,7 @@ export async function runScenario(
     await exec.run(new NftTransaction().add('add', { kind: 'table' }).add('delete', { kind: 'table' }));
 
     const clock = new FakeClock(0);
-    const cluster = new ModelCluster(family, 'node-a');
-    const load = (n: number): void => {
-      const o = objects(family, n);
-      for (const s of o.services) cluster.upsertService(s);
-      for (const s of o.slices) cluster.upsertSlice(s);
-    };
+    const { cluster, load } = flatCluster(family);
     const backend = (layout = FLAT_LAYOUT): NftablesBackend =>
       new NftablesBackend({ node, commands, clock, layout, executor: executorFor(ref) });
 

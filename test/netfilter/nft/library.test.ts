@@ -3,8 +3,7 @@
 // leave the same table after every step, read the same back and report the same errors (nft's text, the failing
 // line). Also: how the executor is chosen, and the fallback when the library does not load.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { hostCommandRunner, netnsCommandRunner } from '../../../packages/agent/src/netfilter/command.js';
 import { chooseNftExecutors } from '../../../packages/agent/src/netfilter/nft/choose-executor.js';
 import { NftCommandExecutor } from '../../../packages/agent/src/netfilter/nft/executor.js';
@@ -16,29 +15,20 @@ import {
   NftLibraryExecutor,
 } from '../../../packages/agent/src/netfilter/nft/library-executor.js';
 import { NftTransaction } from '../../../packages/agent/src/netfilter/nft/transaction.js';
-import { kernelOptions, runPrefix, sweepNamespaces, runInNamespace } from '../../helpers/kernel.js';
+import { kernelNamespaces, runInNamespace } from '../../helpers/kernel.js';
 import type { ScenarioRecord } from './library-scenario.js';
 import { runScenario } from './library-scenario.js';
 
-const options = kernelOptions(['ip', 'nft']);
-const prefix = runPrefix();
-const libraryNs = `${prefix}-lib`;
-const cliNs = `${prefix}-cli`;
-
-const sweep = (): void => sweepNamespaces(prefix);
+const suite = kernelNamespaces(['lib', 'cli']);
+const [libraryNs, cliNs] = suite.names;
 
 /** Runs library-child.ts inside `ns` and returns what it printed. */
 function runChild(ns: string): Promise<{ chosen: unknown; records: ScenarioRecord[] }> {
   return runInNamespace(ns, new URL('./library-child.ts', import.meta.url));
 }
 
-describe('the libnftables executor against nft -f', options, () => {
-  before(() => {
-    sweep();
-    execFileSync('ip', ['netns', 'add', libraryNs]);
-    execFileSync('ip', ['netns', 'add', cliNs]);
-  });
-  after(() => sweep());
+describe('the libnftables executor against nft -f', suite.options, () => {
+  suite.hooks();
 
   test('every step leaves the same table, reads the same back and fails the same way', async () => {
     const cli = netnsCommandRunner(cliNs);

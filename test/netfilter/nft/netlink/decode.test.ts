@@ -3,7 +3,6 @@
 // these elements), our writer's messages read back the same, IPv6 printed as glibc's inet_ntop prints it, and the
 // kernel's error replies taken apart. The same reader against a live kernel set: kernel.test.ts.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import type {
   ListedElement,
@@ -18,11 +17,9 @@ import { encodeElementBatch } from '../../../../packages/agent/src/netfilter/nft
 import { formatIPv6 } from '../../../../packages/agent/src/netfilter/nft/netlink/fields.js';
 import { elementSchemas } from '../../../../packages/agent/src/netfilter/nft/netlink/schema.js';
 import type { VectorFamily } from './vectors.js';
-import { vectorContainers, vectorOperations } from './vectors.js';
+import { recordedBatches, vectorContainers, vectorOperations } from './vectors.js';
 
-const fixture = JSON.parse(
-  readFileSync(new URL('../../../fixtures/netlink/nft-setelem-batches.json', import.meta.url), 'utf8'),
-) as Record<VectorFamily, { batch: string }>;
+const fixture = recordedBatches();
 
 const NEWSETELEM = (10 << 8) | 12;
 

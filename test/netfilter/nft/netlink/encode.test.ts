@@ -4,7 +4,6 @@
 // an ACK, and nft's NFTA_SET_ELEM_LIST_SET_ID (read by the kernel only for a set made in the same batch) is not
 // written. Also: which operations are refused, and why, before anything is sent.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { FLAT_LAYOUT } from '../../../../packages/agent/src/backends/nftables/flat/layout.js';
 import { flatSetupParts } from '../../../../packages/agent/src/backends/nftables/flat/setup.js';
@@ -22,16 +21,9 @@ import {
 } from '../../../../packages/agent/src/netfilter/nft/netlink/schema.js';
 import { nodeFor } from '../../../backends/nftables/flat-objects.js';
 import type { VectorFamily } from './vectors.js';
-import { elementText, vectorContainers, vectorOperations } from './vectors.js';
+import { elementText, recordedBatches, vectorContainers, vectorOperations } from './vectors.js';
 
-interface Recorded {
-  readonly tables: string;
-  readonly elements: string;
-  readonly batch: string;
-}
-const fixture = JSON.parse(
-  readFileSync(new URL('../../../fixtures/netlink/nft-setelem-batches.json', import.meta.url), 'utf8'),
-) as { nft: string } & Record<VectorFamily, Recorded>;
+const fixture = recordedBatches();
 
 const NLM_F_ACK = 0x4;
 const SETELEM_TYPES = new Set([(10 << 8) | 12, (10 << 8) | 14]);

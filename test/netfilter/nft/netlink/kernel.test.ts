@@ -5,23 +5,18 @@
 // same error class and operation). A failed batch changes nothing. Listing a set through netlink gives what our
 // JSON reader makes of `nft --json list set`.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { netnsCommandRunner } from '../../../../packages/agent/src/netfilter/command.js';
 import type {
   NetlinkApplyResult,
   NetlinkElementError,
 } from '../../../../packages/agent/src/netfilter/nft/netlink/elements.js';
-import { kernelOptions, runPrefix, sweepNamespaces, runInNamespace } from '../../../helpers/kernel.js';
+import { kernelNamespaces, runInNamespace } from '../../../helpers/kernel.js';
 import type { StepRecord } from './scenario.js';
 import { expectedFailures, nftApplier, runScenario } from './scenario.js';
 
-const options = kernelOptions(['ip', 'nft']);
-const prefix = runPrefix();
-const netlinkNs = `${prefix}-netlink`;
-const nftNs = `${prefix}-nft`;
-
-const sweep = (): void => sweepNamespaces(prefix);
+const suite = kernelNamespaces(['netlink', 'nft']);
+const [netlinkNs, nftNs] = suite.names;
 
 interface ChildReport {
   readonly records: StepRecord[];
@@ -35,21 +30,18 @@ function runChild(ns: string): Promise<ChildReport> {
   return runInNamespace(ns, new URL('./netlink-child.ts', import.meta.url));
 }
 
-describe('the netlink element writer against nft -f', options, () => {
+describe('the netlink element writer against nft -f', suite.options, () => {
   let netlink: ChildReport;
   let nft: StepRecord[];
 
+  suite.hooks();
   before(async () => {
-    sweep();
-    execFileSync('ip', ['netns', 'add', netlinkNs]);
-    execFileSync('ip', ['netns', 'add', nftNs]);
     const commands = netnsCommandRunner(nftNs);
     [netlink, nft] = await Promise.all([
       runChild(netlinkNs),
       runScenario(nftApplier(commands), commands).then((r) => r.records),
     ]);
   });
-  after(() => sweep());
 
   test('every step leaves the same table and reports the same outcome', () => {
     assert.deepEqual(

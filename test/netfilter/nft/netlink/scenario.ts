@@ -22,8 +22,7 @@ import type { NftTableRef } from '../../../../packages/agent/src/netfilter/nft/s
 import { serializeTransaction } from '../../../../packages/agent/src/netfilter/nft/serialize.js';
 import type { NftTransaction } from '../../../../packages/agent/src/netfilter/nft/transaction.js';
 import { FakeClock } from '../../../../packages/agent/src/util/clock.js';
-import { ModelCluster } from '../../../helpers/model-cluster.js';
-import { nodeFor, objects } from '../../../backends/nftables/flat-objects.js';
+import { flatCluster, nodeFor } from '../../../backends/nftables/flat-objects.js';
 
 /** What applying one step's element operations gave: fine, or the error's class and the operation at fault. */
 export type StepOutcome = { readonly ok: true } | { readonly code: string; readonly index?: number };
@@ -87,12 +86,7 @@ async function flatSyncs(family: 'IPv4' | 'IPv6', ref: NftTableRef): Promise<Nft
     layout: FLAT_LAYOUT,
     executor,
   });
-  const cluster = new ModelCluster(family, 'node-a');
-  const load = (n: number): void => {
-    const o = objects(family, n);
-    for (const s of o.services) cluster.upsertService(s);
-    for (const s of o.slices) cluster.upsertSlice(s);
-  };
+  const { cluster, load } = flatCluster(family);
   load(200);
   await cluster.sync(backend);
   const cold = executor.take();

@@ -11,27 +11,22 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { renderFullSyncTransaction } from '../../../../packages/agent/src/backends/nftables/backend.js';
 import { FLAT_LAYOUT } from '../../../../packages/agent/src/backends/nftables/flat/layout.js';
 import type { NftablesLayout } from '../../../../packages/agent/src/backends/nftables/layout.js';
 import { UPSTREAM_LAYOUT } from '../../../../packages/agent/src/backends/nftables/upstream-layout.js';
 import type { IPFamily } from '../../../../packages/agent/src/model/ip.js';
 import type { NftListing } from '../../../../packages/agent/src/netfilter/nft/executor.js';
-import { nodeFor, objects } from '../../../backends/nftables/flat-objects.js';
-import { kernelOptions, runPrefix, sweepNamespaces, runInNamespace } from '../../../helpers/kernel.js';
-import { ModelCluster } from '../../../helpers/model-cluster.js';
+import { flatCluster, nodeFor } from '../../../backends/nftables/flat-objects.js';
+import { kernelNamespaces, runInNamespace } from '../../../helpers/kernel.js';
 import type { ListedOrRefused, TableReport } from './table-child.js';
 import { ODD_TABLE, ZOO_TABLES, asNft106JsonGives } from './table-zoo.js';
 
-const options = kernelOptions(['ip', 'nft']);
-const prefix = runPrefix();
-const flatNs = `${prefix}-flat`;
-const upstreamNs = `${prefix}-upstream`;
-const bigNs = `${prefix}-big`;
+const suite = kernelNamespaces(['flat', 'upstream', 'big']);
+const { prefix } = suite;
+const [flatNs, upstreamNs, bigNs] = suite.names;
 const BIG_ELEMENTS = 100_000;
-
-const sweep = (): void => sweepNamespaces(prefix);
 
 /** `nft -f` of `text` inside `ns`, from a file (the 100,000-element table is too long for an argument). */
 function load(ns: string, text: string): void {
@@ -47,10 +42,8 @@ function load(ns: string, text: string): void {
 
 /** A fresh node's full sync for the kernel tests' cluster (a few Services of every kind), in `layout`. */
 function fullSync(family: IPFamily, layout: NftablesLayout): string {
-  const cluster = new ModelCluster(family, 'node-a');
-  const o = objects(family, 3);
-  for (const s of o.services) cluster.upsertService(s);
-  for (const s of o.slices) cluster.upsertSlice(s);
+  const { cluster, load } = flatCluster(family);
+  load(3);
   assert.deepEqual(cluster.skipped, []);
   return renderFullSyncTransaction(cluster.checkout().snapshot, nodeFor(family), undefined, layout);
 }
@@ -124,13 +117,12 @@ function assertDifferencesAreNftText(r: TableReport, listing: NftListing): void 
   }
 }
 
-describe('the netlink table listing against nft', options, () => {
+describe('the netlink table listing against nft', suite.options, () => {
   let flat: TableReport[];
   let upstream: TableReport[];
 
+  suite.hooks();
   before(async () => {
-    sweep();
-    for (const ns of [flatNs, upstreamNs, bigNs]) execFileSync('ip', ['netns', 'add', ns]);
     load(flatNs, fullSync('IPv4', FLAT_LAYOUT) + fullSync('IPv6', FLAT_LAYOUT) + ZOO_TABLES + ODD_TABLE);
     load(upstreamNs, fullSync('IPv4', UPSTREAM_LAYOUT) + fullSync('IPv6', UPSTREAM_LAYOUT));
     const tables = ['ip:kube-proxy', 'ip6:kube-proxy'];
@@ -139,7 +131,6 @@ describe('the netlink table listing against nft', options, () => {
       runChild(upstreamNs, [...tables, 'inet:kube-proxy']),
     ]);
   });
-  after(() => sweep());
 
   function report(reports: TableReport[], family: string, table: string): TableReport {
     const r = reports.find((x) => x.family === family && x.table === table);

@@ -5,7 +5,6 @@
 // table, or from two generations of the ruleset, are told apart. The requests are checked byte for byte. Against
 // a live kernel, with the kube-proxy layouts' tables: table-kernel.test.ts.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { parseTableJson } from '../../../../packages/agent/src/netfilter/nft/json.js';
 import {
@@ -21,10 +20,9 @@ import {
 } from '../../../../packages/agent/src/netfilter/nft/netlink/table.js';
 import type { RecordedListing } from '../../../fixtures/netlink/record-table.js';
 import { ODD_TABLE, ZOO_TABLES, asNft106JsonGives } from './table-zoo.js';
+import { netlinkFixture } from './vectors.js';
 
-const fixture = JSON.parse(
-  readFileSync(new URL('../../../fixtures/netlink/nft-table-replies.json', import.meta.url), 'utf8'),
-) as { tables: string; listings: RecordedListing[] };
+const fixture = netlinkFixture<{ tables: string; listings: RecordedListing[] }>('nft-table-replies.json');
 
 function recorded(family: string, table: string): RecordedListing {
   const r = fixture.listings.find((l) => l.family === family && l.table === table);

@@ -3,6 +3,7 @@
 // encode.test.ts: every field type and key/value shape the kube-proxy tables use, for an IPv4 and an IPv6 table,
 // with the edge values of each (port 0 and 65535, a slot past 16 bits, IPv6 written every way nft reads it),
 // every verdict, comments that quote.ts rewrites, a run long enough for two messages, deletes and flushes.
+import { readFileSync } from 'node:fs';
 import type {
   NftChain,
   NftMap,
@@ -12,6 +13,23 @@ import type {
 import { writeOperation } from '../../../../packages/agent/src/netfilter/nft/serialize.js';
 
 export type VectorFamily = 'ip' | 'ip6';
+
+/** A recording of test/fixtures/netlink/ (`file`: its name there), parsed. */
+export function netlinkFixture<T>(file: string): T {
+  return JSON.parse(readFileSync(new URL(`../../../fixtures/netlink/${file}`, import.meta.url), 'utf8')) as T;
+}
+
+/** One family's recording in nft-setelem-batches.json: the tables, the elements, and nft's batch (hex). */
+export interface RecordedBatch {
+  readonly tables: string;
+  readonly elements: string;
+  readonly batch: string;
+}
+
+/** nft-setelem-batches.json: what record-nft.ts recorded of nft (its version, and a batch per family). */
+export function recordedBatches(): { nft: string } & Record<VectorFamily, RecordedBatch> {
+  return netlinkFixture('nft-setelem-batches.json');
+}
 
 const W = {
   ip: { ip: 'ip', addr: 'ipv4_addr' },
