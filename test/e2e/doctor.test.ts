@@ -110,7 +110,17 @@ describe('doctor on a node running kube-proxy-ts (nftables mode)', { ...KERNEL, 
     assertAllOk(run);
     assert.equal(get(run, 'proxy-health').summary, 'healthy');
     assert.match(get(run, 'stale-udp-conntrack').evidence.join('\n'), /IPv4: \d+ UDP entries, 0 stale/);
-    assert.equal(get(run, 'stale-udp-conntrack').notChecked, undefined, 'the conntrack check really ran');
+  });
+
+  test('with no -f or --kubeconfig, doctor reads the cluster through the kubeconfig the agent’s /configz names', async () => {
+    const run = await doctor(lab.node, []);
+    assertAllOk(run);
+    const evidence = get(run, 'stale-udp-conntrack').evidence.join('\n');
+    assert.ok(
+      evidence.includes(`the cluster from the agent’s kubeconfig ${lab.kubeconfig} (from its /configz)`),
+      evidence,
+    );
+    assert.match(evidence, /IPv4: \d+ UDP entries, 0 stale/);
   });
 
   test('KUBE-* chains left behind in nftables mode: leftover-other-mode warns and names them', async () => {

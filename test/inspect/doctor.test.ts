@@ -15,6 +15,8 @@ import { syncSlow } from '../../packages/agent/src/inspect/doctor/checks/sync-sl
 import { pendingStuck } from '../../packages/agent/src/inspect/doctor/checks/pending-stuck.js';
 import { exitCodeOf, runDoctor } from '../../packages/agent/src/inspect/doctor/runner.js';
 import { settingsFromConfigz } from '../../packages/agent/src/inspect/doctor/agent-endpoints.js';
+import { staleUdpConntrack } from '../../packages/agent/src/inspect/doctor/checks/stale-udp-conntrack.js';
+import { formatDoctorReport } from '../../packages/agent/src/cli/doctor.js';
 import type { DoctorContext } from '../../packages/agent/src/inspect/doctor/types.js';
 import type { CommandRunner } from '../../packages/agent/src/netfilter/command.js';
 
@@ -45,6 +47,7 @@ function ctx(over: Partial<DoctorContext> = {}): DoctorContext {
     healthz: { status: 200, body: '{}' },
     settings: { mode: 'iptables', syncPeriodSeconds: 30, minSyncPeriodSeconds: 1, localhostNodePorts: true },
     xtablesLockFile: '/run/xtables.lock',
+    cluster: { unavailable: 'no cluster in this test' },
     ...over,
   };
 }
@@ -75,6 +78,7 @@ test('sync-slow fails when half the syncs outlast minSyncPeriod; pending-stuck w
   const sized = await syncSlow.run(
     ctx({
       cluster: {
+        source: 'the objects given',
         families: [
           {
             family: 'IPv4',
@@ -205,4 +209,38 @@ test('/configz: mode and the mode’s periods, in upstream’s internal field na
     minSyncPeriodSeconds: 0.1,
     localhostNodePorts: true,
   });
+  // The kubeconfig it names is where doctor reads the cluster when no -f or --kubeconfig is given.
+  const withClient = JSON.stringify({
+    'kubeproxy.config.k8s.io': {
+      Mode: 'iptables',
+      ClientConnection: { Kubeconfig: '/var/lib/kube-proxy/kubeconfig.conf' },
+      IPTables: { SyncPeriod: '30s', MinSyncPeriod: '1s', LocalhostNodePorts: false },
+    },
+  });
+  assert.equal(settingsFromConfigz(withClient)?.kubeconfig, '/var/lib/kube-proxy/kubeconfig.conf');
+  const inCluster = JSON.stringify({
+    'kubeproxy.config.k8s.io': { Mode: 'iptables', ClientConnection: { Kubeconfig: '' }, IPTables: {} },
+  });
+  assert.equal(settingsFromConfigz(inCluster)?.kubeconfig, undefined, 'an empty kubeconfig names none');
+});
+
+test('a check that cannot look is skipped with its reason, never ok, and does not change the exit status', async () => {
+  const noMetrics = ctx({ metrics: { error: 'connection refused' } });
+  const r = await runDoctor(noMetrics, [syncSlow, staleUdpConntrack]);
+  assert.deepEqual(
+    r.findings.map((f) => [f.id, f.severity, f.summary]),
+    [
+      ['sync-slow', 'skipped', 'no metrics from http://127.0.0.1:10249/metrics (connection refused)'],
+      ['stale-udp-conntrack', 'skipped', 'no cluster in this test'],
+    ],
+  );
+  assert.equal(r.exitCode, 0);
+  const text = formatDoctorReport(r);
+  assert.match(text, /^\[skip\] sync-slow: no metrics from /m);
+  assert.match(text, /^0 failing, 0 warning, 0 ok, 2 skipped$/m);
+  // Skipped beside a warning: the warning decides.
+  const withWarning = {
+    findings: [...r.findings, { ...r.findings[0]!, id: 'w', severity: 'warn' as const }],
+  };
+  assert.equal(exitCodeOf(withWarning.findings), 1);
 });

@@ -12,11 +12,11 @@ import {
 import { DOCTOR_CHECKS } from '../inspect/doctor/checks/index.js';
 import { runDoctor } from '../inspect/doctor/runner.js';
 import type { DoctorReport } from '../inspect/doctor/runner.js';
-import type { AgentSettings, DoctorContext } from '../inspect/doctor/types.js';
+import type { AgentSettings, DoctorContext, Severity } from '../inspect/doctor/types.js';
 import type { CommandRunner } from '../netfilter/command.js';
 import { hostCommandRunner } from '../netfilter/command.js';
 import { clusterView } from '../inspect/doctor/cluster-view.js';
-import { CLUSTER_SOURCE_OPTIONS, loadGivenClusterObjects } from './cluster-objects.js';
+import { CLUSTER_SOURCE_OPTIONS, loadClusterObjects, loadGivenClusterObjects } from './cluster-objects.js';
 import { choiceFlag, optionalChoiceFlag, REPORT_OUTPUTS } from './choice-flag.js';
 import { OUTPUT_OPTION, processOutput, runCommand, UsageError } from './command-line.js';
 import type { FlagValues } from './command-line.js';
@@ -26,7 +26,8 @@ export const DOCTOR_USAGE = `Usage: kube-proxy-ts doctor [flags]
 
 Run on a node (as root, in the node's network namespace): checks the proxy and the kernel the way a runbook for
 sync trouble would (seed 003: xtables lock contention during endpoint churn), and prints one finding per check
-with its severity (ok, warn, fail), the evidence and the remedy. Exit status: 0 all ok, 1 a warning, 2 a failure.
+with its severity (ok, warn, fail; skipped when a check could not look, with why), the evidence and the remedy.
+Exit status: 0 all ok (or skipped), 1 a warning, 2 a failure.
 
 Checks:
 ${DOCTOR_CHECKS.map((c) => `  ${c.id.padEnd(24)} ${c.title}`).join('\n')}
@@ -36,7 +37,8 @@ Flags:
   --healthz-url URL        the agent's health check (default ${DEFAULT_HEALTHZ_URL})
   --proxy-mode MODE        nftables or iptables, when /configz cannot be read
   -f, --filename FILE      the cluster's Services and EndpointSlices (for stale-udp-conntrack), as render reads them
-  --kubeconfig FILE        read them from the API server instead
+  --kubeconfig FILE        read them from the API server instead; with neither, from the API server the running
+                           agent uses (the kubeconfig its /configz names)
   -o, --output text|json   output format (default text)
 The xtables lock file is $XTABLES_LOCKFILE if set, else /run/xtables.lock, as iptables itself decides.
 `;
@@ -56,17 +58,20 @@ const defaultIO: DoctorIO = {
   now: () => Date.now(),
 };
 
-const MARK = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL' } as const;
+const MARK = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL', skipped: 'skip' } as const;
 
 export function formatDoctorReport(r: DoctorReport): string {
   const lines: string[] = [];
   for (const f of r.findings) {
-    lines.push(`[${f.notChecked !== undefined ? ' -- ' : MARK[f.severity]}] ${f.id}: ${f.summary}`);
+    lines.push(`[${MARK[f.severity]}] ${f.id}: ${f.summary}`);
     for (const e of f.evidence) lines.push(`         ${e}`);
     if (f.remedy !== '') lines.push(`       → ${f.remedy}`);
   }
-  const count = (s: 'ok' | 'warn' | 'fail'): number => r.findings.filter((f) => f.severity === s).length;
-  lines.push('', `${count('fail')} failing, ${count('warn')} warning, ${count('ok')} ok`);
+  const count = (s: Severity): number => r.findings.filter((f) => f.severity === s).length;
+  lines.push(
+    '',
+    `${count('fail')} failing, ${count('warn')} warning, ${count('ok')} ok, ${count('skipped')} skipped`,
+  );
   return `${lines.join('\n')}\n`;
 }
 
@@ -105,9 +110,8 @@ async function doctor(values: FlagValues<typeof DOCTOR_LINE>, io: DoctorIO): Pro
     settings = settings
       ? { ...settings, mode: modeFlag }
       : { mode: modeFlag, syncPeriodSeconds: 30, minSyncPeriodSeconds: 1, localhostNodePorts: true };
-  const objects = await loadGivenClusterObjects(values, 'doctor', { stderr: io.stderr });
-  if (objects === 'failed') return 3;
-  const cluster = objects && clusterView(objects);
+  const cluster = await doctorCluster(values, settings?.kubeconfig, io);
+  if (cluster === 'failed') return 3;
   const ctx: DoctorContext = {
     runner: io.runner,
     now: io.now(),
@@ -117,7 +121,7 @@ async function doctor(values: FlagValues<typeof DOCTOR_LINE>, io: DoctorIO): Pro
     healthz,
     ...(settings ? { settings } : {}),
     xtablesLockFile: io.env.XTABLES_LOCKFILE ?? '/run/xtables.lock',
-    ...(cluster ? { cluster } : {}),
+    cluster,
   };
   const report = await runDoctor(ctx);
   io.stdout(
@@ -126,4 +130,34 @@ async function doctor(values: FlagValues<typeof DOCTOR_LINE>, io: DoctorIO): Pro
       : formatDoctorReport(report),
   );
   return report.exitCode;
+}
+
+/**
+ * The cluster stale-udp-conntrack reads: from -f or --kubeconfig when given (a failure there is the command line's,
+ * exit 3), else from the API server the running agent uses, through the kubeconfig its /configz names (a failure
+ * there skips the check, naming the file and what went wrong).
+ */
+async function doctorCluster(
+  values: FlagValues<typeof DOCTOR_LINE>,
+  agentKubeconfig: string | undefined,
+  io: DoctorIO,
+): Promise<DoctorContext['cluster'] | 'failed'> {
+  const given = values.filename ?? values.kubeconfig;
+  if (given !== undefined) {
+    const objects = await loadGivenClusterObjects(values, 'doctor', { stderr: io.stderr });
+    if (objects === 'failed' || objects === undefined) return 'failed';
+    return clusterView(
+      objects,
+      values.filename !== undefined ? `the file ${given}` : `the kubeconfig ${given}`,
+    );
+  }
+  if (agentKubeconfig === undefined)
+    return {
+      unavailable:
+        'needs the cluster’s Services and EndpointSlices: -f FILE or --kubeconfig FILE, or a running agent whose /configz names its kubeconfig',
+    };
+  const objects = await loadClusterObjects({ kubeconfig: agentKubeconfig }, 'doctor', { stderr: io.stderr });
+  if (typeof objects === 'string')
+    return { unavailable: `the agent’s kubeconfig ${agentKubeconfig} (from its /configz): ${objects}` };
+  return clusterView(objects, `the agent’s kubeconfig ${agentKubeconfig} (from its /configz)`);
 }

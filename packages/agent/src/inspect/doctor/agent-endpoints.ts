@@ -52,11 +52,14 @@ export function settingsFromConfigz(body: string): AgentSettings | undefined {
   const block = cfg[mode === 'nftables' ? 'NFTables' : 'IPTables'];
   const ipt = cfg.IPTables;
   if (!isRecord(block)) return undefined;
+  const client = cfg.ClientConnection;
+  const kubeconfig = isRecord(client) && typeof client.Kubeconfig === 'string' ? client.Kubeconfig : '';
   return {
     mode,
     syncPeriodSeconds: durationSeconds(block.SyncPeriod) ?? 30,
     minSyncPeriodSeconds: durationSeconds(block.MinSyncPeriod) ?? 1,
     localhostNodePorts: isRecord(ipt) ? ipt.LocalhostNodePorts !== false : true,
+    ...(kubeconfig !== '' ? { kubeconfig } : {}),
   };
 }
 

@@ -6,12 +6,16 @@ import { IP_FAMILIES } from '../../model/ip.js';
 import { snapshotFromObjects } from '../../sync/snapshot.js';
 import type { ClusterView } from './types.js';
 
-export function clusterView(objects: {
-  readonly services: readonly Service[];
-  readonly endpointSlices: readonly EndpointSlice[];
-  readonly nodes: readonly Node[];
-}): ClusterView {
+export function clusterView(
+  objects: {
+    readonly services: readonly Service[];
+    readonly endpointSlices: readonly EndpointSlice[];
+    readonly nodes: readonly Node[];
+  },
+  source: string,
+): ClusterView {
   return {
+    source,
     families: IP_FAMILIES.map((family) => {
       const { snapshot } = snapshotFromObjects({ family, nodeName: '', ...objects });
       return { family, serviceMap: snapshot.serviceMap, endpointsMap: snapshot.endpointsMap };

@@ -8,7 +8,8 @@ import type { ServicePort } from '../../model/service-port.js';
 import type { CommandRunner } from '../../netfilter/command.js';
 import type { MetricSamples } from '../prometheus.js';
 
-export type Severity = 'ok' | 'warn' | 'fail';
+/** A finding's verdict; `skipped`: the check could not look (its input was missing), so it says nothing either way. */
+export type Severity = 'ok' | 'warn' | 'fail' | 'skipped';
 
 export interface Finding {
   readonly id: string;
@@ -17,10 +18,8 @@ export interface Finding {
   readonly summary: string;
   /** What it is based on: one fact per line. */
   readonly evidence: readonly string[];
-  /** What to do, with the exact command; empty when all is well. */
+  /** What to do, with the exact command; empty when all is well (and when skipped: the summary says why). */
   readonly remedy: string;
-  /** Set when the check could not look (its input was missing); the severity is then ok. */
-  readonly notChecked?: string;
 }
 
 /** An HTTP answer from the agent, or why there was none. */
@@ -32,10 +31,14 @@ export interface AgentSettings {
   readonly syncPeriodSeconds: number;
   readonly minSyncPeriodSeconds: number;
   readonly localhostNodePorts: boolean;
+  /** The agent's kubeconfig (clientConnection.kubeconfig), when it names one: where doctor reads the cluster. */
+  readonly kubeconfig?: string;
 }
 
 /** The cluster's Services and endpoints per family (from the API or a file), for stale-udp-conntrack. */
 export interface ClusterView {
+  /** Where the objects came from, as evidence: the file, or the kubeconfig (and whose it is). */
+  readonly source: string;
   readonly families: readonly {
     readonly family: IPFamily;
     readonly serviceMap: ReadonlyMap<string, ServicePort>;
@@ -56,7 +59,8 @@ export interface DoctorContext {
   readonly settings?: AgentSettings;
   /** The xtables lock file iptables uses: $XTABLES_LOCKFILE, else /run/xtables.lock. */
   readonly xtablesLockFile: string;
-  readonly cluster?: ClusterView;
+  /** The cluster, or why there is none to read. */
+  readonly cluster: ClusterView | { readonly unavailable: string };
 }
 
 /** What a check's run returns: its finding before the runner files it under the check's id. */
@@ -78,6 +82,7 @@ export function finding(
   return { severity, summary, evidence, remedy };
 }
 
-export function notChecked(why: string): CheckOutcome {
-  return { severity: 'ok', summary: `not checked: ${why}`, evidence: [], remedy: '', notChecked: why };
+/** A check that could not run: `skipped`, never `ok`, with the reason as its summary. */
+export function skipped(why: string): CheckOutcome {
+  return { severity: 'skipped', summary: why, evidence: [], remedy: '' };
 }

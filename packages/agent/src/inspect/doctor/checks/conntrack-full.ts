@@ -1,7 +1,7 @@
 // conntrack-full: how full the conntrack table is. When nf_conntrack_count reaches nf_conntrack_max the kernel
 // drops new connections ("nf_conntrack: table full, dropping packet"), which looks like a Service failing.
 import type { DoctorCheck } from '../types.js';
-import { finding, notChecked } from '../types.js';
+import { finding, skipped } from '../types.js';
 import { readSysctl } from './sysctl-read.js';
 
 export const conntrackFull: DoctorCheck = {
@@ -11,7 +11,7 @@ export const conntrackFull: DoctorCheck = {
     const count = await readSysctl(ctx.runner, 'net.netfilter.nf_conntrack_count');
     const maxEntries = await readSysctl(ctx.runner, 'net.netfilter.nf_conntrack_max');
     if (count === undefined || maxEntries === undefined)
-      return notChecked('net.netfilter.nf_conntrack_count/max unreadable (nf_conntrack not loaded?)');
+      return skipped('net.netfilter.nf_conntrack_count/max unreadable (nf_conntrack not loaded?)');
     const fill = Number(count) / Math.max(1, Number(maxEntries));
     const evidence = [
       `nf_conntrack_count ${count} of nf_conntrack_max ${maxEntries} (${(fill * 100).toFixed(1)} %)`,

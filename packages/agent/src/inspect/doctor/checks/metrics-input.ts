@@ -1,10 +1,10 @@
 // Shared by the checks that read the agent's /metrics: the samples, or a finding that says they are missing.
 import type { CheckOutcome, DoctorCheck, DoctorContext } from '../types.js';
-import { notChecked } from '../types.js';
+import { skipped } from '../types.js';
 import type { MetricSamples } from '../../prometheus.js';
 
 export function metricsOrSkip(ctx: DoctorContext): MetricSamples | CheckOutcome {
-  if ('error' in ctx.metrics) return notChecked(`no metrics from ${ctx.metricsURL} (${ctx.metrics.error})`);
+  if ('error' in ctx.metrics) return skipped(`no metrics from ${ctx.metricsURL} (${ctx.metrics.error})`);
   return ctx.metrics;
 }
 

@@ -5,15 +5,14 @@
 import { parseConntrackListing } from '../../../netfilter/conntrack/flow.js';
 import { deletionArgs, planStaleFlowDeletions } from '../../../netfilter/conntrack/reconcile.js';
 import type { DoctorCheck } from '../types.js';
-import { finding, notChecked } from '../types.js';
+import { finding, skipped } from '../types.js';
 
 export const staleUdpConntrack: DoctorCheck = {
   id: 'stale-udp-conntrack',
   title: 'UDP conntrack entries DNATed to addresses that are no longer endpoints',
   async run(ctx) {
-    if (!ctx.cluster)
-      return notChecked('needs the cluster’s Services and EndpointSlices (--kubeconfig or -f FILE)');
-    const evidence: string[] = [];
+    if ('unavailable' in ctx.cluster) return skipped(ctx.cluster.unavailable);
+    const evidence: string[] = [`the cluster from ${ctx.cluster.source}`];
     const commands: string[] = [];
     let stale = 0;
     for (const f of ctx.cluster.families) {

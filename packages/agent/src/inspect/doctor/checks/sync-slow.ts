@@ -34,13 +34,15 @@ export const syncSlow: DoctorCheck = metricsCheck(
       (sum(m, 'kubeproxy_sync_proxy_rules_endpoint_changes_total') ?? 0) +
       (sum(m, 'kubeproxy_sync_proxy_rules_service_changes_total') ?? 0);
     evidence.push(`${changes} Service and endpoint changes seen since start`);
-    if (ctx.cluster) {
+    if (!('unavailable' in ctx.cluster)) {
       const ports = ctx.cluster.families.reduce((n, f) => n + f.serviceMap.size, 0);
       const endpoints = ctx.cluster.families.reduce(
         (n, f) => n + [...f.endpointsMap.values()].reduce((m, eps) => m + eps.length, 0),
         0,
       );
-      evidence.push(`cluster size: ${ports} service ports, ${endpoints} endpoints (from the objects given)`);
+      evidence.push(
+        `cluster size: ${ports} service ports, ${endpoints} endpoints (from ${ctx.cluster.source})`,
+      );
     }
     const remedy =
       ctx.settings?.mode === 'iptables'
