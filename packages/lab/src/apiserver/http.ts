@@ -133,9 +133,11 @@ function decodeBody(buf: Buffer, contentType: string, patch: boolean, kind: stri
   const text = buf.toString('utf8');
   if (base === 'application/vnd.kubernetes.protobuf' && !patch) {
     const d = decodeProtobuf(buf, kind);
-    return 'error' in d
-      ? { ok: false, error: { ...errors.unsupportedMediaType(base), message: d.error } }
-      : { ok: true, value: d.value };
+    if (!('error' in d)) return { ok: true, value: d.value };
+    const error = d.unsupported
+      ? { ...errors.unsupportedMediaType(base), message: d.error }
+      : errors.badRequest(d.error);
+    return { ok: false, error };
   }
   if (patch) {
     if (!patchTypeOf(contentType)) return { ok: false, error: errors.unsupportedMediaType(base) };
