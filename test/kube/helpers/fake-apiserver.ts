@@ -19,12 +19,15 @@ export interface FakeObject {
 }
 
 export interface RecordedRequest {
-  readonly kind: 'list' | 'watch';
+  /** create: a POST (the agent writes Events), answered 201 with its body; nothing is stored. */
+  readonly kind: 'list' | 'watch' | 'create';
   readonly path: string;
   readonly query: Readonly<Record<string, string>>;
   readonly headers: IncomingHttpHeaders;
   /** The CN of the client certificate, when one was presented. */
   readonly clientCN?: string;
+  /** A create's JSON body. */
+  readonly body?: unknown;
 }
 
 interface HistoryEvent {
@@ -302,10 +305,26 @@ export class FakeApiServer {
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
+    if (req.method === 'POST') {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => this.handleRequest(req, res, Buffer.concat(chunks).toString('utf8')));
+      return;
+    }
+    this.handleRequest(req, res, undefined);
+  }
+
+  private handleRequest(req: IncomingMessage, res: ServerResponse, posted: string | undefined): void {
     const url = new URL(req.url ?? '/', 'http://fake');
     const query = Object.fromEntries(url.searchParams);
     const watching = query.watch === 'true' || query.watch === '1';
-    const kind = watching ? 'watch' : 'list';
+    const kind = posted !== undefined ? 'create' : watching ? 'watch' : 'list';
+    let body: unknown;
+    try {
+      body = posted === undefined ? undefined : (JSON.parse(posted) as unknown);
+    } catch {
+      body = posted;
+    }
     const socket = req.socket as Socket & { getPeerCertificate?: () => { subject?: { CN?: string } } };
     const clientCN = socket.getPeerCertificate?.().subject?.CN;
     this.requests.push({
@@ -314,6 +333,7 @@ export class FakeApiServer {
       query,
       headers: req.headers,
       ...(clientCN ? { clientCN } : {}),
+      ...(body !== undefined ? { body } : {}),
     });
     this.notify();
     const reply = (code: number, body: string): void => {
@@ -326,6 +346,7 @@ export class FakeApiServer {
       this.failNext.count -= 1;
       return reply(this.failNext.code, status(this.failNext.code, 'InternalError', 'injected failure'));
     }
+    if (kind === 'create') return reply(201, JSON.stringify(body));
     if (watching) return this.handleWatch(url.pathname, query, res);
     return this.handleList(url.pathname, query, reply);
   }

@@ -22,6 +22,7 @@ import type { ProxyConfig, ProxyOptions } from '../config/index.js';
 import { createApiClient } from '../kube/api-client.js';
 import type { ApiClient } from '../kube/api-client.js';
 import { loadClientConfig } from '../kube/client-config.js';
+import { NodeEventWriter } from '../kube/events.js';
 import type { Node, ServiceCIDR } from '../api/objects.js';
 import type { KubeObject } from '../kube/object-identity.js';
 import type { Reflector, ReflectorTiming } from '../kube/reflector.js';
@@ -256,6 +257,15 @@ class Agent {
     }
     for (const p of this.proxiers) p.start();
     this.followServicesAndSlices(config, client);
+    // Upstream's birth cry once the informers run (server.go): an Event on the Node, in the background.
+    const events = new NodeEventWriter({
+      client,
+      clock: this.clock,
+      logger: this.logger,
+      nodeName: config.nodeName,
+      hostname: this.deps.hostname(),
+    });
+    void events.starting();
     this.cleanUpOtherModeAfterFirstSyncs(config.mode);
   }
 

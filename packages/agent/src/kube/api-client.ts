@@ -23,6 +23,8 @@ export interface ApiClient {
   readonly server: URL;
   /** Resolves when the response headers arrive (any status); rejects on a network error or an abort. */
   get(path: string, query: Readonly<Record<string, string>>, signal: AbortSignal): Promise<ApiResponse>;
+  /** POST of a JSON body (the agent creates Events, nothing else); answers as get does. */
+  post(path: string, body: unknown, signal: AbortSignal): Promise<ApiResponse>;
 }
 
 /** network: no usable response; status: an HTTP error; gone: 410, our resourceVersion is too old; stream-error:
@@ -86,38 +88,47 @@ export function createApiClient(config: ClientConfig, deps: ApiClientDeps): ApiC
   let tlsAgent: http.Agent | undefined;
   const base = config.server.href.replace(/\/$/, '');
 
+  const send = async (
+    method: 'GET' | 'POST',
+    path: string,
+    query: Readonly<Record<string, string>>,
+    body: string | undefined,
+    signal: AbortSignal,
+  ): Promise<ApiResponse> => {
+    await limiter.acquire(signal);
+    const opts: https.RequestOptions = { headers: {} };
+    await authSource.applyToHTTPSOptions(opts);
+    const headers: Record<string, string> = {
+      ...flattenHeaders(opts.headers),
+      accept: 'application/json',
+      'user-agent': deps.userAgent ?? USER_AGENT,
+      ...(body !== undefined
+        ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }
+        : {}),
+    };
+    if (typeof opts.auth === 'string' && opts.auth !== '')
+      headers.authorization = `Basic ${Buffer.from(opts.auth).toString('base64')}`;
+    // The TLS material does not change between requests: keep the first agent and its connections.
+    if (!plain && !tlsAgent && opts.agent instanceof http.Agent) tlsAgent = opts.agent;
+    const qs = new URLSearchParams(query).toString();
+    const url = `${base}${path}${qs === '' ? '' : `?${qs}`}`;
+    const request = plain ? http.request : https.request;
+    return new Promise<ApiResponse>((resolve, reject) => {
+      const req = request(url, { method, headers, agent: plain ? httpAgent : tlsAgent, signal }, (res) =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res }),
+      );
+      // A half-open connection must not stay quiet forever: TCP keepalive under the reflector's own watchdog.
+      req.on('socket', (socket) => socket.setKeepAlive(true, 30_000));
+      req.on('error', (err) =>
+        reject(signal.aborted ? signal.reason : new ApiError('network', `${method} ${path}: ${err.message}`)),
+      );
+      req.end(body);
+    });
+  };
   return {
     server: config.server,
-    async get(path, query, signal) {
-      await limiter.acquire(signal);
-      const opts: https.RequestOptions = { headers: {} };
-      await authSource.applyToHTTPSOptions(opts);
-      const headers: Record<string, string> = {
-        ...flattenHeaders(opts.headers),
-        accept: 'application/json',
-        'user-agent': deps.userAgent ?? USER_AGENT,
-      };
-      if (typeof opts.auth === 'string' && opts.auth !== '')
-        headers.authorization = `Basic ${Buffer.from(opts.auth).toString('base64')}`;
-      // The TLS material does not change between requests: keep the first agent and its connections.
-      if (!plain && !tlsAgent && opts.agent instanceof http.Agent) tlsAgent = opts.agent;
-      const qs = new URLSearchParams(query).toString();
-      const url = `${base}${path}${qs === '' ? '' : `?${qs}`}`;
-      const request = plain ? http.request : https.request;
-      return new Promise<ApiResponse>((resolve, reject) => {
-        const req = request(
-          url,
-          { method: 'GET', headers, agent: plain ? httpAgent : tlsAgent, signal },
-          (res) => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res }),
-        );
-        // A half-open connection must not stay quiet forever: TCP keepalive under the reflector's own watchdog.
-        req.on('socket', (socket) => socket.setKeepAlive(true, 30_000));
-        req.on('error', (err) =>
-          reject(signal.aborted ? signal.reason : new ApiError('network', `GET ${path}: ${err.message}`)),
-        );
-        req.end();
-      });
-    },
+    get: (path, query, signal) => send('GET', path, query, undefined, signal),
+    post: (path, body, signal) => send('POST', path, {}, JSON.stringify(body), signal),
   };
 }
 

@@ -17,6 +17,7 @@ import {
   type PodLifecycle,
   type StreamingKubelet,
 } from '../controllers/pod-lifecycle.js';
+import { DEFAULT_EVENT_RETENTION, eventStrategy, type EventRetention } from './events.js';
 import { createHandler, type ExtraRoute } from './http.js';
 import { parseCidr } from './ipnet.js';
 import {
@@ -62,6 +63,8 @@ export interface ApiServerOptions {
   readonly kubeconfigPath?: string;
   /** Events kept for watch resumption (default 10000); older versions get 410 Expired. */
   readonly historyLimit?: number;
+  /** How long Events stay after their last write and how many are kept (default 1 h, 5000). */
+  readonly eventRetention?: Partial<EventRetention>;
   /** Interval of BOOKMARK events for watches that allow them (default 10 s). */
   readonly bookmarkIntervalMs?: number;
   /** Request body limit (default 3 MiB, as upstream). */
@@ -188,6 +191,7 @@ function openRegistry(
     ['Deployment', deploymentStrategy],
     ['DaemonSet', daemonSetStrategy],
     ['Service', serviceStrategy(allocators)],
+    ['Event', eventStrategy(store, clock, { ...DEFAULT_EVENT_RETENTION, ...options.eventRetention })],
   ]);
   const registry = new Registry(store, strategies, clock);
   for (const svc of store.list(resourceByKind('Service'))) allocators.record(svc, undefined);

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from 'kube-proxy-ts/util/clock.js';
 import { arr, child, cloneJson, isObject, jsonEqual, num, str, type JsonObject } from './json.js';
+import { servedForm, storedForm } from './events.js';
 import { applyPatch, type PatchType } from './patch.js';
 import { apiVersionOf, resourceByKind, RESOURCES, type ResourceType } from './resources.js';
 import { selectsObject, type ObjectSelectors } from './selectors.js';
@@ -94,6 +95,10 @@ function decodeContinue(s: string): ContinueToken | undefined {
   return undefined;
 }
 
+/** A result as resource `t` serves it (see servedForm: events.k8s.io/v1 renames core/v1's Event fields). */
+const served = (t: ResourceType, r: Result<JsonObject>): Result<JsonObject> =>
+  r.ok ? ok(servedForm(t, r.value)) : r;
+
 const randomSuffix = (n: number): string => {
   const alphabet = 'bcdfghjklmnpqrstvwxz2456789';
   let s = '';
@@ -172,7 +177,7 @@ export class Registry {
 
   get(t: ResourceType, namespace: string, name: string): Result<JsonObject> {
     const obj = this.store.get(t, t.namespaced ? namespace : '', name);
-    return obj ? ok(obj) : fail(errors.notFound(t.group, t.resource, name));
+    return obj ? ok(servedForm(t, obj)) : fail(errors.notFound(t.group, t.resource, name));
   }
 
   list(t: ResourceType, namespace: string | undefined, opts: ListOptions = {}): Result<ListResult> {
@@ -197,8 +202,10 @@ export class Registry {
     let continueToken: string | undefined;
     let remaining = 0;
     const limit = opts.limit && opts.limit > 0 ? opts.limit : undefined;
-    for (const [key, obj] of entries) {
+    for (const [key, stored] of entries) {
       if (after !== undefined && key <= after) continue;
+      // Selectors see the object as this API serves it (events.k8s.io/v1 selects on regarding.*).
+      const obj = servedForm(t, stored);
       if (!selectsObject(opts, obj)) continue;
       if (limit !== undefined && items.length >= limit) {
         if (continueToken === undefined) {
@@ -218,9 +225,13 @@ export class Registry {
   }
 
   create(t: ResourceType, namespace: string, body: unknown): Result<JsonObject> {
+    return served(t, this.createStored(t, namespace, body));
+  }
+
+  private createStored(t: ResourceType, namespace: string, body: unknown): Result<JsonObject> {
     const env = this.envelope(t, namespace, body);
     if (!env.ok) return env;
-    const obj = env.value;
+    const obj = storedForm(t, env.value);
     const meta = metaOf(obj);
     if (meta.resourceVersion !== undefined && meta.resourceVersion !== '')
       return fail(errors.badRequest('resourceVersion should not be set on objects to be created'));
@@ -277,7 +288,7 @@ export class Registry {
     if (sub === 'scale') return this.updateScale(t, namespace, name, body);
     const env = this.envelope(t, namespace, body);
     if (!env.ok) return env;
-    const next = env.value;
+    const next = storedForm(t, env.value);
     const meta = metaOf(next);
     if (meta.name !== undefined && meta.name !== name)
       return fail(
@@ -290,7 +301,7 @@ export class Registry {
     if (!current) return fail(errors.notFound(t.group, t.resource, name));
     const stale = staleVersion(t, name, current, meta.resourceVersion);
     if (stale) return fail(stale);
-    return this.write(t, current, next, sub);
+    return served(t, this.write(t, current, next, sub));
   }
 
   /** The common path of update and patch: carries immutable metadata over, defaults, validates, stores. */
@@ -416,7 +427,7 @@ export class Registry {
   ): Result<JsonObject> {
     const current = this.store.get(t, t.namespaced ? namespace : '', name);
     if (!current) return fail(errors.notFound(t.group, t.resource, name));
-    const base = sub === 'scale' ? this.scaleOf(t, current) : current;
+    const base = sub === 'scale' ? this.scaleOf(t, current) : servedForm(t, current);
     const patched = applyPatch(type, sub === 'scale' ? 'Scale' : t.kind, base, patchBody);
     if ('error' in patched)
       return fail({ ...errors.badRequest(patched.error), code: 422, reason: 'Invalid' });
@@ -430,10 +441,19 @@ export class Registry {
     if (!env.ok) return env;
     if (metaOf(env.value).name !== name)
       return fail(errors.badRequest('the name of the object may not be changed by a patch'));
-    return this.write(t, current, env.value, sub);
+    return served(t, this.write(t, current, storedForm(t, env.value), sub));
   }
 
   delete(t: ResourceType, namespace: string, name: string, opts: DeleteOptions = {}): Result<JsonObject> {
+    return served(t, this.deleteStored(t, namespace, name, opts));
+  }
+
+  private deleteStored(
+    t: ResourceType,
+    namespace: string,
+    name: string,
+    opts: DeleteOptions,
+  ): Result<JsonObject> {
     const current = this.store.get(t, t.namespaced ? namespace : '', name);
     if (!current) return fail(errors.notFound(t.group, t.resource, name));
     const meta = metaOf(current);

@@ -149,6 +149,48 @@ export const RESOURCES: readonly ResourceType[] = [
     nameRule: 'dns1123-subdomain',
     subresources: ['status'],
   }),
+  // Events, served as kube-apiserver serves them: one stored object (core/v1's shape) seen through two APIs,
+  // events.k8s.io/v1 renaming fields (regarding, note, reportingController, deprecated*; apiserver/events.ts).
+  // The field selectors are upstream's (pkg/registry/core/event/strategy.go, and the events.k8s.io names that
+  // convert to them); kubectl describe asks for involvedObject.{name,namespace,kind,uid}.
+  resource({
+    group: '',
+    version: 'v1',
+    resource: 'events',
+    singular: 'event',
+    kind: 'Event',
+    namespaced: true,
+    shortNames: ['ev'],
+    nameRule: 'dns1123-subdomain',
+    subresources: [],
+    fields: [
+      ...['kind', 'namespace', 'name', 'uid', 'apiVersion', 'resourceVersion', 'fieldPath'].map(
+        (f) => `involvedObject.${f}`,
+      ),
+      'reason',
+      'reportingComponent',
+      'type',
+    ],
+  }),
+  resource({
+    group: 'events.k8s.io',
+    version: 'v1',
+    resource: 'events',
+    singular: 'event',
+    kind: 'Event',
+    namespaced: true,
+    shortNames: ['ev'],
+    nameRule: 'dns1123-subdomain',
+    subresources: [],
+    fields: [
+      ...['kind', 'namespace', 'name', 'uid', 'apiVersion', 'resourceVersion', 'fieldPath'].map(
+        (f) => `regarding.${f}`,
+      ),
+      'reason',
+      'reportingController',
+      'type',
+    ],
+  }),
   // metrics.k8s.io, as metrics-server serves it: the lab fills these from /proc (cluster/usage.ts) through an
   // extra route; without one (a bare API server) lists are empty and `kubectl top` says metrics are not ready.
   resource({

@@ -1,6 +1,7 @@
 // Server-side printing: `kubectl get` asks for a meta.k8s.io/v1 Table and prints the cells as given. Columns
 // follow upstream's printers for each kind (pkg/printers/internalversion), priority 1 being the `-o wide` ones.
 import { arr, child, isObject, num, str, type JsonObject } from './json.js';
+import { EVENTS_V1, eventToCore } from './events.js';
 import type { ResourceType } from './resources.js';
 
 interface Column {
@@ -178,6 +179,45 @@ function slicePorts(o: JsonObject): string {
   return ports.length > 0 ? ports.join(',') : '<unset>';
 }
 
+/** An event's time cell: how long ago, or <unknown> without a time (upstream's translateTimestampSince). */
+const since = (time: string | undefined, now: number): string => {
+  const t = Date.parse(time ?? '');
+  return Number.isNaN(t) ? '<unknown>' : humanDuration(now - t);
+};
+
+/**
+ * What kubectl prints of an Event, in either API's shape (upstream prints both from the internal type): the
+ * first and last time seen (eventTime for an event written through events.k8s.io/v1, the series' last observation
+ * for a repeated one), how often, and the involved object as kind/name.
+ */
+function eventCells(o: JsonObject, now: number): Record<string, string | number> {
+  const e = o.apiVersion === EVENTS_V1 ? eventToCore(o) : o;
+  const first = str(e, 'firstTimestamp') ?? str(e, 'eventTime');
+  const series = child(e, 'series');
+  const last = isObject(e.series) ? str(series, 'lastObservedTime') : (str(e, 'lastTimestamp') ?? first);
+  const count = isObject(e.series) ? (num(series, 'count') ?? 1) : num(e, 'count') || 1;
+  const involved = child(e, 'involvedObject');
+  const kind = (str(involved, 'kind') ?? '').toLowerCase();
+  const name = str(involved, 'name') ?? '';
+  const source = child(e, 'source');
+  const component = str(source, 'component') || (str(e, 'reportingComponent') ?? '');
+  const instance = str(source, 'host') || (str(e, 'reportingInstance') ?? '');
+  return {
+    lastSeen: since(last, now),
+    firstSeen: since(first, now),
+    type: str(e, 'type') ?? '',
+    reason: str(e, 'reason') ?? '',
+    object: name ? `${kind}/${name}` : kind,
+    subobject: str(involved, 'fieldPath') ?? '',
+    source: instance ? `${component}, ${instance}` : component,
+    message: (str(e, 'message') ?? '').trim(),
+    count,
+  };
+}
+
+const eventCol = (name: string, field: string, priority = 0): Column =>
+  col(name, (o, now) => eventCells(o, now)[field] ?? '', priority);
+
 const COLUMNS: Readonly<Record<string, readonly Column[]>> = {
   Namespace: [nameCol, col('Status', (o) => str(child(o, 'status'), 'phase') ?? ''), ageCol],
   Node: [
@@ -260,6 +300,18 @@ const COLUMNS: Readonly<Record<string, readonly Column[]>> = {
     col('Containers', (o) => templateContainers(o, 'name'), 1),
     col('Images', (o) => templateContainers(o, 'image'), 1),
     col('Selector', (o) => selectorText(child(child(child(o, 'spec'), 'selector'), 'matchLabels')), 1),
+  ],
+  Event: [
+    eventCol('Last Seen', 'lastSeen'),
+    eventCol('Type', 'type'),
+    eventCol('Reason', 'reason'),
+    eventCol('Object', 'object'),
+    eventCol('Subobject', 'subobject', 1),
+    eventCol('Source', 'source', 1),
+    eventCol('Message', 'message'),
+    eventCol('First Seen', 'firstSeen', 1),
+    eventCol('Count', 'count', 1),
+    { ...nameCol, priority: 1 },
   ],
   Endpoints: [nameCol, col('Endpoints', endpointsAddresses), ageCol],
   ConfigMap: [

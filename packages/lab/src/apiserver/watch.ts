@@ -3,6 +3,7 @@
 // skips or reorders events; a client that stops reading is cut off once its buffer passes a bound, and re-watches
 // from the last version it saw.
 import type { Clock, TimerHandle } from 'kube-proxy-ts/util/clock.js';
+import { servedForm } from './events.js';
 import type { JsonObject } from './json.js';
 import { apiVersionOf, type ResourceType } from './resources.js';
 import { selectsObject, type ObjectSelectors } from './selectors.js';
@@ -75,11 +76,15 @@ export function startWatch(
   const subscription: { off?: () => void } = {};
   let bookmarkTimer: TimerHandle | undefined;
   let timeoutTimer: TimerHandle | undefined;
-  const format = req.format ?? 'json';
-  const render = req.render ?? ((o: JsonObject) => o);
+  // One stored event is seen through every API that serves its resource (core/v1 and events.k8s.io/v1 Events):
+  // selectors, rendering and the serialization cache all work on the object as this watch's API serves it.
+  const format = `${apiVersionOf(req.resource)}:${req.format ?? 'json'}`;
+  const served = (o: JsonObject): JsonObject => servedForm(req.resource, o);
+  const render = (o: JsonObject, type: WatchEventType | 'BOOKMARK'): unknown =>
+    req.render ? req.render(served(o), type) : served(o);
 
   const matches = (obj: JsonObject): boolean =>
-    (req.namespace === undefined || metaNamespace(obj) === req.namespace) && selectsObject(req, obj);
+    (req.namespace === undefined || metaNamespace(obj) === req.namespace) && selectsObject(req, served(obj));
 
   // What a filtered watcher sees: an object entering the selection is ADDED, leaving it is DELETED.
   const project = (ev: StoreEvent): WatchEventType | undefined => {

@@ -31,7 +31,7 @@ export type DaemonSetControllerOptions = WorkloadControllerOptions;
 
 export class DaemonSetController extends WorkloadController {
   constructor(private readonly o: DaemonSetControllerOptions) {
-    super(o.registry, o.logger, DAEMONSET, ['Node']);
+    super(o, DAEMONSET, ['Node']);
   }
 
   protected reconcile(ds: JsonObject): void {
@@ -64,10 +64,10 @@ export class DaemonSetController extends WorkloadController {
     // Pods on nodes that no longer match, and duplicates (keep the newest current one).
     for (const [node, pods] of byNode) {
       const live = pods.filter((p) => !str(meta(p), 'deletionTimestamp'));
-      if (!nodes.includes(node)) live.forEach((p) => this.pods.delete(p));
+      if (!nodes.includes(node)) live.forEach((p) => this.deletePod(ds, p));
       else if (live.length > 1) {
         const keep = [...live].sort((a, b) => Number(isCurrent(b)) - Number(isCurrent(a)))[0];
-        live.filter((p) => p !== keep).forEach((p) => this.pods.delete(p));
+        live.filter((p) => p !== keep).forEach((p) => this.deletePod(ds, p));
       }
     }
 
@@ -80,10 +80,10 @@ export class DaemonSetController extends WorkloadController {
       let budget = Math.max(maxUnavailable, 1) - unavailable;
       const old = nodes.flatMap((n) => active(n).filter((p) => !isCurrent(p)));
       // An old Pod that is not ready costs no availability: replace those first.
-      for (const p of old.filter((x) => !isPodReady(x))) this.pods.delete(p);
+      for (const p of old.filter((x) => !isPodReady(x))) this.deletePod(ds, p);
       for (const p of old.filter(isPodReady)) {
         if (budget <= 0) break;
-        this.pods.delete(p);
+        this.deletePod(ds, p);
         budget--;
       }
     }
@@ -100,7 +100,18 @@ export class DaemonSetController extends WorkloadController {
       },
       spec: { ...child(template, 'spec'), nodeName: node },
     };
-    this.pods.create(ds, template, pod, { node });
+    const created = this.pods.create(ds, template, pod, { node });
+    if (created) this.podEvent(ds, 'SuccessfulCreate', `Created pod: ${str(meta(created), 'name') ?? ''}`);
+  }
+
+  private deletePod(ds: JsonObject, pod: JsonObject): void {
+    if (this.pods.delete(pod))
+      this.podEvent(ds, 'SuccessfulDelete', `Deleted pod: ${str(meta(pod), 'name') ?? ''}`);
+  }
+
+  /** Upstream's daemon controller reports each Pod it creates or deletes on the DaemonSet (pkg/controller/daemon). */
+  private podEvent(ds: JsonObject, reason: string, message: string): void {
+    this.o.events.daemonSets.event(ds, { type: 'Normal', reason, message });
   }
 
   /** The fields `kubectl get ds` prints and `kubectl rollout status` waits on. */

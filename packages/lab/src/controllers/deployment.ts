@@ -20,8 +20,17 @@ export interface DeploymentControllerOptions extends WorkloadControllerOptions {
 }
 
 export class DeploymentController extends WorkloadController {
+  /**
+   * The size last reported for each "replica set" (deployment uid/template hash). The lab has no ReplicaSets: the
+   * Pods of one template hash, named <deployment>-<hash>-…, stand in for the ReplicaSet upstream would name
+   * <deployment>-<hash>, and a change of how many of them the Deployment wants is reported with upstream's
+   * ScalingReplicaSet wording. A Pod replaced at the same size is no scaling (upstream's ReplicaSet controller
+   * would do it, on the ReplicaSet), so it is not reported.
+   */
+  private readonly scales = new Map<string, number>();
+
   constructor(private readonly o: DeploymentControllerOptions) {
-    super(o.registry, o.logger, DEPLOYMENT);
+    super(o, DEPLOYMENT);
   }
 
   protected reconcile(d: JsonObject): void {
@@ -46,9 +55,31 @@ export class DeploymentController extends WorkloadController {
       this.pods.delete(p);
     const readyNew = current.filter(isPodReady).length;
     const keepOld = Math.max(0, Math.min(old.length, replicas - readyNew));
-    for (const p of byRemovalOrder(old).slice(0, old.length - keepOld)) this.pods.delete(p);
+    const removedOld = byRemovalOrder(old).slice(0, old.length - keepOld);
+    for (const p of removedOld) this.pods.delete(p);
 
+    this.reportScale(d, hash, current.length, replicas);
+    const hashOf = (p: JsonObject): string => str(child(meta(p), 'labels'), 'pod-template-hash') ?? '';
+    for (const oldHash of new Set(old.map(hashOf))) {
+      const before = old.filter((p) => hashOf(p) === oldHash).length;
+      this.reportScale(d, oldHash, before, before - removedOld.filter((p) => hashOf(p) === oldHash).length);
+    }
     this.updateStatus(d, replicas);
+  }
+
+  /** upstream's deployment controller: "Scaled up replica set web-7d4b9c from 0 to 3" (pkg/controller/deployment). */
+  private reportScale(d: JsonObject, hash: string, present: number, wanted: number): void {
+    const key = `${str(meta(d), 'uid') ?? ''}/${hash}`;
+    const from = this.scales.get(key) ?? present;
+    if (wanted === 0) this.scales.delete(key);
+    else this.scales.set(key, wanted);
+    if (from === wanted) return;
+    const name = `${str(meta(d), 'name') ?? ''}-${hash}`;
+    this.o.events.deployments.event(d, {
+      type: 'Normal',
+      reason: 'ScalingReplicaSet',
+      message: `Scaled ${wanted > from ? 'up' : 'down'} replica set ${name} from ${from} to ${wanted}`,
+    });
   }
 
   private createPod(d: JsonObject, template: JsonObject, hash: string): void {

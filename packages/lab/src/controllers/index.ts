@@ -6,6 +6,7 @@ import { DaemonSetController } from './daemonset.js';
 import { DeploymentController } from './deployment.js';
 import { EndpointSliceController } from './endpointslice.js';
 import { EndpointsController } from './endpoints.js';
+import { controlPlaneEvents } from './events.js';
 import { NodePicker } from './node-picker.js';
 import type { PodLifecycle } from './pod-lifecycle.js';
 import { PodController } from './pods.js';
@@ -28,7 +29,9 @@ export interface Controllers {
 
 export function startControllers(o: ControllerOptions): Controllers {
   const picker = new NodePicker(o.registry.store);
+  const events = controlPlaneEvents(o.registry, o.clock, o.logger);
   const pods = new PodController({
+    events,
     registry: o.registry,
     clock: o.clock,
     lifecycle: o.podLifecycle,
@@ -37,6 +40,7 @@ export function startControllers(o: ControllerOptions): Controllers {
   });
   const deployments = new DeploymentController({
     registry: o.registry,
+    events,
     picker,
     clock: o.clock,
     logger: o.logger,
@@ -47,7 +51,7 @@ export function startControllers(o: ControllerOptions): Controllers {
     logger: o.logger,
     maxEndpointsPerSlice: o.maxEndpointsPerSlice,
   });
-  const daemonSets = new DaemonSetController({ registry: o.registry, logger: o.logger });
+  const daemonSets = new DaemonSetController({ registry: o.registry, logger: o.logger, events });
   const endpoints = new EndpointsController(o.registry, o.logger);
   const queues = [pods.queue, deployments.queue, daemonSets.queue, slices.queue, endpoints.queue];
   return {

@@ -10,6 +10,7 @@ import { bigIntToIp, cidrContains, cidrSize, parseCidr } from '../apiserver/ipne
 import { rfc3339, type Registry } from '../apiserver/registry.js';
 import { resourceByKind } from '../apiserver/resources.js';
 import { storedPod } from '../apiserver/types.js';
+import { recordScheduled, type ControlPlaneEvents } from './events.js';
 import type { NodePicker } from './node-picker.js';
 import type { PodLifecycle, PodStatusReport } from './pod-lifecycle.js';
 import { WorkQueue } from './work-queue.js';
@@ -25,6 +26,8 @@ export interface PodControllerOptions {
   readonly lifecycle: PodLifecycle;
   readonly picker: NodePicker;
   readonly logger: Logger;
+  /** The scheduler's and the kubelet's event recorders. */
+  readonly events: ControlPlaneEvents;
 }
 
 export function isPodReady(pod: unknown): boolean {
@@ -89,6 +92,7 @@ export class PodController {
     if (phase !== 'Pending' || this.started.has(uid)) return;
     if (!str(status, 'podIP')) return this.assignAddress(pod, nodeName);
     this.started.add(uid);
+    this.containerEvents(pod, nodeName, 'start');
     this.sandboxes.set(uid, {
       key,
       node: nodeName,
@@ -116,6 +120,32 @@ export class PodController {
       next,
     );
     if (!r.ok) this.o.logger.warn('cannot schedule pod', { pod: keyOf(pod), error: r.error.message });
+    else recordScheduled(this.o.events.scheduler, r.value, node);
+  }
+
+  /**
+   * The kubelet's events for each container (upstream kuberuntime_container.go): at start the image (the lab has
+   * none to pull, so "already present", as for an IfNotPresent image on the node), Created, Started; at stop,
+   * Killing. The plug starts the containers right after this, so the events say what is happening.
+   */
+  private containerEvents(pod: JsonObject, node: string, what: 'start' | 'stop'): void {
+    const kubelet = this.o.events.kubelet;
+    for (const c of arr(child(pod, 'spec'), 'containers')) {
+      const name = str(c, 'name') ?? '';
+      const at = { type: 'Normal', fieldPath: `spec.containers{${name}}`, host: node } as const;
+      if (what === 'stop') {
+        kubelet.event(pod, { ...at, reason: 'Killing', message: `Stopping container ${name}` });
+        continue;
+      }
+      const image = JSON.stringify(str(c, 'image') ?? '');
+      kubelet.event(pod, {
+        ...at,
+        reason: 'Pulled',
+        message: `Container image ${image} already present on machine`,
+      });
+      kubelet.event(pod, { ...at, reason: 'Created', message: `Created container: ${name}` });
+      kubelet.event(pod, { ...at, reason: 'Started', message: `Started container ${name}` });
+    }
   }
 
   /**
@@ -281,6 +311,7 @@ export class PodController {
     // A Pod that never started (no address yet) has nothing to stop.
     const sandbox = this.sandboxes.get(uid);
     if (sandbox) sandbox.stopRequested = true;
+    if (this.started.has(uid)) this.containerEvents(pod, str(child(pod, 'spec'), 'nodeName') ?? '', 'stop');
     const stop = this.started.has(uid) ? this.o.lifecycle.stop(storedPod(pod)) : Promise.resolve();
     stop.then(
       () => {

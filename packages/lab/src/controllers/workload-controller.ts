@@ -5,12 +5,15 @@ import type { Logger } from 'kube-proxy-ts/util/logger.js';
 import { child, str, type JsonObject } from '../apiserver/json.js';
 import type { Registry } from '../apiserver/registry.js';
 import type { ResourceType } from '../apiserver/resources.js';
+import type { ControlPlaneEvents } from './events.js';
 import { WorkQueue } from './work-queue.js';
 import { keyOf, WorkloadPods } from './workload-pods.js';
 
 export interface WorkloadControllerOptions {
   readonly registry: Registry;
   readonly logger: Logger;
+  /** The control plane's event recorders: the workload controller's own, and the scheduler's for its Pods. */
+  readonly events: ControlPlaneEvents;
 }
 
 export abstract class WorkloadController {
@@ -19,13 +22,16 @@ export abstract class WorkloadController {
   private readonly unsubscribe: () => void;
 
   /** `everyOn`: kinds whose every event concerns every workload (a DaemonSet's Nodes). */
+  private readonly registry: Registry;
+
   protected constructor(
-    private readonly registry: Registry,
-    logger: Logger,
+    options: WorkloadControllerOptions,
     private readonly workload: ResourceType,
     everyOn: readonly string[] = [],
   ) {
-    this.pods = new WorkloadPods(registry, logger, workload);
+    const { registry, logger } = options;
+    this.registry = registry;
+    this.pods = new WorkloadPods(registry, logger, workload, options.events.scheduler);
     this.queue = new WorkQueue(workload.resource, (key) => this.reconcileKey(key), logger);
     const all = (): void => {
       for (const w of registry.store.list(workload)) this.queue.add(keyOf(w));

@@ -6,6 +6,7 @@ import type { Logger } from 'kube-proxy-ts/util/logger.js';
 import { arr, child, str, type JsonObject } from '../apiserver/json.js';
 import type { Registry } from '../apiserver/registry.js';
 import { resourceByKind, type ResourceType } from '../apiserver/resources.js';
+import { recordScheduled, type EventRecorder } from './events.js';
 
 const POD = resourceByKind('Pod');
 /** Upstream's alphabet for generated names (rand.SafeEncodeString): no vowels, no look-alike characters. */
@@ -67,6 +68,8 @@ export class WorkloadPods {
     private readonly logger: Logger,
     /** The workload's resource: its kind names it in ownerReferences, its singular name in log lines. */
     private readonly workload: ResourceType,
+    /** The scheduler's recorder: the workload controllers place their Pods themselves (the lab's scheduler). */
+    private readonly scheduler: EventRecorder,
   ) {}
 
   /** The Pods in the owner's namespace that name it in an ownerReference, terminating ones included. */
@@ -84,13 +87,16 @@ export class WorkloadPods {
       .map((ref) => `${str(meta(pod), 'namespace') ?? ''}/${str(ref, 'name') ?? ''}`);
   }
 
-  /** Creates a Pod from the owner's template, controlled by the owner; `context` goes into a failure's log line. */
+  /**
+   * Creates a Pod from the owner's template, controlled by the owner; `context` goes into a failure's log line.
+   * Returns the stored Pod, or undefined when the create failed.
+   */
   create(
     owner: JsonObject,
     template: JsonObject,
     pod: NewPod,
     context: Readonly<Record<string, string>> = {},
-  ): void {
+  ): JsonObject | undefined {
     const tmeta = meta(template);
     const annotations = child(tmeta, 'annotations');
     const namespace = str(meta(owner), 'namespace');
@@ -107,19 +113,26 @@ export class WorkloadPods {
       spec: pod.spec,
     };
     const r = this.registry.create(POD, namespace ?? '', obj);
-    if (!r.ok)
+    if (!r.ok) {
       this.logger.warn('cannot create pod', {
         [this.workload.singular]: keyOf(owner),
         ...context,
         error: r.error.message,
       });
+      return undefined;
+    }
+    // Upstream's scheduler binds these Pods and says so; in the lab the Pod is born bound.
+    const node = str(pod.spec, 'nodeName');
+    if (node) recordScheduled(this.scheduler, r.value, node);
+    return r.value;
   }
 
-  /** Deletes a Pod; one already gone is no failure. */
-  delete(pod: JsonObject): void {
+  /** Deletes a Pod; one already gone is no failure. True when this call deleted it (or began to). */
+  delete(pod: JsonObject): boolean {
     const r = this.registry.delete(POD, str(meta(pod), 'namespace') ?? '', str(meta(pod), 'name') ?? '');
     if (!r.ok && r.error.code !== 404)
       this.logger.warn('cannot delete pod', { pod: keyOf(pod), error: r.error.message });
+    return r.ok;
   }
 
   /** Writes the workload's status subresource. */
