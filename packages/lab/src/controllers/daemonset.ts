@@ -1,13 +1,14 @@
-// DaemonSet → one Pod per matching Node, as upstream's daemon controller keeps it (pkg/controller/daemon), without
-// ControllerRevisions: the revision is the template's hash, carried by each Pod as `controller-revision-hash`.
+// DaemonSet → one Pod per matching Node (scheduling.ts's daemonPodPlacement: node selector and affinity, taints),
+// as upstream's daemon controller keeps it (pkg/controller/daemon), without ControllerRevisions: the revision is
+// the template's hash, carried by each Pod as `controller-revision-hash`.
 // Pods are named <daemonset>-<5 chars> and bound to their node by spec.nodeName. A template change (a new
 // generation; `kubectl rollout restart` is one) rolls node by node: an old Pod is deleted only while the number
 // of nodes without an available Pod stays within maxUnavailable (maxSurge 0: the new Pod follows once the old one
 // is gone, so a host-network Pod never meets its predecessor on its ports). OnDelete leaves old Pods alone.
 import { child, jsonEqual, num, str, type JsonObject } from '../apiserver/json.js';
-import { labelsMatchSelector } from '../apiserver/kinds.js';
 import { resourceByKind } from '../apiserver/resources.js';
 import { isPodReady } from './pods.js';
+import { daemonPodPlacement } from './scheduling.js';
 import { WorkloadController, type WorkloadControllerOptions } from './workload-controller.js';
 import { podTemplateHash } from './workload-pods.js';
 
@@ -39,12 +40,15 @@ export class DaemonSetController extends WorkloadController {
     const spec = child(ds, 'spec');
     const template = child(spec, 'template');
     const hash = podTemplateHash(template);
-    const nodeSelector = child(child(template, 'spec'), 'nodeSelector');
-    const nodes = reg.store
-      .list(NODE)
-      .filter((n) => labelsMatchSelector({ matchLabels: nodeSelector }, child(meta(n), 'labels')))
-      .map((n) => str(meta(n), 'name') ?? '')
-      .filter((n) => n !== '');
+    // Nodes that should run the Pod, and those that may keep one they have (a NoSchedule taint added later).
+    const nodes: string[] = [];
+    const mayKeep = new Set<string>();
+    for (const n of reg.store.list(NODE)) {
+      const name = str(meta(n), 'name') ?? '';
+      const { shouldRun, shouldContinueRunning } = daemonPodPlacement(template, n);
+      if (name !== '' && shouldRun) nodes.push(name);
+      if (name !== '' && shouldContinueRunning) mayKeep.add(name);
+    }
     const owned = this.pods.owned(ds);
     const byNode = new Map<string, JsonObject[]>();
     for (const p of owned) {
@@ -64,7 +68,7 @@ export class DaemonSetController extends WorkloadController {
     // Pods on nodes that no longer match, and duplicates (keep the newest current one).
     for (const [node, pods] of byNode) {
       const live = pods.filter((p) => !str(meta(p), 'deletionTimestamp'));
-      if (!nodes.includes(node)) live.forEach((p) => this.deletePod(ds, p));
+      if (!mayKeep.has(node)) live.forEach((p) => this.deletePod(ds, p));
       else if (live.length > 1) {
         const keep = [...live].sort((a, b) => Number(isCurrent(b)) - Number(isCurrent(a)))[0];
         live.filter((p) => p !== keep).forEach((p) => this.deletePod(ds, p));

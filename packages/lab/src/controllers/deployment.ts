@@ -1,7 +1,8 @@
 // Deployment → Pods, without ReplicaSets: the Deployment owns its Pods directly. Pods are named
 // <deployment>-<pod-template-hash>-<5 chars>, carry the template's labels plus pod-template-hash, and are placed
-// round-robin across Nodes. A template change rolls forward: new Pods are created, and old ones are removed as
-// the new ones become ready. Scaling down removes not-ready Pods first, then the newest.
+// by the scheduling filters (scheduling.ts), round robin among the nodes that fit. A template change rolls
+// forward: new Pods are created, and old ones are removed as the new ones become ready. Scaling down removes
+// not-ready Pods first, then the newest.
 import type { Clock } from 'kube-proxy-ts/util/clock.js';
 import { arr, child, cloneJson, jsonEqual, num, str, type JsonObject } from '../apiserver/json.js';
 import { rfc3339 } from '../apiserver/registry.js';
@@ -83,16 +84,23 @@ export class DeploymentController extends WorkloadController {
   }
 
   private createPod(d: JsonObject, template: JsonObject, hash: string): void {
+    const labels = { 'pod-template-hash': hash };
+    const spec = cloneJson(child(template, 'spec'));
+    // The Pod as the scheduler will see it (its namespace and labels matter to pod affinity). One that fits no
+    // node is created unbound: the pod controller reports it Unschedulable and retries as the cluster changes.
+    const candidate = {
+      metadata: {
+        namespace: str(meta(d), 'namespace'),
+        labels: { ...child(meta(template), 'labels'), ...labels },
+      },
+      spec,
+    };
+    const { node } = this.o.picker.pick(candidate);
     this.pods.create(d, template, {
       generateName: `${str(meta(d), 'name') ?? ''}-${hash}-`,
-      labels: { 'pod-template-hash': hash },
-      spec: { ...cloneJson(child(template, 'spec')), ...this.nodeFor() },
+      labels,
+      spec: node === undefined ? spec : { ...spec, nodeName: node },
     });
-  }
-
-  private nodeFor(): { nodeName?: string } {
-    const n = this.o.picker.pick();
-    return n ? { nodeName: n } : {};
   }
 
   private updateStatus(d: JsonObject, replicas: number): void {

@@ -1,22 +1,18 @@
-// Round-robin placement of Pods across schedulable Nodes, shared by the Deployment controller (which names the
-// node when it creates a Pod) and the pod controller (which schedules Pods created without one).
-import { child, str } from '../apiserver/json.js';
+// Placement of Pods, shared by the Deployment controller (which names the node when it creates a Pod) and the pod
+// controller (which schedules Pods created without one): the nodes the scheduling filters allow, the preferred
+// terms' best, and round robin among equals, so Pods without constraints spread across the nodes.
+import type { JsonObject } from '../apiserver/json.js';
 import type { ObjectStore } from '../apiserver/store.js';
-import { resourceByKind } from '../apiserver/resources.js';
+import { placePod, snapshotOf, type Placement } from './scheduling.js';
 
 export class NodePicker {
   private next = 0;
   constructor(private readonly store: ObjectStore) {}
 
-  pick(): string | undefined {
-    const nodes = this.store
-      .list(resourceByKind('Node'))
-      .filter((n) => child(n, 'spec').unschedulable !== true)
-      .map((n) => str(child(n, 'metadata'), 'name') ?? '')
-      .filter((n) => n !== '');
-    if (nodes.length === 0) return undefined;
-    const name = nodes[this.next % nodes.length];
-    this.next++;
-    return name;
+  /** A node for `pod` (given Pods bound so far, this reconcile's included), or why there is none. */
+  pick(pod: JsonObject): Placement {
+    const placement = placePod(pod, snapshotOf(this.store), this.next);
+    if (placement.node !== undefined) this.next++;
+    return placement;
   }
 }

@@ -1,4 +1,4 @@
-// The scheduler and kubelet of the lab, in one small controller: Pods without a node get one (round-robin),
+// The scheduler and kubelet of the lab, in one small controller: Pods without a node get one (scheduling.ts),
 // Pods on a node get an address from the node's podCIDR and are started through the PodLifecycle plug; deleted
 // Pods are stopped and removed when the plug says they are gone or their grace period ends.
 import type { Clock, TimerHandle } from 'kube-proxy-ts/util/clock.js';
@@ -59,6 +59,8 @@ export class PodController {
       stopRequested: boolean;
     }
   >();
+  /** Keys of Pods that fit no node when last tried: tried again when the cluster changes. */
+  private readonly unschedulable = new Set<string>();
   /** Per node, the offset in its podCIDR of the address given out last. */
   private readonly lastAllocated = new Map<string, bigint>();
   private readonly unsubscribe: () => void;
@@ -67,7 +69,14 @@ export class PodController {
   constructor(private readonly o: PodControllerOptions) {
     this.queue = new WorkQueue('pods', (k) => this.reconcile(k), o.logger);
     this.unsubscribe = o.registry.store.subscribe((ev) => {
-      if (ev.resource.kind === 'Pod') this.queue.add(keyOf(ev.object));
+      const kind = ev.resource.kind;
+      if (kind === 'Pod') this.queue.add(keyOf(ev.object));
+      if (this.unschedulable.size === 0) return;
+      // What can make room for an unschedulable Pod: a Node's change (labels, taints, cordon), a bound Pod's
+      // (anti-affinity), a namespace's labels (namespaceSelector). kube-scheduler requeues on the same events.
+      const bound = kind === 'Pod' && (str(child(ev.object, 'spec'), 'nodeName') ?? '') !== '';
+      if (kind === 'Node' || kind === 'Namespace' || bound || (kind === 'Pod' && ev.type === 'DELETED'))
+        for (const k of this.unschedulable) this.queue.add(k);
     });
     for (const p of o.registry.store.list(POD)) this.queue.add(keyOf(p));
   }
@@ -83,10 +92,12 @@ export class PodController {
     // Sandboxes of this key whose Pod left the store without being stopped (deleted with grace 0).
     for (const [sandboxUid, s] of this.sandboxes)
       if (s.key === key && sandboxUid !== uid && !s.stopRequested) this.stopRemoved(sandboxUid, s);
+    if (!pod || str(meta(pod), 'deletionTimestamp')) this.unschedulable.delete(key);
     if (!pod) return;
     if (str(meta(pod), 'deletionTimestamp')) return this.terminate(key, uid, pod);
     const nodeName = str(child(pod, 'spec'), 'nodeName');
     if (!nodeName) return this.schedule(pod);
+    this.unschedulable.delete(key);
     const status = child(pod, 'status');
     const phase = str(status, 'phase');
     if (phase !== 'Pending' || this.started.has(uid)) return;
@@ -109,8 +120,13 @@ export class PodController {
   }
 
   private schedule(pod: JsonObject): void {
-    const node = this.o.picker.pick();
-    if (!node) return; // stays Pending until a node appears
+    const key = keyOf(pod);
+    const { node, message } = this.o.picker.pick(pod);
+    if (node === undefined) {
+      this.unschedulable.add(key);
+      return this.reportUnschedulable(pod, message);
+    }
+    this.unschedulable.delete(key);
     const next = cloneJson(pod);
     next.spec = { ...child(next, 'spec'), nodeName: node };
     const r = this.o.registry.update(
@@ -121,6 +137,34 @@ export class PodController {
     );
     if (!r.ok) this.o.logger.warn('cannot schedule pod', { pod: keyOf(pod), error: r.error.message });
     else recordScheduled(this.o.events.scheduler, r.value, node);
+  }
+
+  /**
+   * A Pod no node fits stays Pending with upstream's PodScheduled=False/Unschedulable condition and a
+   * FailedScheduling event, both carrying the scheduler's message. Written only when the message changes: the
+   * retries (on every Node and bound Pod change) would otherwise rewrite the same status over and over.
+   */
+  private reportUnschedulable(pod: JsonObject, message: string): void {
+    const status = child(pod, 'status');
+    const old = arr(status, 'conditions').find((c) => str(c, 'type') === 'PodScheduled');
+    if (
+      str(old, 'status') === 'False' &&
+      str(old, 'reason') === 'Unschedulable' &&
+      str(old, 'message') === message
+    )
+      return;
+    const now = rfc3339(this.o.clock.now());
+    const condition = {
+      type: 'PodScheduled',
+      status: 'False',
+      lastProbeTime: null,
+      lastTransitionTime: str(old, 'status') === 'False' ? (str(old, 'lastTransitionTime') ?? now) : now,
+      reason: 'Unschedulable',
+      message,
+    };
+    const others = arr(status, 'conditions').filter((c) => str(c, 'type') !== 'PodScheduled');
+    this.writeStatus(pod, { ...status, phase: 'Pending', conditions: [...others, condition] });
+    this.o.events.scheduler.event(pod, { type: 'Warning', reason: 'FailedScheduling', message });
   }
 
   /**
