@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   expandVars,
+  isAgnhostImage,
   resolveContainer,
   rewritePaths,
 } from '../../../packages/lab/src/cluster/container-spec.js';
@@ -57,13 +58,10 @@ test('deploy/’s kube-proxy container becomes this checkout’s CLI with the no
   assert.equal(r.env.NODE_NAME, 'worker');
 });
 
-test('a container without a command (or agnhost netexec) runs the pod server; kubectl run’s args run as given', () => {
+test('a container without a command runs the pod server; kubectl run’s args run as given', () => {
   const pod = { metadata: { name: 'c' }, spec: {} };
   assert.equal(resolveContainer(pod, { name: 'web', image: 'x' }, []).argv, undefined);
-  assert.equal(
-    resolveContainer(pod, { name: 'n', args: ['netexec', '--http-port=8080'] }, []).argv,
-    undefined,
-  );
+  assert.equal(resolveContainer(pod, { name: 'web', image: 'lab/agnhost' }, []).argv, undefined);
   const run = resolveContainer(
     pod,
     { name: 'c', args: ['sh', '-c', 'echo $(HOME)'], stdin: true, tty: true },
@@ -72,6 +70,41 @@ test('a container without a command (or agnhost netexec) runs the pod server; ku
   assert.deepEqual(run.argv, ['sh', '-c', 'echo $(HOME)']);
   assert.equal(run.stdin, true);
   assert.equal(run.tty, true);
+});
+
+test('agnhost images with a subcommand run the lab’s agnhost, with the Pod’s hostname; other words run as given', () => {
+  const pod = { metadata: { name: 'netexec-0' }, spec: { nodeName: 'worker' } };
+  const agnhostMain = (argv: readonly string[] | undefined): number =>
+    (argv ?? []).findIndex((a) => /netns\/(src|dist)\/agnhost\/main\.(ts|js)$/.test(a));
+  for (const image of ['registry.k8s.io/e2e-test-images/agnhost:2.53', 'lab/agnhost', 'agnhost']) {
+    const r = resolveContainer(
+      pod,
+      { name: 'n', image, args: ['netexec', '--http-port=8080', '--udp-port=8081'] },
+      [],
+    );
+    const at = agnhostMain(r.argv);
+    assert.ok(at > 0, `${image}: ${JSON.stringify(r.argv)}`);
+    assert.equal(r.argv?.[0], process.execPath);
+    assert.deepEqual(r.argv?.slice(at + 1), ['netexec', '--http-port=8080', '--udp-port=8081']);
+    assert.equal(r.env.HOSTNAME, 'netexec-0');
+  }
+  const viaEntryPoint = resolveContainer(
+    { metadata: { name: 'p' }, spec: { hostname: 'custom' } },
+    { name: 'n', image: 'lab/agnhost', command: ['/agnhost', 'serve-hostname'], args: ['--port=9376'] },
+    [],
+  );
+  assert.deepEqual(viaEntryPoint.argv?.slice(agnhostMain(viaEntryPoint.argv) + 1), [
+    'serve-hostname',
+    '--port=9376',
+  ]);
+  assert.equal(viaEntryPoint.env.HOSTNAME, 'custom');
+  // Not an agnhost image: the words are a command like any other.
+  assert.deepEqual(resolveContainer(pod, { name: 'n', image: 'busybox', args: ['netexec'] }, []).argv, [
+    'netexec',
+  ]);
+  assert.equal(isAgnhostImage('registry.k8s.io/e2e-test-images/agnhost@sha256:abc'), true);
+  assert.equal(isAgnhostImage('example.com/agnhost-fork:1'), false);
+  assert.equal(isAgnhostImage('localhost:5000/agnhost'), true);
 });
 
 test('exit codes as the kubelet reports them: a signal is 128 + its number', () => {

@@ -4,9 +4,15 @@
 // a volume's mountPath is rewritten to that directory. `kube-proxy-ts` (the image deploy/ builds, whose entry point
 // is /usr/local/bin/kube-proxy-ts) is this checkout's own CLI. Environment variables follow the kubelet: literal
 // values and fieldRef, and $(VAR) in command and args expands to them ($$(VAR) stays literal).
+//
+// agnhost images (registry.k8s.io/e2e-test-images/agnhost:TAG, lab/agnhost, …) whose args name an agnhost subcommand
+// (`netexec --http-port=8080`, or `/agnhost serve-hostname`) run the lab's own agnhost (packages/netns/src/agnhost),
+// with $HOSTNAME set to the Pod's hostname, since lab pods share the host's UTS namespace. Without args they keep the
+// pod server; a word that is no subcommand (`sh -c …`) runs as given.
 import { basename } from 'node:path';
 import { arr, child, isObject, str, type JsonObject } from '../apiserver/json.js';
-import { agentCliArgv } from './processes.js';
+import { isAgnhostSubcommand } from '@kube-proxy-ts/netns/agnhost/subcommands.js';
+import { agentCliArgv, agnhostArgv } from './processes.js';
 
 /** A volume as the process sees it: mountPath in the spec → a directory (or file) on the host. */
 export interface VolumeMapping {
@@ -68,6 +74,29 @@ function fieldValue(pod: JsonObject, path: string): string | undefined {
   }
 }
 
+/** Whether `image` is agnhost's: the repository's last path element, without tag or digest, is `agnhost`. */
+export function isAgnhostImage(image: string): boolean {
+  const repository = image.replace(/@.*$/, '').replace(/:[^/:]*$/, '');
+  return repository.split('/').pop() === 'agnhost';
+}
+
+/**
+ * The agnhost subcommand and its args that an agnhost container's words run (its entry point `/agnhost` dropped),
+ * or undefined when they name none.
+ */
+export function agnhostCommand(image: string, words: readonly string[]): string[] | undefined {
+  if (!isAgnhostImage(image)) return undefined;
+  const rest = words[0] !== undefined && basename(words[0]) === 'agnhost' ? words.slice(1) : words;
+  return isAgnhostSubcommand(rest[0]) ? [...rest] : undefined;
+}
+
+/** The hostname a container of `pod` sees: the node's for hostNetwork Pods, else spec.hostname or the Pod's name. */
+function podHostname(pod: JsonObject): string {
+  const spec = child(pod, 'spec');
+  if (isObject(spec) && spec.hostNetwork === true) return str(spec, 'nodeName') ?? '';
+  return str(spec, 'hostname') ?? str(child(pod, 'metadata'), 'name') ?? '';
+}
+
 /** Kubernetes' $(VAR) expansion: defined variables expand, $$ escapes, anything else stays as written. */
 export function expandVars(text: string, env: Readonly<Record<string, string>>): string {
   return text.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (m, name: string | undefined) => {
@@ -118,15 +147,16 @@ export function resolveContainer(
     isKubeProxy && imageLauncher
       ? imageLauncher(expanded, env, volumes, str(container, 'name') ?? '')
       : undefined;
-  // agnhost's netexec is what the pod server answers like; run that instead of a binary we do not have.
-  if (argv?.[0] === 'netexec' || (argv?.[0] === '/agnhost' && argv[1] === 'netexec')) argv = undefined;
+  const image = str(container, 'image') ?? '';
+  const agnhost = agnhostCommand(image, words);
+  if (agnhost) argv = agnhostArgv(agnhost);
   else if (fromImage) argv = fromImage.argv;
   else if (isKubeProxy) argv = agentCliArgv(words.slice(1));
   return {
     name: str(container, 'name') ?? '',
-    image: str(container, 'image') ?? '',
+    image,
     argv,
-    env,
+    env: agnhost && env.HOSTNAME === undefined ? { ...env, HOSTNAME: podHostname(pod) } : env,
     stdin: isObject(container) && container.stdin === true,
     stdinOnce: isObject(container) && container.stdinOnce === true,
     tty: isObject(container) && container.tty === true,

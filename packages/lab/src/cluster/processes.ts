@@ -50,6 +50,11 @@ export function agentCliArgv(args: readonly string[]): string[] {
   return nodeArgv(fileURLToPath(import.meta.resolve('kube-proxy-ts/cli/main.js')), AGENT_NODE_FLAGS, args);
 }
 
+/** argv that runs the lab's agnhost (`@kube-proxy-ts/netns`'s agnhost/main) with `args`, compiled or from source. */
+export function agnhostArgv(args: readonly string[]): string[] {
+  return nodeArgv(fileURLToPath(import.meta.resolve('@kube-proxy-ts/netns/agnhost/main.js')), [], args);
+}
+
 /** argv that runs the lab's own CLI (`kube-proxy-ts-lab`) with `args`, compiled or from source as the lab runs. */
 export function labCliArgv(args: readonly string[]): string[] {
   const self = fileURLToPath(import.meta.url);
