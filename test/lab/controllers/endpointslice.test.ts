@@ -155,3 +155,99 @@ test('an unchanged Service does not churn its slices; a large one splits at maxE
       assert.equal(name, before.get(e.addresses?.[0]), 'endpoints stay in their slice');
     }
   }, 3));
+
+/** The EndpointSlice controller's hint events about Service web, oldest first. */
+function hintEvents(s: ApiServer): { type: string; reason: string; message: string; count: number }[] {
+  return (
+    s.store.list(resourceByKind('Event'), 'default') as unknown as {
+      type: string;
+      reason: string;
+      message: string;
+      count: number;
+      source: { component: string };
+      involvedObject: { kind: string; name: string };
+    }[]
+  )
+    .filter((e) => e.source.component === 'endpoint-slice-controller' && e.involvedObject.name === 'web')
+    .map(({ type, reason, message, count }) => ({ type, reason, message, count }));
+}
+
+/** Ready endpoints' hinted zones, counted; and how many endpoints carry any hint. */
+function hintedZones(s: ApiServer): { zones: Record<string, number>; hinted: number } {
+  const zones: Record<string, number> = {};
+  let hinted = 0;
+  for (const e of endpoints(s)) {
+    if (e.hints) hinted++;
+    if (!e.conditions?.ready) continue;
+    for (const z of e.hints?.forZones ?? []) zones[z.name] = (zones[z.name] ?? 0) + 1;
+  }
+  return { zones, hinted };
+}
+
+function scale(s: ApiServer, replicas: number): void {
+  const d = s.store.get(DEPLOY, 'default', 'web') as { spec: Record<string, unknown> };
+  assert.ok(s.registry.update(DEPLOY, 'default', 'web', { ...d, spec: { ...d.spec, replicas } }).ok);
+}
+
+test("topology-mode Auto: hints by the zones' CPU shares, withdrawn with an event when too few endpoints, the annotation over trafficDistribution", () =>
+  withServer(async (s) => {
+    assert.ok(s.registry.create(DEPLOY, 'default', deployment(4)).ok);
+    assert.ok(
+      s.registry.create(SVC, 'default', {
+        metadata: { name: 'web', annotations: { 'service.kubernetes.io/topology-mode': 'Auto' } },
+        // The annotation decides while it enables hints: PreferSameNode's node hints must not appear.
+        spec: {
+          selector: { app: 'web' },
+          ports: [{ port: 80, targetPort: 8080 }],
+          trafficDistribution: 'PreferSameNode',
+        },
+      }).ok,
+    );
+    await s.idle();
+    // Two nodes with the same allocatable CPU, one per zone: two endpoints serve each zone.
+    assert.deepEqual(hintedZones(s), { zones: { 'zone-a': 2, 'zone-b': 2 }, hinted: 4 });
+    assert.ok(endpoints(s).every((e) => e.hints?.forNodes === undefined));
+    assert.deepEqual(hintEvents(s), [
+      {
+        type: 'Normal',
+        reason: 'TopologyAwareHintsEnabled',
+        message: 'Topology Aware Hints has been enabled, addressType: IPv4',
+        count: 1,
+      },
+    ]);
+
+    // One ready endpoint cannot serve two zones: no endpoint keeps a hint, and the Service says why.
+    scale(s, 1);
+    await s.idle();
+    assert.equal(endpoints(s).filter((e) => e.conditions?.ready).length, 1);
+    assert.equal(hintedZones(s).hinted, 0);
+    assert.deepEqual(hintEvents(s)[1], {
+      type: 'Warning',
+      reason: 'TopologyAwareHintsDisabled',
+      message: 'Insufficient number of endpoints (1 endpoints, 2 zones), addressType: IPv4',
+      count: 1,
+    });
+
+    // Back to four: enabled again (the same event, counted); then the annotation goes and trafficDistribution's
+    // hints (own zone and node, on every endpoint) take over, with upstream's "disabled" event.
+    scale(s, 4);
+    await s.idle();
+    assert.deepEqual(hintedZones(s).zones, { 'zone-a': 2, 'zone-b': 2 });
+    assert.equal(hintEvents(s)[0]?.count, 2);
+    const svc = s.store.get(SVC, 'default', 'web') as { metadata: Record<string, unknown> };
+    assert.ok(
+      s.registry.update(SVC, 'default', 'web', { ...svc, metadata: { ...svc.metadata, annotations: {} } }).ok,
+    );
+    await s.idle();
+    for (const e of endpoints(s))
+      assert.deepEqual(e.hints, {
+        forZones: [{ name: e.zone ?? '' }],
+        forNodes: [{ name: e.nodeName ?? '' }],
+      });
+    assert.deepEqual(hintEvents(s).at(-1), {
+      type: 'Warning',
+      reason: 'TopologyAwareHintsDisabled',
+      message: 'Topology Aware Hints has been disabled, addressType: IPv4',
+      count: 1,
+    });
+  }));

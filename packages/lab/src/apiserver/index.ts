@@ -33,6 +33,12 @@ import { kubeconfigYaml } from './kubeconfig.js';
 import { Registry, SYSTEM_NAMESPACES } from './registry.js';
 import { resourceByKind } from './resources.js';
 import { ServiceAllocators, serviceStrategy } from './service.js';
+import {
+  allocatableRanges,
+  DEFAULT_SERVICE_CIDR_NAME,
+  defaultServiceCIDR,
+  serviceCIDRStrategy,
+} from './service-cidr.js';
 import { ObjectStore, type StoreSnapshot } from './store.js';
 import type { Strategy } from './strategy.js';
 import { systemClock } from 'kube-proxy-ts/util/clock.js';
@@ -181,7 +187,9 @@ function openRegistry(
   clock: Clock,
 ): { store: ObjectStore; registry: Registry } {
   const store = new ObjectStore({ historyLimit: options.historyLimit ?? 10_000 }, options.restore);
-  const allocators = new ServiceAllocators(cidr);
+  const serviceCIDRType = resourceByKind('ServiceCIDR');
+  // Read at each allocation: a ServiceCIDR's deletion starts with a deletionTimestamp the strategies never see.
+  const allocators = new ServiceAllocators(cidr, () => allocatableRanges(store.list(serviceCIDRType)));
   const strategies = new Map<string, Strategy>([
     ['Namespace', namespaceStrategy],
     ['Node', nodeStrategy],
@@ -191,6 +199,7 @@ function openRegistry(
     ['Deployment', deploymentStrategy],
     ['DaemonSet', daemonSetStrategy],
     ['Service', serviceStrategy(allocators)],
+    ['ServiceCIDR', serviceCIDRStrategy],
     ['Event', eventStrategy(store, clock, { ...DEFAULT_EVENT_RETENTION, ...options.eventRetention })],
   ]);
   const registry = new Registry(store, strategies, clock);
@@ -198,6 +207,12 @@ function openRegistry(
   const nsType = resourceByKind('Namespace');
   for (const ns of SYSTEM_NAMESPACES)
     if (!store.get(nsType, '', ns)) registry.create(nsType, '', { metadata: { name: ns } });
+  // Before any Service: the range it allocates from (upstream's default-servicecidr controller creates it at start,
+  // and again should it be deleted).
+  if (!store.get(serviceCIDRType, '', DEFAULT_SERVICE_CIDR_NAME)) {
+    const r = registry.create(serviceCIDRType, '', defaultServiceCIDR(cidr));
+    if (!r.ok) throw new Error(`default ServiceCIDR: ${r.error.message}`);
+  }
   const nodeType = resourceByKind('Node');
   for (const [i, spec] of (options.nodes ?? []).entries()) {
     if (store.get(nodeType, '', spec.name)) continue;

@@ -123,6 +123,18 @@ export const RESOURCES: readonly ResourceType[] = [
     subresources: [],
     fields: ['addressType'],
   }),
+  // The ranges ClusterIPs are allocated from (networking.k8s.io/v1 since 1.33): apiserver/service-cidr.ts.
+  resource({
+    group: 'networking.k8s.io',
+    version: 'v1',
+    resource: 'servicecidrs',
+    singular: 'servicecidr',
+    kind: 'ServiceCIDR',
+    namespaced: false,
+    shortNames: [],
+    nameRule: 'dns1123-subdomain',
+    subresources: ['status'],
+  }),
   resource({
     group: 'apps',
     version: 'v1',

@@ -1,6 +1,6 @@
 // Services: upstream's defaults (type, protocol, targetPort, affinity, traffic policies, IP families), ClusterIP
-// allocation from the service CIDR and NodePort allocation from 30000–32767, and the validation that goes with
-// them (a requested ClusterIP outside the CIDR or already taken, a NodePort already taken: 422).
+// allocation from the ServiceCIDRs' ranges and NodePort allocation from 30000–32767, and the validation that goes
+// with them (a requested ClusterIP outside every range or already taken, a NodePort already taken: 422).
 import { arr, child, isObject, num, str, type JsonObject } from './json.js';
 import { cause, type StatusCause } from './status.js';
 import type { Strategy } from './strategy.js';
@@ -23,21 +23,50 @@ const isHeadless = (spec: JsonObject): boolean => spec.clusterIP === 'None';
 export class ServiceAllocators {
   readonly clusterIPs = new Map<string, string>();
   readonly nodePorts = new Map<number, string>();
-  private nextIP = 0n;
+  /** Per range (its text): where the next search for a free address starts. */
+  private readonly nextIP = new Map<string, bigint>();
   private nextPort = NODE_PORT_MIN;
 
-  constructor(readonly cidr: Cidr) {}
+  /**
+   * `cidr` is the API server's own service range (it decides a new Service's IP family); `ranges` says, at each
+   * call, which ranges addresses may come from (the allocatable ServiceCIDRs), `cidr` first when it is one of them.
+   */
+  constructor(
+    readonly cidr: Cidr,
+    private readonly ranges: () => readonly Cidr[] = () => [cidr],
+  ) {}
+
+  /** The ranges of this family in the order they are tried: the API server's own first, then as listed. */
+  usableRanges(family: 4 | 6 = this.cidr.family): Cidr[] {
+    const all = this.ranges().filter((c) => c.family === family);
+    const own = all.filter((c) => c.text === this.cidr.text);
+    return [...own, ...all.filter((c) => c.text !== this.cidr.text)];
+  }
+
+  /** Whether some range an address may be allocated from holds `ip`. */
+  inRange(ip: string): boolean {
+    return this.ranges().some((c) => cidrContains(c, ip));
+  }
 
   allocateIP(): string | undefined {
+    for (const range of this.usableRanges()) {
+      const ip = this.allocateIn(range);
+      if (ip) return ip;
+    }
+    return undefined;
+  }
+
+  private allocateIn(range: Cidr): string | undefined {
     // Skip the network address and the first host address (upstream keeps .1 for the `kubernetes` Service), and
     // the broadcast address of IPv4 ranges.
-    const size = cidrSize(this.cidr);
-    const usable = size - (this.cidr.family === 4 ? 3n : 2n);
+    const size = cidrSize(range);
+    const usable = size - (range.family === 4 ? 3n : 2n);
+    const next = this.nextIP.get(range.text) ?? 0n;
     for (let i = 0n; i < usable; i++) {
-      const offset = 2n + ((this.nextIP + i) % usable);
-      const ip = bigIntToIp(this.cidr.family, this.cidr.base + offset);
+      const offset = 2n + ((next + i) % usable);
+      const ip = bigIntToIp(range.family, range.base + offset);
       if (!this.clusterIPs.has(ip)) {
-        this.nextIP = (this.nextIP + i + 1n) % usable;
+        this.nextIP.set(range.text, (next + i + 1n) % usable);
         return ip;
       }
     }
@@ -413,14 +442,16 @@ function clusterIPCauses(spec: JsonObject, svc: ServiceInQuestion): StatusCause[
       ),
     );
   if (old && oldSpec.clusterIP === ip) return out;
-  if (!cidrContains(alloc.cidr, ip))
+  if (!alloc.inRange(ip)) {
+    const family = ip.includes(':') ? 6 : 4;
+    const valid = alloc.usableRanges(family).map((c) => c.text);
     out.push(
       cause(
         'spec.clusterIPs',
-        `Invalid value: ${JSON.stringify([ip])}: failed to allocate IP ${ip}: the provided IP (${ip}) is not in the valid range. The range of valid IPs is ${alloc.cidr.text}`,
+        `Invalid value: ${JSON.stringify([ip])}: failed to allocate IP ${ip}: the provided IP (${ip}) is not in the valid range. The range of valid IPs is ${valid.length > 0 ? valid.join(', ') : '<none>'}`,
       ),
     );
-  else {
+  } else {
     if (alloc.clusterIPHeldByOther(normalizeIP(ip), svc.self))
       out.push(
         cause(

@@ -314,6 +314,17 @@ const COLUMNS: Readonly<Record<string, readonly Column[]>> = {
     { ...nameCol, priority: 1 },
   ],
   Endpoints: [nameCol, col('Endpoints', endpointsAddresses), ageCol],
+  ServiceCIDR: [
+    nameCol,
+    col('CIDRs', (o) =>
+      orNone(
+        arr(child(o, 'spec'), 'cidrs')
+          .filter((c) => typeof c === 'string')
+          .join(','),
+      ),
+    ),
+    ageCol,
+  ],
   ConfigMap: [
     nameCol,
     col(

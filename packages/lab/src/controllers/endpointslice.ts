@@ -14,7 +14,18 @@ import { arr, child, isObject, jsonEqual, num, str, stringMap, type JsonObject }
 import type { Registry } from '../apiserver/registry.js';
 import { resourceByKind } from '../apiserver/resources.js';
 import { matchesMap } from '../apiserver/selectors.js';
+import type { EventRecorder } from './events.js';
 import { isPodReady } from './pods.js';
+import {
+  autoZoneHints,
+  hintPolicy,
+  MESSAGES,
+  REASON_HINTS_DISABLED,
+  REASON_HINTS_ENABLED,
+  withAddressType,
+  zoneShares,
+  type TrafficDistribution,
+} from './topology-hints.js';
 import { WorkQueue } from './work-queue.js';
 
 export const LABEL_MANAGED_BY = 'endpointslice.kubernetes.io/managed-by';
@@ -50,6 +61,8 @@ export interface EndpointSliceControllerOptions {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly maxEndpointsPerSlice: number;
+  /** Where topology-mode Auto says why hints were given or removed (upstream's endpoint-slice-controller events). */
+  readonly events?: EventRecorder;
 }
 
 const SAFE = 'bcdfghjklmnpqrstvwxz2456789';
@@ -84,11 +97,39 @@ function slicePorts(slice: JsonObject): SlicePort[] {
   }));
 }
 
+/**
+ * trafficDistribution: PreferClose (and PreferSameZone) hint each endpoint to its own zone, PreferSameNode also to
+ * its node; only when every endpoint has a zone, else no endpoint gets hints (upstream's rule).
+ */
+function applyTrafficDistributionHints(dist: TrafficDistribution, all: Endpoint[]): void {
+  if (!all.every((e) => typeof e.zone === 'string')) return;
+  for (const e of all) {
+    e.hints = {
+      forZones: [{ name: e.zone }],
+      ...(dist === 'PreferSameNode' && typeof e.nodeName === 'string'
+        ? { forNodes: [{ name: e.nodeName }] }
+        : {}),
+    };
+  }
+}
+
+/** What of a Node weighs in topology-mode Auto's zone shares besides its labels: allocatable CPU and readiness. */
+const nodeWeight = (node: unknown): string =>
+  JSON.stringify([
+    str(child(child(node, 'status'), 'allocatable'), 'cpu'),
+    arr(child(node, 'status'), 'conditions').find((c) => str(c, 'type') === 'Ready'),
+  ]);
+
 export class EndpointSliceController {
   readonly queue: WorkQueue;
   private readonly unsubscribe: () => void;
   /** Per Service (namespace/name): the time of the newest change not yet written to its slices. */
   private readonly triggerTimes = new Map<string, number>();
+  /**
+   * Per Service with topology-mode Auto: "enabled", or the reason hints were last refused. An event is written when
+   * this changes (upstream writes one every sync, which its recorder folds into a count).
+   */
+  private readonly autoHintStates = new Map<string, string>();
 
   constructor(private readonly o: EndpointSliceControllerOptions) {
     this.queue = new WorkQueue('endpointslices', (k) => this.reconcile(k), o.logger);
@@ -108,14 +149,19 @@ export class EndpointSliceController {
               this.touch(`${nsOf(svc)}/${nameOf(svc)}`, now);
           }
           break;
-        case 'Node':
-          // Zones come from Node labels; a relabelled Node can change every Service's hints.
-          if (
-            !jsonEqual(child(meta(ev.object), 'labels'), child(meta(ev.old), 'labels')) ||
-            ev.type !== 'MODIFIED'
-          )
-            for (const svc of o.registry.store.list(SERVICE)) this.queue.add(`${nsOf(svc)}/${nameOf(svc)}`);
+        case 'Node': {
+          // Zones come from Node labels; a relabelled Node can change every Service's hints. Allocatable CPU and
+          // readiness only weigh in topology-mode Auto's shares.
+          const relabelled =
+            ev.type !== 'MODIFIED' ||
+            !jsonEqual(child(meta(ev.object), 'labels'), child(meta(ev.old), 'labels'));
+          const reweighed = relabelled || nodeWeight(ev.object) !== nodeWeight(ev.old);
+          if (reweighed)
+            for (const svc of o.registry.store.list(SERVICE))
+              if (relabelled || hintPolicy(svc).kind === 'auto')
+                this.queue.add(`${nsOf(svc)}/${nameOf(svc)}`);
           break;
+        }
         case 'EndpointSlice': {
           // Someone else changed or removed one of our slices: put it back as it should be.
           const svcName = stringMap(meta(ev.object), 'labels')[LABEL_SERVICE_NAME];
@@ -144,6 +190,7 @@ export class EndpointSliceController {
     if (!svc) {
       for (const s of existing) reg.delete(SLICE, ns, nameOf(s));
       this.triggerTimes.delete(key);
+      this.autoHintStates.delete(key);
       return;
     }
     const spec = child(svc, 'spec');
@@ -154,7 +201,7 @@ export class EndpointSliceController {
     this.triggerTimes.delete(key);
     const family = (arr(spec, 'ipFamilies')[0] as string | undefined) ?? 'IPv4';
     const desired = this.desiredEndpoints(svc, selector, family);
-    this.applyHints(svc, desired);
+    this.applyHints(key, svc, family, desired);
     this.sync(svc, family, existing, desired, trigger);
   }
 
@@ -222,23 +269,55 @@ export class EndpointSliceController {
     return groups;
   }
 
-  /**
-   * trafficDistribution hints: PreferClose (and PreferSameZone) hint each endpoint to its own zone, PreferSameNode
-   * also to its node; only when every endpoint has a zone, else no endpoint gets hints (upstream's rule).
-   */
-  private applyHints(svc: JsonObject, groups: Map<string, { endpoints: Map<string, Endpoint> }>): void {
-    const dist = str(child(svc, 'spec'), 'trafficDistribution');
-    if (dist !== 'PreferClose' && dist !== 'PreferSameZone' && dist !== 'PreferSameNode') return;
+  /** The hints the Service asks for (hintPolicy decides between the annotation and trafficDistribution). */
+  private applyHints(
+    key: string,
+    svc: JsonObject,
+    family: string,
+    groups: Map<string, { endpoints: Map<string, Endpoint> }>,
+  ): void {
     const all = [...groups.values()].flatMap((g) => [...g.endpoints.values()]);
-    if (!all.every((e) => typeof e.zone === 'string')) return;
-    for (const e of all) {
-      e.hints = {
-        forZones: [{ name: e.zone }],
-        ...(dist === 'PreferSameNode' && typeof e.nodeName === 'string'
-          ? { forNodes: [{ name: e.nodeName }] }
-          : {}),
-      };
-    }
+    const policy = hintPolicy(svc);
+    if (policy.kind === 'trafficDistribution') applyTrafficDistributionHints(policy.value, all);
+    const outcome = policy.kind === 'auto' ? this.applyAutoHints(all) : undefined;
+    this.reportAutoHints(key, svc, family, outcome);
+  }
+
+  /** topology-mode Auto: zones from the Nodes' CPU shares; "enabled", or why no endpoint got a hint. */
+  private applyAutoHints(all: Endpoint[]): string {
+    // By address, so an unchanged Service lends the same endpoints to the same zones on every reconcile.
+    const ordered = [...all].sort((a, b) =>
+      String(arr(a, 'addresses')[0]).localeCompare(String(arr(b, 'addresses')[0])),
+    );
+    const result = autoZoneHints(
+      ordered.map((e) => ({
+        ready: child(e, 'conditions').ready === true,
+        ...(typeof e.zone === 'string' ? { zone: e.zone } : {}),
+      })),
+      zoneShares(this.o.registry.store.list(NODE)),
+    );
+    if (!result.ok) return result.message;
+    ordered.forEach((e, i) => {
+      const zone = result.zones[i];
+      if (zone) e.hints = { forZones: [{ name: zone }] };
+    });
+    return 'enabled';
+  }
+
+  /** An event when topology-mode Auto's outcome for a Service changes (undefined: the Service no longer asks). */
+  private reportAutoHints(key: string, svc: JsonObject, family: string, outcome: string | undefined): void {
+    const before = this.autoHintStates.get(key);
+    if (outcome === before) return;
+    if (outcome === undefined) this.autoHintStates.delete(key);
+    else this.autoHintStates.set(key, outcome);
+    // Turning the annotation off is news only if hints were given (upstream: HasPopulatedHints).
+    if (outcome === undefined && before !== 'enabled') return;
+    const enabled = outcome === 'enabled';
+    this.o.events?.event(svc, {
+      type: enabled ? 'Normal' : 'Warning',
+      reason: enabled ? REASON_HINTS_ENABLED : REASON_HINTS_DISABLED,
+      message: withAddressType(enabled ? MESSAGES.enabled : (outcome ?? MESSAGES.disabled), family),
+    });
   }
 
   private sliceLabels(svc: JsonObject): Record<string, string> {

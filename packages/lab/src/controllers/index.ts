@@ -6,10 +6,11 @@ import { DaemonSetController } from './daemonset.js';
 import { DeploymentController } from './deployment.js';
 import { EndpointSliceController } from './endpointslice.js';
 import { EndpointsController } from './endpoints.js';
-import { controlPlaneEvents } from './events.js';
+import { controlPlaneEvents, EventRecorder } from './events.js';
 import { NodePicker } from './node-picker.js';
 import type { PodLifecycle } from './pod-lifecycle.js';
 import { PodController } from './pods.js';
+import { ServiceCIDRController } from './service-cidr.js';
 
 export { readyPodLifecycle, lingeringPodLifecycle, type PodLifecycle } from './pod-lifecycle.js';
 
@@ -50,10 +51,19 @@ export function startControllers(o: ControllerOptions): Controllers {
     clock: o.clock,
     logger: o.logger,
     maxEndpointsPerSlice: o.maxEndpointsPerSlice,
+    events: new EventRecorder(o.registry, o.clock, o.logger, { component: 'endpoint-slice-controller' }),
   });
   const daemonSets = new DaemonSetController({ registry: o.registry, logger: o.logger, events });
   const endpoints = new EndpointsController(o.registry, o.logger);
-  const queues = [pods.queue, deployments.queue, daemonSets.queue, slices.queue, endpoints.queue];
+  const serviceCIDRs = new ServiceCIDRController({ registry: o.registry, clock: o.clock, logger: o.logger });
+  const queues = [
+    pods.queue,
+    deployments.queue,
+    daemonSets.queue,
+    slices.queue,
+    endpoints.queue,
+    serviceCIDRs.queue,
+  ];
   return {
     async idle() {
       // One queue's work can feed another's; settle only when all are quiet at once, after pending promise
@@ -70,6 +80,7 @@ export function startControllers(o: ControllerOptions): Controllers {
       daemonSets.stop();
       slices.stop();
       endpoints.stop();
+      serviceCIDRs.stop();
     },
   };
 }
