@@ -3,7 +3,6 @@
 // table, `kubectl describe`'s Events section (its involvedObject field selector), and the retention bound.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +15,7 @@ import { createApiClient } from '../../../packages/agent/src/kube/api-client.js'
 import { loadClientConfig } from '../../../packages/agent/src/kube/client-config.js';
 import { NodeEventWriter } from '../../../packages/agent/src/kube/events.js';
 import { toolOptions } from '../tools.js';
+import { kubectl } from './kubectl-run.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
 const MANIFESTS = `
@@ -55,20 +55,6 @@ interface CoreEvent {
 }
 
 // Async execFile: a synchronous child would block the in-process server it talks to.
-function kubectl(kubeconfig: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      'kubectl',
-      args,
-      { env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: 30_000 },
-      (err, stdout, stderr) => {
-        if (err) reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`));
-        else resolve(stdout);
-      },
-    );
-  });
-}
-
 const reasonsOf = (events: readonly CoreEvent[], kind: string, name?: string): string[] =>
   events
     .filter((e) => e.involvedObject.kind === kind && (name === undefined || e.involvedObject.name === name))

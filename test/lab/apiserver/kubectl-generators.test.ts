@@ -4,28 +4,13 @@
 // the command asked for, and a generator's object must be stored exactly as the same object sent as JSON is.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultNodes, startApiServer, type ApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
 import { toolOptions } from '../tools.js';
-
-// Asynchronous, never execFileSync: the API server answers kubectl from this same process.
-function kubectl(kubeconfig: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      'kubectl',
-      args,
-      { env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: 30_000 },
-      (err, stdout, stderr) => {
-        if (err) reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`));
-        else resolve(stdout);
-      },
-    );
-  });
-}
+import { kubectl } from './kubectl-run.js';
 
 interface Port {
   name?: string;

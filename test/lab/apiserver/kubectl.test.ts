@@ -2,13 +2,14 @@
 // apply again, and a `kubectl get -w` child process that must see every change in order.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultNodes, startApiServer, type ApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
 import { toolOptions } from '../tools.js';
+import { kubectl } from './kubectl-run.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
 const DEPLOYMENT = (replicas: number, servicePort: number): string => `
@@ -33,20 +34,6 @@ spec:
   selector: {app: web}
   ports: [{name: http, port: ${servicePort}, targetPort: http}]
 `;
-
-function kubectl(kubeconfig: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      'kubectl',
-      args,
-      { env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: 30_000 },
-      (err, stdout, stderr) => {
-        if (err) reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`));
-        else resolve(stdout);
-      },
-    );
-  });
-}
 
 const meta = (o: unknown): Record<string, unknown> => (o as { metadata: Record<string, unknown> }).metadata;
 

@@ -5,26 +5,12 @@
 // `kubectl label node` gives a node that label.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultNodes, startApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import { toolOptions } from '../tools.js';
-
-function kubectl(kubeconfig: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      'kubectl',
-      args,
-      { env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: 30_000 },
-      (err, stdout, stderr) => {
-        if (err) reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`));
-        else resolve(stdout);
-      },
-    );
-  });
-}
+import { kubectl } from './kubectl-run.js';
 
 const SPREAD = `
 apiVersion: apps/v1

@@ -4,26 +4,14 @@
 // while a Service holds an address only it contains, and goes once that Service does.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultNodes, startApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
 import { toolOptions } from '../tools.js';
+import { kubectlOutcome as kubectl } from './kubectl-run.js';
 import { waitFor } from '../../helpers/wait-for.js';
-
-/** kubectl's outcome, failure included: the refusal is what some steps check. */
-function kubectl(kubeconfig: string, args: string[]): Promise<{ ok: boolean; out: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      'kubectl',
-      args,
-      { env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: 30_000 },
-      (err, stdout, stderr) => resolve({ ok: !err, out: err ? `${stderr}${err.message}` : stdout }),
-    );
-  });
-}
 
 // RFC 5737 TEST-NET-3, as upstream's e2e test uses: no overlap with the lab's own 198.19.0.0/16.
 const SERVICE_CIDR = `
