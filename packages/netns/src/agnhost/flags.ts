@@ -1,6 +1,7 @@
 // agnhost's subcommands take their flags the way Go's pflag reads them: `--name=value` or `--name value`, booleans
 // as `--tcp`, `--tcp=true` or `--http=false`, durations in Go's notation (`5s`, `1m30s`, `250ms`). Positional words
 // are kept in order. klog's flags are accepted everywhere and ignored, as agnhost adds them to every subcommand.
+import { parseGoDuration as readGoDuration } from 'kube-proxy-ts/config/duration.js';
 
 export type FlagKind = 'int' | 'string' | 'bool' | 'duration';
 
@@ -29,26 +30,11 @@ const KLOG_FLAGS = new Set([
   'one_output',
 ]);
 
-const DURATION_UNITS: Readonly<Record<string, number>> = {
-  ns: 1e-6,
-  us: 1e-3,
-  µs: 1e-3,
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-};
-
-/** A Go duration ("1m30s", "250ms", "0") in milliseconds; throws on anything else. */
+/** A Go duration ("1m30s", "250ms", "0") in milliseconds, read by the agent's own parser; throws on anything else. */
 export function parseGoDuration(text: string): number {
-  if (text === '0' || text === '+0' || text === '-0') return 0;
-  const m = /^([+-]?)((?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|ms|s|m|h))+$/.exec(text);
-  if (!m) throw new Error(`invalid duration ${JSON.stringify(text)}`);
-  let total = 0;
-  for (const part of text.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)/g)) {
-    total += Number(part[1]) * (DURATION_UNITS[part[2] ?? ''] ?? 0);
-  }
-  return m[1] === '-' ? -total : total;
+  const d = readGoDuration(text);
+  if (!d.ok) throw new Error(`invalid duration ${JSON.stringify(text)}`);
+  return d.ms;
 }
 
 /** Go's strconv.Atoi: an optional sign and decimal digits, nothing else. */

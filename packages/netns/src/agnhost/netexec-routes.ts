@@ -55,31 +55,28 @@ function shell(state: NetexecState, query: URLSearchParams, res: ServerResponse)
   });
 }
 
+/** An empty duration argument is 0; a malformed one undefined. */
+function optionalDuration(text: string): number | undefined {
+  if (text === '') return 0;
+  try {
+    return parseGoDuration(text);
+  } catch {
+    return undefined;
+  }
+}
+
+const badDuration = (name: string, text: string): string =>
+  `argument '${name}' must be a valid golang duration or empty, got ${JSON.stringify(text)}\n`;
+
 function exitPath(state: NetexecState, query: URLSearchParams, res: ServerResponse): void {
   const codeText = query.get('code') ?? '';
   const timeoutText = query.get('timeout') ?? '';
   const waitText = query.get('wait') ?? '';
   logLine(`GET /exit?code=${codeText}&timeout=${timeoutText}&wait=${waitText}`);
-  let timeout = 0;
-  let wait = 0;
-  try {
-    timeout = timeoutText === '' ? 0 : parseGoDuration(timeoutText);
-  } catch {
-    return send(
-      res,
-      200,
-      `argument 'timeout' must be a valid golang duration or empty, got ${JSON.stringify(timeoutText)}\n`,
-    );
-  }
-  try {
-    wait = waitText === '' ? 0 : parseGoDuration(waitText);
-  } catch {
-    return send(
-      res,
-      200,
-      `argument 'wait' must be a valid golang duration or empty, got ${JSON.stringify(waitText)}\n`,
-    );
-  }
+  const timeout = optionalDuration(timeoutText);
+  if (timeout === undefined) return send(res, 200, badDuration('timeout', timeoutText));
+  const wait = optionalDuration(waitText);
+  if (wait === undefined) return send(res, 200, badDuration('wait', waitText));
   const code = codeText === '' ? 0 : parseGoInt(codeText);
   if (code === undefined)
     return send(
