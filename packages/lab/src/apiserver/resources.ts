@@ -38,6 +38,26 @@ function resource(
   };
 }
 
+/**
+ * Events in one of their two APIs: the same objects, with the API's own name for the object an event is about
+ * (core/v1 involvedObject, events.k8s.io regarding) and for who reported it, in the field selectors.
+ */
+function eventResource(group: '' | 'events.k8s.io', about: string, reporter: string): ResourceType {
+  const aboutFields = ['kind', 'namespace', 'name', 'uid', 'apiVersion', 'resourceVersion', 'fieldPath'];
+  return resource({
+    group,
+    version: 'v1',
+    resource: 'events',
+    singular: 'event',
+    kind: 'Event',
+    namespaced: true,
+    shortNames: ['ev'],
+    nameRule: 'dns1123-subdomain',
+    subresources: [],
+    fields: [...aboutFields.map((f) => `${about}.${f}`), 'reason', reporter, 'type'],
+  });
+}
+
 export const RESOURCES: readonly ResourceType[] = [
   resource({
     group: '',
@@ -165,44 +185,8 @@ export const RESOURCES: readonly ResourceType[] = [
   // events.k8s.io/v1 renaming fields (regarding, note, reportingController, deprecated*; apiserver/events.ts).
   // The field selectors are upstream's (pkg/registry/core/event/strategy.go, and the events.k8s.io names that
   // convert to them); kubectl describe asks for involvedObject.{name,namespace,kind,uid}.
-  resource({
-    group: '',
-    version: 'v1',
-    resource: 'events',
-    singular: 'event',
-    kind: 'Event',
-    namespaced: true,
-    shortNames: ['ev'],
-    nameRule: 'dns1123-subdomain',
-    subresources: [],
-    fields: [
-      ...['kind', 'namespace', 'name', 'uid', 'apiVersion', 'resourceVersion', 'fieldPath'].map(
-        (f) => `involvedObject.${f}`,
-      ),
-      'reason',
-      'reportingComponent',
-      'type',
-    ],
-  }),
-  resource({
-    group: 'events.k8s.io',
-    version: 'v1',
-    resource: 'events',
-    singular: 'event',
-    kind: 'Event',
-    namespaced: true,
-    shortNames: ['ev'],
-    nameRule: 'dns1123-subdomain',
-    subresources: [],
-    fields: [
-      ...['kind', 'namespace', 'name', 'uid', 'apiVersion', 'resourceVersion', 'fieldPath'].map(
-        (f) => `regarding.${f}`,
-      ),
-      'reason',
-      'reportingController',
-      'type',
-    ],
-  }),
+  eventResource('', 'involvedObject', 'reportingComponent'),
+  eventResource('events.k8s.io', 'regarding', 'reportingController'),
   // metrics.k8s.io, as metrics-server serves it: the lab fills these from /proc (cluster/usage.ts) through an
   // extra route; without one (a bare API server) lists are empty and `kubectl top` says metrics are not ready.
   resource({
