@@ -43,6 +43,14 @@ function statusOrNull(text: string): number | null | undefined {
   return n >= 100 && n <= 999 ? n : undefined;
 }
 
+/** The `code` argument of /echo and /redirect; undefined after answering agnhost's complaint about a bad one. */
+function codeArgument(q: URLSearchParams, res: ServerResponse): number | null | undefined {
+  const code = statusOrNull(q.get('code') ?? '');
+  if (code === undefined)
+    send(res, 200, `argument 'code' must be an integer or empty, got ${JSON.stringify(q.get('code'))}\n`);
+  return code;
+}
+
 function shell(state: NetexecState, query: URLSearchParams, res: ServerResponse): void {
   const cmd = query.get('shellCommand') || (query.get('cmd') ?? '');
   logLine(`GET /shell?cmd=${cmd}`);
@@ -120,14 +128,8 @@ export function serveNetexecPath(
       void dialAnswer(q).then((a) => send(res, a.status, a.body));
       return;
     case '/echo': {
-      const code = statusOrNull(q.get('code') ?? '');
-      if (code === undefined)
-        return send(
-          res,
-          200,
-          `argument 'code' must be an integer or empty, got ${JSON.stringify(q.get('code'))}\n`,
-        );
-      return send(res, code ?? 200, q.get('msg') ?? '');
+      const code = codeArgument(q, res);
+      return code === undefined ? undefined : send(res, code ?? 200, q.get('msg') ?? '');
     }
     case '/exit':
       return exitPath(state, q, res);
@@ -140,13 +142,8 @@ export function serveNetexecPath(
     case '/hostName':
       return send(res, 200, state.hostname);
     case '/redirect': {
-      const code = statusOrNull(q.get('code') ?? '');
-      if (code === undefined)
-        return send(
-          res,
-          200,
-          `argument 'code' must be an integer or empty, got ${JSON.stringify(q.get('code'))}\n`,
-        );
+      const code = codeArgument(q, res);
+      if (code === undefined) return;
       res.writeHead(code ?? 302, { location: q.get('location') ?? '' });
       return void res.end();
     }
