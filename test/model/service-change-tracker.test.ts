@@ -93,6 +93,26 @@ describe('§2.1 ServiceChangeTracker.update', () => {
     assert.equal(live.size, 0);
   });
 
+  // Upstream's e2e "should implement service.kubernetes.io/service-proxy-name": the label is applied by the
+  // watch's selector, so a Service labelled after the proxy had it arrives as DELETED carrying the label.
+  test('a Service that leaves the watch with service-proxy-name (DELETED, labelled) has its ports removed', () => {
+    const { tracker } = newTracker();
+    const live: ServicePortMap = new Map();
+    tracker.update(undefined, v1);
+    tracker.checkout(live);
+    const labelled = {
+      ...v1,
+      metadata: { ...v1.metadata, labels: { 'service.kubernetes.io/service-proxy-name': 'foo-bar' } },
+    } as Service;
+    assert.equal(tracker.update(labelled, undefined), true, 'the deletion is a change');
+    assert.deepEqual([...tracker.checkout(live).updatedServices], ['ns/a']);
+    assert.equal(live.size, 0, 'nothing of it is left to program');
+    // Unlabelled again, it comes back as an ADDED.
+    tracker.update(undefined, v1);
+    tracker.checkout(live);
+    assert.equal(live.get(key('ns', 'a', 'http'))?.port, 80);
+  });
+
   test('bad input never throws: invalid clusterIP, wrong types, no name; other Services still used', () => {
     const { tracker, skipped, metrics } = newTracker();
     const invalid = service('ns', 'bad', { clusterIP: '300.1.1.1', ports: [{ port: 80 }] });

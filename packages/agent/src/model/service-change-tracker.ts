@@ -76,7 +76,9 @@ export class ServiceChangeTracker {
     const name = `${nn.namespace}/${nn.name}`;
     let change = this.#items.get(name);
     if (change === undefined) {
-      // The first change since checkout fixes `previous`; the Service's problems were reported when it arrived.
+      // The first change since checkout fixes `previous`: what was programmed for the Service, so read as it was
+      // before a service-proxy-name label took it from this proxy (servicePortsFromService's option says why).
+      // Its problems were reported when it arrived.
       change = { previous: this.#portMap(name, previous, false), current: NO_PORTS };
       this.#items.set(name, change);
     }
@@ -106,7 +108,8 @@ export class ServiceChangeTracker {
 
   #portMap(name: string, svc: Service | undefined, report: boolean): ReadonlyMap<string, ServicePort> {
     if (svc === undefined) return NO_PORTS;
-    const r = servicePortsFromService(svc, this.#family);
+    // `report` marks the current version; the previous one is read as programmed, label or not.
+    const r = servicePortsFromService(svc, this.#family, { ignoreServiceProxyName: !report });
     if (report) {
       if (r.skipped !== undefined) {
         this.#onSkip({ kind: 'Service', name, reason: r.skipped, ...(r.routine ? { routine: true } : {}) });

@@ -115,22 +115,35 @@ function exactList(list: readonly string[]): readonly string[] {
   return list.length === 0 ? NO_STRINGS : list.slice();
 }
 
+export interface ServicePortsOptions {
+  /**
+   * Read the ports even when the Service carries service.kubernetes.io/service-proxy-name. The label is a
+   * selection (upstream applies it only in the informer's selector): a Service labelled after this proxy had it
+   * leaves the watch as DELETED *with* the label, and what the proxy programmed for it is its ports as if unlabelled.
+   */
+  readonly ignoreServiceProxyName?: boolean;
+}
+
 /** Derives the service ports of `svc` for `family`. Never throws, whatever the object holds. */
-export function servicePortsFromService(svc: Service, family: IPFamily): ServicePortsResult {
+export function servicePortsFromService(
+  svc: Service,
+  family: IPFamily,
+  options: ServicePortsOptions = {},
+): ServicePortsResult {
   try {
-    return derive(svc as unknown, family);
+    return derive(svc as unknown, family, options);
   } catch (e) {
     // Only a hostile object (throwing getters, proxies) gets here; skip it rather than take the proxier down.
     return skip(`unreadable Service object: ${e instanceof Error ? e.message : describeValue(e)}`);
   }
 }
 
-function derive(svc: unknown, family: IPFamily): ServicePortsResult {
+function derive(svc: unknown, family: IPFamily, options: ServicePortsOptions): ServicePortsResult {
   if (!isRecord(svc)) return skip(`not an object: ${describeValue(svc)}`);
   const nn = objectName(svc);
   if (nn === undefined) return skip('metadata.namespace or metadata.name is missing');
   const labels = field(field(svc, 'metadata'), 'labels');
-  if (isRecord(labels) && labels[LABEL_SERVICE_PROXY_NAME] !== undefined) {
+  if (!options.ignoreServiceProxyName && isRecord(labels) && labels[LABEL_SERVICE_PROXY_NAME] !== undefined) {
     return skipRoutinely(`label ${LABEL_SERVICE_PROXY_NAME} is set (handled by another proxy)`);
   }
   const spec = field(svc, 'spec');
