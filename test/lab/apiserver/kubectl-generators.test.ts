@@ -180,12 +180,19 @@ describe('kubectl generators against the lab API server', toolOptions(['kubectl'
     await server.idle();
     const pods = podsOf('web');
     assert.equal(pods.length, 3);
+    // As upstream: the Deployment owns a ReplicaSet named for its template's hash, which owns the Pods.
+    const [rs, ...more] = server.store.list(resourceByKind('ReplicaSet'), 'demo') as Stored[];
+    assert.equal(more.length, 0);
+    assert.match(rs?.metadata.name ?? '', /^web-[a-z0-9]{10}$/);
+    assert.deepEqual(
+      rs?.metadata.ownerReferences?.map((o) => [o.kind, o.name]),
+      [['Deployment', 'web']],
+    );
     for (const p of pods) {
       assert.equal((p.spec.containers as Container[])[0]?.image, 'agnhost');
-      // The lab's Deployment controller owns its Pods itself (no ReplicaSets).
       assert.deepEqual(
         p.metadata.ownerReferences?.map((o) => [o.kind, o.name]),
-        [['Deployment', 'web']],
+        [['ReplicaSet', rs?.metadata.name]],
       );
     }
 

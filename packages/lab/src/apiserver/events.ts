@@ -9,6 +9,7 @@ import { cause, type StatusCause } from './status.js';
 import type { ObjectStore } from './store.js';
 import type { Strategy } from './strategy.js';
 import { apiVersionOf, resourceByKind, type ResourceType } from './resources.js';
+import { hpaFromV1, hpaToV1, isHpaV1 } from './autoscaling.js';
 
 export const EVENTS_V1 = 'events.k8s.io/v1';
 
@@ -42,13 +43,18 @@ export const eventToEventsV1 = (obj: JsonObject): JsonObject => renamed(obj, 0, 
 
 const isEventsV1 = (t: ResourceType): boolean => t.kind === 'Event' && apiVersionOf(t) === EVENTS_V1;
 
-/** The object as resource `t` serves it (the stored object itself for every resource but events.k8s.io's). */
+/**
+ * The object as resource `t` serves it: the stored object itself for every resource but the two served through a
+ * second API (events.k8s.io's Events, autoscaling/v1's HorizontalPodAutoscalers: apiserver/autoscaling.ts).
+ */
 export function servedForm(t: ResourceType, stored: JsonObject): JsonObject {
+  if (isHpaV1(t)) return hpaToV1(stored);
   return isEventsV1(t) ? eventToEventsV1(stored) : stored;
 }
 
 /** The object as it is stored, from a body written through resource `t`. */
 export function storedForm(t: ResourceType, served: JsonObject): JsonObject {
+  if (isHpaV1(t)) return hpaFromV1(served);
   return isEventsV1(t) ? eventToCore(served) : served;
 }
 

@@ -1,5 +1,5 @@
-// Defaults and validation for Namespace, Node, Pod, ConfigMap, EndpointSlice and Deployment (Service has its own
-// file, for its allocators). Only what matters to the lab and to clients that check it is covered.
+// Defaults and validation for Namespace, Node, Pod, ConfigMap, EndpointSlice, Deployment, ReplicaSet and DaemonSet
+// (Service has its own file, for its allocators; HorizontalPodAutoscaler autoscaling.ts, for its two versions). Only what matters to the lab and to clients that check it is covered.
 import { arr, child, isObject, jsonEqual, num, str, type JsonObject } from './json.js';
 import { cause, type StatusCause } from './status.js';
 import type { Strategy } from './strategy.js';
@@ -259,6 +259,41 @@ export const deploymentStrategy: Strategy = {
 };
 
 export { labelsMatchSelector };
+
+/** A ReplicaSet's selector needs requirements, as a Deployment's does (upstream's ValidateReplicaSetSpec). */
+const selectorHasRequirements = (selector: JsonObject): boolean =>
+  Object.keys(child(selector, 'matchLabels')).length > 0 || arr(selector, 'matchExpressions').length > 0;
+
+// ReplicaSet: what the Deployment controller writes (one per template revision), or a user's own. Upstream's
+// defaults (replicas 1) and the validation the Deployment's spec gets, less its strategy.
+export const replicaSetStrategy: Strategy = {
+  prepareForCreate(obj) {
+    const spec = ensureObject(obj, 'spec');
+    setDefault(spec, 'replicas', 1);
+    podSpecDefaults(ensureObject(ensureObject(spec, 'template'), 'spec'));
+    delete obj.status;
+  },
+  prepareForUpdate(obj) {
+    const spec = ensureObject(obj, 'spec');
+    setDefault(spec, 'replicas', 1);
+    podSpecDefaults(ensureObject(ensureObject(spec, 'template'), 'spec'));
+  },
+  validate(obj, old) {
+    const spec = child(obj, 'spec');
+    const replicas = spec.replicas;
+    const out: StatusCause[] = [];
+    if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0)
+      out.push(
+        cause(
+          'spec.replicas',
+          `Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0`,
+        ),
+      );
+    out.push(...workloadSelectorCauses(spec, old, selectorHasRequirements));
+    out.push(...podSpecCauses(child(child(spec, 'template'), 'spec'), 'spec.template.spec'));
+    return out;
+  },
+};
 
 /**
  * A workload's selector (Deployment, DaemonSet): present with requirements, matching its Pod template's labels,

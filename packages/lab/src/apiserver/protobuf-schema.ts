@@ -1,6 +1,6 @@
 // The messages the lab decodes from Kubernetes' protobuf encoding, as data: for each message, field number → JSON
 // name, value type and shape. Field numbers come from upstream's generated.proto files (k8s.io/api core/v1, apps/v1,
-// discovery/v1, rbac/v1, autoscaling/v1; k8s.io/apimachinery meta/v1, intstr, resource); a kind is added by
+// discovery/v1, rbac/v1, autoscaling/v1 and v2; k8s.io/apimachinery meta/v1, intstr, resource); a kind is added by
 // describing its messages here and naming it in OBJECT_SCHEMAS. Fields not described are skipped by the decoder,
 // so a message needs only what the lab's validation, defaulting and controllers read (and what a user would expect
 // to find again in `kubectl get -o yaml`).
@@ -399,6 +399,94 @@ const DaemonSetSpec = message('DaemonSetSpec', {
   6: ['revisionHistoryLimit', 'int32', 'pointer'],
 });
 
+const ReplicaSetSpec = message('ReplicaSetSpec', {
+  1: ['replicas', 'int32', 'pointer'],
+  2: ['selector', LabelSelector],
+  3: ['template', PodTemplateSpec],
+  4: ['minReadySeconds', 'int32'],
+});
+
+// --- autoscaling/v1 and v2 ---
+
+const CrossVersionObjectReference = message('CrossVersionObjectReference', {
+  1: ['kind', 'string'],
+  2: ['name', 'string'],
+  3: ['apiVersion', 'string'],
+});
+
+const HorizontalPodAutoscalerSpecV1 = message('HorizontalPodAutoscalerSpec', {
+  1: ['scaleTargetRef', CrossVersionObjectReference],
+  2: ['minReplicas', 'int32', 'pointer'],
+  3: ['maxReplicas', 'int32'],
+  4: ['targetCPUUtilizationPercentage', 'int32', 'pointer'],
+});
+
+const MetricTarget = message('MetricTarget', {
+  1: ['type', 'string'],
+  2: ['value', Quantity],
+  3: ['averageValue', Quantity],
+  4: ['averageUtilization', 'int32', 'pointer'],
+});
+
+const MetricIdentifier = message('MetricIdentifier', {
+  1: ['name', 'string'],
+  2: ['selector', LabelSelector],
+});
+
+const MetricSpec = message('MetricSpec', {
+  1: ['type', 'string'],
+  2: [
+    'object',
+    message('ObjectMetricSource', {
+      1: ['describedObject', CrossVersionObjectReference],
+      2: ['target', MetricTarget],
+      3: ['metric', MetricIdentifier],
+    }),
+  ],
+  3: ['pods', message('PodsMetricSource', { 1: ['metric', MetricIdentifier], 2: ['target', MetricTarget] })],
+  4: ['resource', message('ResourceMetricSource', { 1: ['name', 'string'], 2: ['target', MetricTarget] })],
+  5: [
+    'external',
+    message('ExternalMetricSource', { 1: ['metric', MetricIdentifier], 2: ['target', MetricTarget] }),
+  ],
+  7: [
+    'containerResource',
+    message('ContainerResourceMetricSource', {
+      1: ['name', 'string'],
+      2: ['target', MetricTarget],
+      3: ['container', 'string'],
+    }),
+  ],
+});
+
+const HPAScalingRules = message('HPAScalingRules', {
+  1: ['selectPolicy', 'string', 'pointer'],
+  2: [
+    'policies',
+    message('HPAScalingPolicy', {
+      1: ['type', 'string'],
+      2: ['value', 'int32'],
+      3: ['periodSeconds', 'int32'],
+    }),
+    'repeated',
+  ],
+  3: ['stabilizationWindowSeconds', 'int32', 'pointer'],
+});
+
+const HorizontalPodAutoscalerSpecV2 = message('HorizontalPodAutoscalerSpec', {
+  1: ['scaleTargetRef', CrossVersionObjectReference],
+  2: ['minReplicas', 'int32', 'pointer'],
+  3: ['maxReplicas', 'int32'],
+  4: ['metrics', MetricSpec, 'repeated'],
+  5: [
+    'behavior',
+    message('HorizontalPodAutoscalerBehavior', {
+      1: ['scaleUp', HPAScalingRules],
+      2: ['scaleDown', HPAScalingRules],
+    }),
+  ],
+});
+
 // --- discovery/v1 ---
 
 const Endpoint = message('Endpoint', {
@@ -493,6 +581,18 @@ const entries: readonly (readonly [string, string, MessageSchema])[] = [
   ],
   ['apps/v1', 'Deployment', object('Deployment', { 2: ['spec', DeploymentSpec] })],
   ['apps/v1', 'DaemonSet', object('DaemonSet', { 2: ['spec', DaemonSetSpec] })],
+  ['apps/v1', 'ReplicaSet', object('ReplicaSet', { 2: ['spec', ReplicaSetSpec] })],
+  // `kubectl autoscale` (1.32) sends autoscaling/v1; a typed client may send v2.
+  [
+    'autoscaling/v2',
+    'HorizontalPodAutoscaler',
+    object('HorizontalPodAutoscaler', { 2: ['spec', HorizontalPodAutoscalerSpecV2] }),
+  ],
+  [
+    'autoscaling/v1',
+    'HorizontalPodAutoscaler',
+    object('HorizontalPodAutoscaler', { 2: ['spec', HorizontalPodAutoscalerSpecV1] }),
+  ],
   // The scale subresource's body: kubectl scale sends a JSON patch, but a typed client's UpdateScale sends a Scale.
   [
     'autoscaling/v1',
@@ -526,7 +626,8 @@ const entries: readonly (readonly [string, string, MessageSchema])[] = [
   ],
 ];
 
-/** The kinds whose protobuf bodies the lab accepts, by kind (unique among the kinds the lab serves). */
-export const OBJECT_SCHEMAS: ReadonlyMap<string, ObjectSchema> = new Map(
-  entries.map(([apiVersion, kind, msg]) => [kind, { apiVersion, message: msg }]),
+/** The kinds whose protobuf bodies the lab accepts: by kind, each version served (a kind may have two). */
+export const OBJECT_SCHEMAS: ReadonlyMap<string, readonly ObjectSchema[]> = entries.reduce(
+  (m, [apiVersion, kind, msg]) => m.set(kind, [...(m.get(kind) ?? []), { apiVersion, message: msg }]),
+  new Map<string, ObjectSchema[]>(),
 );

@@ -188,12 +188,14 @@ export function decodeProtobuf(body: Buffer, kind: string): ProtobufDecoded {
       };
     // The envelope names the body's type (a scale subresource takes a Scale); without a name, the URL's kind.
     const bodyKind = env.kind || kind;
-    const schema = OBJECT_SCHEMAS.get(bodyKind);
-    if (!schema)
+    const versions = OBJECT_SCHEMAS.get(bodyKind) ?? [];
+    if (versions.length === 0)
       return { error: `protobuf bodies are not accepted for ${bodyKind}; send JSON`, unsupported: true };
-    if (env.apiVersion && env.apiVersion !== schema.apiVersion)
+    // Without a version in the envelope, the first (preferred) one.
+    const schema = env.apiVersion ? versions.find((v) => v.apiVersion === env.apiVersion) : versions[0];
+    if (!schema)
       return {
-        error: `protobuf bodies are accepted for ${schema.apiVersion} ${bodyKind}, not ${env.apiVersion}; send JSON`,
+        error: `protobuf bodies are accepted for ${versions.map((v) => v.apiVersion).join(', ')} ${bodyKind}, not ${env.apiVersion}; send JSON`,
         unsupported: true,
       };
     const obj = decodeMessage(env.raw, schema.message, bodyKind);

@@ -58,6 +58,22 @@ function eventResource(group: '' | 'events.k8s.io', about: string, reporter: str
   });
 }
 
+/** The HorizontalPodAutoscaler in one of the autoscaling versions the lab serves: one stored object. */
+function hpaResource(version: 'v1' | 'v2'): ResourceType {
+  return resource({
+    group: 'autoscaling',
+    version,
+    resource: 'horizontalpodautoscalers',
+    singular: 'horizontalpodautoscaler',
+    kind: 'HorizontalPodAutoscaler',
+    namespaced: true,
+    shortNames: ['hpa'],
+    categories: ['all'],
+    nameRule: 'dns1123-subdomain',
+    subresources: ['status'],
+  });
+}
+
 export const RESOURCES: readonly ResourceType[] = [
   resource({
     group: '',
@@ -167,6 +183,19 @@ export const RESOURCES: readonly ResourceType[] = [
     nameRule: 'dns1123-subdomain',
     subresources: ['status', 'scale'],
   }),
+  // A Deployment's revisions: the Deployment controller scales them, the ReplicaSet controller owns their Pods.
+  resource({
+    group: 'apps',
+    version: 'v1',
+    resource: 'replicasets',
+    singular: 'replicaset',
+    kind: 'ReplicaSet',
+    namespaced: true,
+    shortNames: ['rs'],
+    categories: ['all'],
+    nameRule: 'dns1123-subdomain',
+    subresources: ['status', 'scale'],
+  }),
   // Stored as given, with no controller and no kind-specific validation: enough for manifests that carry them
   // (kubectl apply of deploy/, the kube-proxy DaemonSet and its RBAC) to be accepted.
   resource({
@@ -181,6 +210,10 @@ export const RESOURCES: readonly ResourceType[] = [
     nameRule: 'dns1123-subdomain',
     subresources: ['status'],
   }),
+  // HorizontalPodAutoscalers, stored in autoscaling/v2's shape and served through v1 as well (apiserver/autoscaling.ts
+  // converts, as kube-apiserver does); v2 comes first, so discovery prefers it, as upstream's does.
+  hpaResource('v2'),
+  hpaResource('v1'),
   // Events, served as kube-apiserver serves them: one stored object (core/v1's shape) seen through two APIs,
   // events.k8s.io/v1 renaming fields (regarding, note, reportingController, deprecated*; apiserver/events.ts).
   // The field selectors are upstream's (pkg/registry/core/event/strategy.go, and the events.k8s.io names that

@@ -7,12 +7,15 @@ import { DeploymentController } from './deployment.js';
 import { EndpointSliceController } from './endpointslice.js';
 import { EndpointsController } from './endpoints.js';
 import { controlPlaneEvents, EventRecorder } from './events.js';
+import { HorizontalPodAutoscalerController, type PodMetricsSource } from './hpa.js';
 import { NodePicker } from './node-picker.js';
 import type { PodLifecycle } from './pod-lifecycle.js';
 import { PodController } from './pods.js';
+import { ReplicaSetController } from './replicaset.js';
 import { ServiceCIDRController } from './service-cidr.js';
 
 export { readyPodLifecycle, lingeringPodLifecycle, type PodLifecycle } from './pod-lifecycle.js';
+export type { ContainerUsage, PodMetricsSource } from './hpa.js';
 
 export interface ControllerOptions {
   readonly registry: Registry;
@@ -20,6 +23,10 @@ export interface ControllerOptions {
   readonly logger: Logger;
   readonly podLifecycle: PodLifecycle;
   readonly maxEndpointsPerSlice: number;
+  /** Pods' usage for the HorizontalPodAutoscalers (the lab's metrics.k8s.io figures); none: their metrics fail. */
+  readonly podMetrics?: PodMetricsSource;
+  /** How often the HorizontalPodAutoscalers are evaluated (default 15 s, as upstream). */
+  readonly hpaSyncPeriodMs?: number;
 }
 
 export interface Controllers {
@@ -42,9 +49,24 @@ export function startControllers(o: ControllerOptions): Controllers {
   const deployments = new DeploymentController({
     registry: o.registry,
     events,
+    clock: o.clock,
+    logger: o.logger,
+  });
+  const replicaSets = new ReplicaSetController({
+    registry: o.registry,
+    events,
     picker,
     clock: o.clock,
     logger: o.logger,
+    recorder: new EventRecorder(o.registry, o.clock, o.logger, { component: 'replicaset-controller' }),
+  });
+  const autoscalers = new HorizontalPodAutoscalerController({
+    registry: o.registry,
+    clock: o.clock,
+    logger: o.logger,
+    recorder: new EventRecorder(o.registry, o.clock, o.logger, { component: 'horizontal-pod-autoscaler' }),
+    ...(o.podMetrics ? { metrics: o.podMetrics } : {}),
+    ...(o.hpaSyncPeriodMs !== undefined ? { syncPeriodMs: o.hpaSyncPeriodMs } : {}),
   });
   const slices = new EndpointSliceController({
     registry: o.registry,
@@ -59,6 +81,7 @@ export function startControllers(o: ControllerOptions): Controllers {
   const queues = [
     pods.queue,
     deployments.queue,
+    replicaSets.queue,
     daemonSets.queue,
     slices.queue,
     endpoints.queue,
@@ -77,6 +100,8 @@ export function startControllers(o: ControllerOptions): Controllers {
     stop() {
       pods.stop();
       deployments.stop();
+      replicaSets.stop();
+      autoscalers.stop();
       daemonSets.stop();
       slices.stop();
       endpoints.stop();

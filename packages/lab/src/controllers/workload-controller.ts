@@ -1,6 +1,7 @@
-// What the Deployment and DaemonSet controllers share: a queue of workload keys, fed by the workload's own events
-// and by those of the Pods it owns (a Pod that becomes ready or goes away changes what its owner must do), and a
-// reconcile that starts from the stored workload, never a deleted or terminating one.
+// What the Deployment, ReplicaSet and DaemonSet controllers share: a queue of workload keys, fed by the workload's
+// own events and by those of the objects it owns (Pods; a Deployment's ReplicaSets): one that becomes ready or goes
+// away changes what its owner must do. A reconcile starts from the stored workload, never a deleted or terminating
+// one.
 import type { Logger } from 'kube-proxy-ts/util/logger.js';
 import { child, str, type JsonObject } from '../apiserver/json.js';
 import type { Registry } from '../apiserver/registry.js';
@@ -21,13 +22,17 @@ export abstract class WorkloadController {
   protected readonly pods: WorkloadPods;
   private readonly unsubscribe: () => void;
 
-  /** `everyOn`: kinds whose every event concerns every workload (a DaemonSet's Nodes). */
   private readonly registry: Registry;
 
+  /**
+   * `everyOn`: kinds whose every event concerns every workload (a DaemonSet's Nodes); `dependents`: the kind the
+   * workload owns, whose events go to their owners.
+   */
   protected constructor(
     options: WorkloadControllerOptions,
     private readonly workload: ResourceType,
     everyOn: readonly string[] = [],
+    dependents = 'Pod',
   ) {
     const { registry, logger } = options;
     this.registry = registry;
@@ -38,7 +43,8 @@ export abstract class WorkloadController {
     };
     this.unsubscribe = registry.store.subscribe((ev) => {
       if (ev.resource.kind === workload.kind) this.queue.add(keyOf(ev.object));
-      else if (ev.resource.kind === 'Pod') for (const k of this.pods.ownersOf(ev.object)) this.queue.add(k);
+      else if (ev.resource.kind === dependents)
+        for (const k of this.pods.ownersOf(ev.object)) this.queue.add(k);
       else if (everyOn.includes(ev.resource.kind)) all();
     });
     all();
@@ -51,6 +57,11 @@ export abstract class WorkloadController {
   protected stored(workload: JsonObject): JsonObject | undefined {
     const meta = child(workload, 'metadata');
     return this.registry.store.get(this.workload, str(meta, 'namespace') ?? '', str(meta, 'name') ?? '');
+  }
+
+  /** Queues the workload again: for what no event will announce (a Pod that has now been ready long enough). */
+  protected requeue(workload: JsonObject): void {
+    this.queue.add(keyOf(workload));
   }
 
   stop(): void {

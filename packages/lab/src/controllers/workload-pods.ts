@@ -1,4 +1,4 @@
-// What the workload controllers (Deployment, DaemonSet) share about the Pods they own: which Pods are theirs (by
+// What the workload controllers (ReplicaSet, DaemonSet) share about the Pods they own: which Pods are theirs (by
 // the owner's uid in an ownerReference, as upstream's ControllerRef), the reference and name a new Pod gets, the
 // template hash that tells current Pods from old ones, and the writes whose failure is logged, not thrown.
 import { createHash } from 'node:crypto';
@@ -59,7 +59,7 @@ export interface NewPod {
 }
 
 /**
- * The Pods of one workload kind (Deployment, DaemonSet), as its controller reads and writes them. A failed write
+ * The Pods of one workload kind (ReplicaSet, DaemonSet), as its controller reads and writes them. A failed write
  * is logged, not thrown: the workload's next event reconciles it again.
  */
 export class WorkloadPods {
@@ -80,7 +80,7 @@ export class WorkloadPods {
       .filter((p) => arr(meta(p), 'ownerReferences').some((r) => str(r, 'uid') === uid));
   }
 
-  /** The keys of the workloads a Pod names as owners: whose reconcile a Pod event calls for. */
+  /** The keys of the workloads an object (a Pod, a ReplicaSet) names as owners: whose reconcile its event calls for. */
   ownersOf(pod: unknown): string[] {
     return arr(meta(pod), 'ownerReferences')
       .filter((ref) => str(ref, 'kind') === this.workload.kind)
