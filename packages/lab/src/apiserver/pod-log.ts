@@ -28,7 +28,9 @@ export function pickContainer(
       };
     wanted = declared[0] ?? '';
   }
-  if (!declared.includes(wanted))
+  // Init containers (sidecars too) have logs of their own, named with -c as upstream allows.
+  const inits = arr(child(pod, 'spec'), 'initContainers').map((c) => str(c, 'name') ?? '');
+  if (!declared.includes(wanted) && !inits.includes(wanted))
     return { ok: false, error: errors.badRequest(`container ${wanted} is not valid for pod ${name}`) };
   const c = running?.find((x) => x.name === wanted);
   if (!c) {

@@ -1,8 +1,10 @@
 // Server-side printing: `kubectl get` asks for a meta.k8s.io/v1 Table and prints the cells as given. Columns
 // follow upstream's printers for each kind (pkg/printers/internalversion), priority 1 being the `-o wide` ones.
 import { arr, child, isObject, num, str, type JsonObject } from './json.js';
+import { AUTOSCALING_V1, hpaFromV1 } from './autoscaling.js';
 import { EVENTS_V1, eventToCore } from './events.js';
 import type { ResourceType } from './resources.js';
+import { podColumns } from './pod-columns.js';
 
 interface Column {
   readonly name: string;
@@ -86,48 +88,16 @@ function externalIP(o: JsonObject): string {
   return orNone(ext.join(','));
 }
 
-function podReady(o: JsonObject): string {
-  const containers = arr(child(o, 'spec'), 'containers').length;
-  const ready = arr(child(o, 'status'), 'containerStatuses').filter(
-    (c) => isObject(c) && c.ready === true,
-  ).length;
-  return `${ready}/${containers}`;
-}
-
-/** upstream's printPod: the phase, overridden by a container's waiting or terminated reason (CrashLoopBackOff). */
-function podStatus(o: JsonObject): string {
-  if (str(meta(o), 'deletionTimestamp')) return 'Terminating';
-  const status = child(o, 'status');
-  let reason = str(status, 'reason') ?? str(status, 'phase') ?? 'Unknown';
-  for (const c of arr(status, 'containerStatuses')) {
-    const waiting = child(child(c, 'state'), 'waiting');
-    const terminated = child(child(c, 'state'), 'terminated');
-    const w = str(waiting, 'reason');
-    if (w !== undefined && w !== '') reason = w;
-    else if (Object.keys(terminated).length > 0) {
-      const t = str(terminated, 'reason');
-      const signal = num(terminated, 'signal');
-      reason =
-        t !== undefined && t !== ''
-          ? t
-          : signal
-            ? `Signal:${signal}`
-            : `ExitCode:${num(terminated, 'exitCode') ?? 0}`;
-    }
-  }
-  return reason;
-}
+// READY, STATUS and RESTARTS are worked out together, init containers and sidecars included (pod-columns.ts).
+const podReady = (o: JsonObject): string => podColumns(o).ready;
+const podStatus = (o: JsonObject): string => podColumns(o).status;
 
 /** upstream's RESTARTS cell: the count, and how long ago the last one ended ("3 (5s ago)"). */
 function podRestarts(o: JsonObject, now: number): string {
-  let restarts = 0;
-  let last = 0;
-  for (const c of arr(child(o, 'status'), 'containerStatuses')) {
-    restarts += num(c, 'restartCount') ?? 0;
-    const finished = Date.parse(str(child(child(c, 'lastState'), 'terminated'), 'finishedAt') ?? '');
-    if (!Number.isNaN(finished)) last = Math.max(last, finished);
-  }
-  return restarts > 0 && last > 0 ? `${restarts} (${humanDuration(now - last)} ago)` : String(restarts);
+  const { restarts, lastRestart } = podColumns(o);
+  return restarts > 0 && lastRestart > 0
+    ? `${restarts} (${humanDuration(now - lastRestart)} ago)`
+    : String(restarts);
 }
 
 function endpointsAddresses(o: JsonObject): string {
@@ -218,6 +188,67 @@ function eventCells(o: JsonObject, now: number): Record<string, string | number>
 const eventCol = (name: string, field: string, priority = 0): Column =>
   col(name, (o, now) => eventCells(o, now)[field] ?? '', priority);
 
+/** upstream's metav1.FormatLabelSelector: matchLabels as k=v, then expressions ("k in (a,b)", "!k"). */
+function labelSelectorText(selector: JsonObject): string {
+  const labels = Object.entries(child(selector, 'matchLabels')).map(([k, v]) => `${k}=${String(v)}`);
+  const expressions = arr(selector, 'matchExpressions').map((e) => {
+    const key = str(e, 'key') ?? '';
+    const values = arr(e, 'values').map(String).join(',');
+    switch (str(e, 'operator')) {
+      case 'In':
+        return `${key} in (${values})`;
+      case 'NotIn':
+        return `${key} notin (${values})`;
+      case 'DoesNotExist':
+        return `!${key}`;
+      default:
+        return key;
+    }
+  });
+  return orNone([...labels, ...expressions].join(','));
+}
+
+const METRIC_SOURCE_FIELDS: Readonly<Record<string, string>> = {
+  Resource: 'resource',
+  ContainerResource: 'containerResource',
+  Pods: 'pods',
+  Object: 'object',
+  External: 'external',
+};
+
+/** A metric's current value and target as kubectl's formatHPAMetrics prints it ("cpu: 30%/50%"). */
+function hpaMetricText(spec: unknown, status: unknown): string {
+  const type = str(spec, 'type') ?? '';
+  const field = METRIC_SOURCE_FIELDS[type];
+  if (field === undefined) return '<unknown type>';
+  const source = child(spec, field);
+  const target = child(source, 'target');
+  const current = child(child(status, field), 'current');
+  if (type === 'Pods' || type === 'Object' || type === 'External') {
+    const average = str(target, 'averageValue');
+    const got = str(current, 'averageValue') ?? str(current, 'value') ?? '<unknown>';
+    return `${got}/${average ?? str(target, 'value') ?? ''}${average !== undefined && type !== 'Pods' ? ' (avg)' : ''}`;
+  }
+  const name = str(source, 'name') ?? '';
+  const prefix = type === 'ContainerResource' ? `${name} of ${str(source, 'container') ?? ''}` : name;
+  const averageValue = str(target, 'averageValue');
+  if (averageValue !== undefined)
+    return `${prefix}: ${str(current, 'averageValue') ?? '<unknown>'}/${averageValue}`;
+  const now = num(current, 'averageUtilization');
+  const want = num(target, 'averageUtilization');
+  return `${prefix}: ${now === undefined ? '<unknown>' : `${now}%`}/${want === undefined ? '<auto>' : `${want}%`}`;
+}
+
+/** kubectl's TARGETS: the first two metrics, then how many more. */
+function hpaTargets(o: JsonObject): string {
+  const hpa = o.apiVersion === AUTOSCALING_V1 ? hpaFromV1(o) : o;
+  const specs = arr(child(hpa, 'spec'), 'metrics');
+  if (specs.length === 0) return '<none>';
+  const statuses = arr(child(hpa, 'status'), 'currentMetrics');
+  const list = specs.map((m, i) => hpaMetricText(m, statuses[i]));
+  return list.length > 2 ? `${list.slice(0, 2).join(', ')} + ${list.length - 2} more...` : list.join(', ');
+}
+
 const COLUMNS: Readonly<Record<string, readonly Column[]>> = {
   Namespace: [nameCol, col('Status', (o) => str(child(o, 'status'), 'phase') ?? ''), ageCol],
   Node: [
@@ -280,6 +311,31 @@ const COLUMNS: Readonly<Record<string, readonly Column[]>> = {
     ),
     col('Up-to-date', (o) => num(child(o, 'status'), 'updatedReplicas') ?? 0, 0, 'integer'),
     col('Available', (o) => num(child(o, 'status'), 'availableReplicas') ?? 0, 0, 'integer'),
+    ageCol,
+  ],
+  ReplicaSet: [
+    nameCol,
+    col('Desired', (o) => num(child(o, 'spec'), 'replicas') ?? 0, 0, 'integer'),
+    col('Current', (o) => num(child(o, 'status'), 'replicas') ?? 0, 0, 'integer'),
+    col('Ready', (o) => num(child(o, 'status'), 'readyReplicas') ?? 0, 0, 'integer'),
+    ageCol,
+    col('Containers', (o) => templateContainers(o, 'name'), 1),
+    col('Images', (o) => templateContainers(o, 'image'), 1),
+    col('Selector', (o) => labelSelectorText(child(child(o, 'spec'), 'selector')), 1),
+  ],
+  HorizontalPodAutoscaler: [
+    nameCol,
+    col('Reference', (o) => {
+      const ref = child(child(o, 'spec'), 'scaleTargetRef');
+      return `${str(ref, 'kind') ?? ''}/${str(ref, 'name') ?? ''}`;
+    }),
+    col('Targets', hpaTargets),
+    col('MinPods', (o) => {
+      const min = num(child(o, 'spec'), 'minReplicas');
+      return min === undefined ? '<unset>' : String(min);
+    }),
+    col('MaxPods', (o) => num(child(o, 'spec'), 'maxReplicas') ?? 0, 0, 'integer'),
+    col('Replicas', (o) => num(child(o, 'status'), 'currentReplicas') ?? 0, 0, 'integer'),
     ageCol,
   ],
   DaemonSet: [

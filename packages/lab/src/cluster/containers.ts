@@ -126,6 +126,10 @@ export class ContainerProcess {
   get running(): boolean {
     return this.current !== undefined;
   }
+  /** Whether it has run at all (an app container of a Pod still initializing has not). */
+  get everStarted(): boolean {
+    return this.runs > 0;
+  }
   pid(): number | undefined {
     return this.current ? readPidFile(this.pidFile) : undefined;
   }

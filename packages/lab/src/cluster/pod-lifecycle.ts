@@ -28,9 +28,16 @@ import {
   type VolumeMapping,
 } from './container-spec.js';
 import { imageContainerArgv, type ImageRuntime } from './image-runtime.js';
-import { ContainerProcess, podPhase, readinessProbeOf, type RestartPolicy } from './containers.js';
+import { ContainerProcess, readinessProbeOf, type RestartPolicy } from './containers.js';
+import {
+  appFirst,
+  declaredContainers,
+  PodContainers,
+  serverSidecars,
+  type DeclaredContainer,
+} from './pod-containers.js';
 import { podNamespaceName, podVethName, type LabLayout, type LabNodeLayout } from './layout.js';
-import { attachPod, detachPod } from './network.js';
+import { attachPod, detachPod, podIPsOf } from './network.js';
 
 /** The port the pod server listens on when the Pod declares none (TCP and UDP). */
 export const DEFAULT_POD_PORT = 8080;
@@ -46,7 +53,7 @@ export interface PodPorts {
 export function podPorts(pod: Pod): PodPorts {
   const tcp = new Set<number>();
   const udp = new Set<number>();
-  for (const c of pod.spec?.containers ?? []) {
+  for (const c of [...(pod.spec?.containers ?? []), ...serverSidecars(pod)]) {
     for (const p of c.ports ?? []) {
       const n = p.containerPort;
       if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 65535) continue;
@@ -136,6 +143,8 @@ interface PodRuntime {
   readonly hostNetwork: boolean;
   readonly pids: { readonly name: string; pid(): number | undefined }[];
   readonly processes: ContainerProcess[];
+  /** Its containers in the kubelet's order: init containers, sidecars, app containers. */
+  readonly containers: PodContainers;
   readonly views: PodContainerView[];
   /** Rewrites the pod's configMap volumes from the current ConfigMaps. */
   readonly refreshVolumes: (namespace: string, name: string) => void;
@@ -206,6 +215,8 @@ interface PodStart {
   readonly netns: string;
   readonly containers: readonly JsonObject[];
   readonly resolved: readonly ResolvedContainer[];
+  /** Init containers (plain and sidecars) then app containers, resolved. */
+  readonly declared: readonly DeclaredContainer[];
   /** A container without a command: the pod server answers for it. */
   readonly needsServer: boolean;
 }
@@ -232,14 +243,13 @@ class NamespaceKubelet implements NamespacePodLifecycle {
       if (!s.hostNetwork) {
         // A namespace left by a Pod of the same name (removed at its deadline while its stop still ran) goes first.
         await detachPod(this.o.runner, ns);
-        await attachPod(this.o.runner, { namespace: ns, node: s.node, veth: podVethName(s.uid), ip: s.ip });
+        const ips = podIPsOf(pod);
+        await attachPod(this.o.runner, { namespace: ns, node: s.node, veth: podVethName(s.uid), ips });
         this.o.events?.added(ns, pod);
       }
-      const views: PodContainerView[] = s.needsServer ? [await this.startPodServer(s)] : [];
-      const processes = this.containerProcesses(s, views, report);
-      // Views in the order the Pod lists its containers (kubectl logs names the first by default).
-      const order = (v: PodContainerView): number => s.resolved.findIndex((r) => r.name === v.name);
-      views.sort((a, b) => order(a) - order(b));
+      const views: PodContainerView[] = [];
+      const containers = this.podContainers(s, views, report);
+      const processes = containers.processes;
       this.runtimes.set(this.keyOf(pod), {
         uid: s.uid,
         namespace: s.podNamespace,
@@ -247,15 +257,17 @@ class NamespaceKubelet implements NamespacePodLifecycle {
         node: s.node.name,
         netns: s.netns,
         hostNetwork: s.hostNetwork,
-        pids: s.resolved.map((r) => {
+        pids: appFirst(s.declared).map(({ resolved: r }) => {
           const p = processes.find((x) => x.name === r.name);
           return { name: r.name, pid: () => (p ? p.pid() : this.servers.get(ns)?.pid) };
         }),
         processes,
+        containers,
         views,
         refreshVolumes: (cmNamespace, cmName) => this.writeVolumes(s, cmNamespace, cmName),
       });
-      for (const p of processes) p.start();
+      // Init containers first, then the app containers (at once, or in the background while init containers run).
+      await containers.begin();
       this.o.logger.v(2, () => ({
         msg: 'pod started',
         fields: { pod: s.name, ns: s.netns, ip: s.ip, node: s.node.name, processes: processes.length },
@@ -273,7 +285,7 @@ class NamespaceKubelet implements NamespacePodLifecycle {
       if (same) {
         // Processes get SIGTERM at once and the rest of the grace period to exit, as a container runtime gives.
         const grace = Number.isNaN(deadline) ? 1000 : Math.max(1000, deadline - this.now());
-        await Promise.all(rt.processes.map((p) => p.stop(grace)));
+        await rt.containers.stop(grace);
       }
       if (!Number.isNaN(deadline) && this.servers.has(ns)) await this.sleepUntil(deadline);
       if (this.closed) return;
@@ -357,7 +369,7 @@ class NamespaceKubelet implements NamespacePodLifecycle {
   }
 
   async stopProcesses(graceMs: number): Promise<void> {
-    await Promise.all([...this.runtimes.values()].flatMap((rt) => rt.processes.map((p) => p.stop(graceMs))));
+    await Promise.all([...this.runtimes.values()].map((rt) => rt.containers.stop(graceMs)));
   }
 
   /** Where the Pod runs and what it runs, its state directory and volumes made; throws what is wrong with it. */
@@ -381,10 +393,11 @@ class NamespaceKubelet implements NamespacePodLifecycle {
     const launcher = this.o.image
       ? imageLauncher(this.o.image, { podDir, netns, hostname: node.name, uid })
       : undefined;
-    const resolved = containers.map((c) =>
+    const declared = declaredContainers(podObj, (c) =>
       resolveContainer(podObj, c, volumeMappings(podObj, podDir, c), launcher),
     );
-    const needsServer = resolved.some((r) => r.argv === undefined);
+    const resolved = declared.filter((d) => d.role === 'app').map((d) => d.resolved);
+    const needsServer = declared.some((d) => d.role !== 'init' && d.resolved.argv === undefined);
     // A host-network pod shares its node's namespace: the lab runs only commands there, never a pod server
     // (its ports would collide with the node's).
     if (hostNetwork && needsServer)
@@ -402,6 +415,7 @@ class NamespaceKubelet implements NamespacePodLifecycle {
       hostNetwork,
       netns,
       containers,
+      declared,
       resolved,
       needsServer,
     };
@@ -431,7 +445,9 @@ class NamespaceKubelet implements NamespacePodLifecycle {
 
   /** The pod server in the Pod's namespace, answering for the containers that name no command. */
   private async startPodServer(s: PodStart): Promise<PodContainerView> {
-    const serverName = s.resolved.find((r) => r.argv === undefined)?.name ?? 'pod-server';
+    const serverName =
+      s.declared.find((d) => d.role !== 'init' && d.resolved.argv === undefined)?.resolved.name ??
+      'pod-server';
     const logDir = join(s.podDir, 'containers', serverName);
     mkdirSync(logDir, { recursive: true, mode: 0o700 });
     const ports = podPorts(s.pod);
@@ -453,58 +469,61 @@ class NamespaceKubelet implements NamespacePodLifecycle {
     };
   }
 
-  /** A process per container that names a command (not started yet); each one's view is added to `views`. */
-  private containerProcesses(
+  /**
+   * The Pod's containers in the kubelet's order, a process for each that names a command (not started yet); each
+   * one's view, and the pod server's once it runs, is added to `views`.
+   */
+  private podContainers(
     s: PodStart,
     views: PodContainerView[],
     report: ((status: PodStatusReport) => void) | undefined,
-  ): ContainerProcess[] {
-    const processes: ContainerProcess[] = [];
-    const sendReport = (): void => report?.(this.statusReport(s, processes));
-    for (const r of s.resolved) {
-      if (r.argv === undefined) continue;
-      const p = new ContainerProcess(
-        this.o.runner,
-        s.netns,
-        { ...r, argv: r.argv },
-        s.podDir,
-        restartPolicyOf(s.pod),
-        `${s.name}_${s.podNamespace}(${s.uid})`,
-        { started: (c) => this.o.containerStarted?.(s.pod, c), changed: sendReport },
-        this.o.logger,
-        readinessProbeOf(s.containers.find((c) => str(c, 'name') === r.name) ?? {}),
-      );
-      processes.push(p);
-      views.push({
-        name: p.name,
-        get restartCount() {
-          return p.restartCount;
-        },
-        netns: s.netns,
-        logFile: (previous) => p.logFile(previous),
-      });
-    }
-    return processes;
+  ): PodContainers {
+    const names = appFirst(s.declared);
+    const order = (v: PodContainerView): number => names.findIndex((d) => d.resolved.name === v.name);
+    const addView = (v: PodContainerView): void => {
+      views.push(v);
+      views.sort((a, b) => order(a) - order(b));
+    };
+    return new PodContainers({
+      containers: s.declared,
+      restartPolicy: restartPolicyOf(s.pod),
+      process: (d, policy, changed) => {
+        const p = this.containerProcess(s, d, policy, changed);
+        addView({
+          name: p.name,
+          get restartCount() {
+            return p.restartCount;
+          },
+          netns: s.netns,
+          logFile: (previous) => p.logFile(previous),
+        });
+        return p;
+      },
+      startServer: async () => addView(await this.startPodServer(s)),
+      startTime: s.pod.status?.startTime ?? '',
+      report: (status) => report?.(status),
+      failed: (e) => this.o.logger.warn('pod failed to start', { pod: s.name, error: String(e) }),
+    });
   }
 
-  /** The Pod's status as its containers are now; a pod server's container is always running and ready. */
-  private statusReport(s: PodStart, processes: readonly ContainerProcess[]): PodStatusReport {
-    const statuses = s.resolved.map((r): JsonObject => {
-      const p = processes.find((x) => x.name === r.name);
-      if (p) return p.status();
-      return {
-        name: r.name,
-        image: r.image,
-        imageID: '',
-        ready: true,
-        started: true,
-        restartCount: 0,
-        state: { running: { startedAt: s.pod.status?.startTime ?? '' } },
-        lastState: {},
-      };
-    });
-    const phase = processes.length > 0 && !s.needsServer ? podPhase(processes) : 'Running';
-    return { phase, containerStatuses: statuses };
+  private containerProcess(
+    s: PodStart,
+    d: DeclaredContainer,
+    policy: RestartPolicy,
+    changed: () => void,
+  ): ContainerProcess {
+    const r = d.resolved;
+    return new ContainerProcess(
+      this.o.runner,
+      s.netns,
+      { ...r, argv: r.argv ?? [] },
+      s.podDir,
+      policy,
+      `${s.name}_${s.podNamespace}(${s.uid})`,
+      { started: (c) => this.o.containerStarted?.(s.pod, c), changed },
+      this.o.logger,
+      readinessProbeOf(d.spec),
+    );
   }
 
   private serial(ns: string, work: () => Promise<void>): Promise<void> {

@@ -5,10 +5,20 @@ import type { Pod } from '../apiserver/types.js';
 
 /** What a kubelet reports about a running Pod's containers after start(): kubectl's restarts, states, phase. */
 export interface PodStatusReport {
-  /** Pod phase: Running while a container runs or will be restarted; Succeeded/Failed once all have ended. */
-  readonly phase: 'Running' | 'Succeeded' | 'Failed';
+  /**
+   * Pod phase: Pending while init containers run; Running while a container runs or will be restarted;
+   * Succeeded/Failed once all have ended (Failed too when an init container failed and will not be restarted).
+   */
+  readonly phase: 'Pending' | 'Running' | 'Succeeded' | 'Failed';
   /** status.containerStatuses, as upstream shapes them (state, lastState, restartCount, ready, started). */
   readonly containerStatuses: readonly JsonObject[];
+  /** status.initContainerStatuses, in spec order; absent when the Pod has no init containers. */
+  readonly initContainerStatuses?: readonly JsonObject[];
+  /**
+   * Every init container has completed, or (a sidecar) started: the Initialized condition. Absent: true (a Pod
+   * without init containers is initialized at once).
+   */
+  readonly initialized?: boolean;
 }
 
 export interface PodLifecycle {

@@ -4,11 +4,12 @@
 import type { Clock, TimerHandle } from 'kube-proxy-ts/util/clock.js';
 import type { Logger } from 'kube-proxy-ts/util/logger.js';
 import type { Node } from 'kube-proxy-ts/api/objects.js';
-import { nodeIPs } from 'kube-proxy-ts/model/node-facts.js';
+import { nodeIPs, nodePodCIDRs } from 'kube-proxy-ts/model/node-facts.js';
 import { arr, child, cloneJson, str, type JsonObject } from '../apiserver/json.js';
 import { bigIntToIp, cidrContains, cidrSize, parseCidr } from '../apiserver/ipnet.js';
 import { rfc3339, type Registry } from '../apiserver/registry.js';
 import { resourceByKind } from '../apiserver/resources.js';
+import { initContainersOf, isRestartableInitContainer, sidecarNames } from '../apiserver/init-containers.js';
 import { storedPod } from '../apiserver/types.js';
 import { recordScheduled, type ControlPlaneEvents } from './events.js';
 import type { NodePicker } from './node-picker.js';
@@ -36,6 +37,32 @@ export function isPodReady(pod: unknown): boolean {
   );
 }
 
+/**
+ * ContainersReady (and Ready) as the kubelet decides them from its report: the Pod is initialized and running,
+ * every app container is ready, and so is every sidecar init container (upstream's GenerateContainersReadyCondition
+ * counts restartable init containers: an unready sidecar keeps the Pod out of its Services' ready endpoints).
+ */
+export function reportedReady(pod: unknown, r: PodStatusReport): boolean {
+  if (r.phase !== 'Running' || r.initialized === false || r.containerStatuses.length === 0) return false;
+  const inits = r.initContainerStatuses ?? [];
+  const sidecarsReady = [...sidecarNames(pod)].every((name) =>
+    inits.some((c) => str(c, 'name') === name && c.ready === true),
+  );
+  return sidecarsReady && r.containerStatuses.every((c) => c.ready === true);
+}
+
+/**
+ * An init container's status in a Pod a plug reports ready at once (no report of its own): a sidecar runs and is
+ * ready, any other has completed.
+ */
+function doneInitStatus(c: JsonObject, now: string): JsonObject {
+  const common = { name: str(c, 'name') ?? '', image: str(c, 'image') ?? '', imageID: '', restartCount: 0 };
+  if (isRestartableInitContainer(c))
+    return { ...common, ready: true, started: true, state: { running: { startedAt: now } } };
+  const terminated = { exitCode: 0, reason: 'Completed', startedAt: now, finishedAt: now };
+  return { ...common, ready: true, started: false, state: { terminated } };
+}
+
 export class PodController {
   readonly queue: WorkQueue;
   private readonly started = new Set<string>();
@@ -61,7 +88,7 @@ export class PodController {
   >();
   /** Keys of Pods that fit no node when last tried: tried again when the cluster changes. */
   private readonly unschedulable = new Set<string>();
-  /** Per node, the offset in its podCIDR of the address given out last. */
+  /** Per node and pod CIDR ("node cidr"), the offset in it of the address given out last. */
   private readonly lastAllocated = new Map<string, bigint>();
   private readonly unsubscribe: () => void;
   private stopped = false;
@@ -174,9 +201,13 @@ export class PodController {
    */
   private containerEvents(pod: JsonObject, node: string, what: 'start' | 'stop'): void {
     const kubelet = this.o.events.kubelet;
-    for (const c of arr(child(pod, 'spec'), 'containers')) {
+    const all = [
+      ...initContainersOf(pod).map((c) => ({ c, field: 'initContainers' })),
+      ...arr(child(pod, 'spec'), 'containers').map((c) => ({ c, field: 'containers' })),
+    ];
+    for (const { c, field } of all) {
       const name = str(c, 'name') ?? '';
-      const at = { type: 'Normal', fieldPath: `spec.containers{${name}}`, host: node } as const;
+      const at = { type: 'Normal', fieldPath: `spec.${field}{${name}}`, host: node } as const;
       if (what === 'stop') {
         kubelet.event(pod, { ...at, reason: 'Killing', message: `Stopping container ${name}` });
         continue;
@@ -198,28 +229,28 @@ export class PodController {
    * range has wrapped around. Lowest-free handed a deleted pod's address to the next pod at once, so a proxy that
    * had not yet synced the removal sent the old pod's traffic to the new one (the soak's "wrong endpoint").
    */
-  private allocateIP(nodeName: string, node: JsonObject): string | undefined {
-    const cidrText =
-      str(child(node, 'spec'), 'podCIDR') ?? (arr(child(node, 'spec'), 'podCIDRs')[0] as string | undefined);
-    const cidr = cidrText ? parseCidr(cidrText) : undefined;
+  private allocateIP(nodeName: string, cidrText: string): string | undefined {
+    const cidr = parseCidr(cidrText);
     if (!cidr) return undefined;
     const used = new Set<string>();
     for (const sb of this.sandboxes.values()) if (sb.node === nodeName) used.add(sb.ip);
     for (const p of this.o.registry.store.list(POD)) {
       if (str(child(p, 'spec'), 'nodeName') !== nodeName) continue;
-      const ip = str(child(p, 'status'), 'podIP');
-      if (ip && cidrContains(cidr, ip)) used.add(ip);
+      const status = child(p, 'status');
+      for (const ip of [str(status, 'podIP'), ...arr(status, 'podIPs').map((x) => str(x, 'ip'))])
+        if (ip && cidrContains(cidr, ip)) used.add(ip);
     }
     const first = 2n;
     const end = cidrSize(cidr) - (cidr.family === 4 ? 1n : 0n);
     if (end <= first) return undefined;
-    const previous = this.lastAllocated.get(nodeName);
+    const key = `${nodeName} ${cidr.text}`;
+    const previous = this.lastAllocated.get(key);
     const start = previous === undefined || previous + 1n >= end ? first : previous + 1n;
     // At most one pass over the range (a /64's is endless in practice: the first free address is near `start`).
     for (let i = start, n = 0n; n < end - first; n++, i = i + 1n >= end ? first : i + 1n) {
       const ip = bigIntToIp(cidr.family, cidr.base + i);
       if (used.has(ip)) continue;
-      this.lastAllocated.set(nodeName, i);
+      this.lastAllocated.set(key, i);
       return ip;
     }
     return undefined;
@@ -228,10 +259,16 @@ export class PodController {
   private assignAddress(pod: JsonObject, nodeName: string): void {
     const node = this.o.registry.store.get(NODE, '', nodeName);
     if (!node) return;
-    // The kubelet's hostIP: the node's first IP, chosen as the proxy chooses it.
-    const hostIP = nodeIPs(node as unknown as Node)[0];
-    const ip = child(pod, 'spec').hostNetwork === true ? hostIP : this.allocateIP(nodeName, node);
-    if (!ip) {
+    // The kubelet's hostIPs: the node's IPs, chosen as the proxy chooses them (primary first).
+    const hostIPs = nodeIPs(node as unknown as Node);
+    const hostIP = hostIPs[0];
+    // One address per pod CIDR (per family, in the Node's order), as a dual-stack CNI gives them.
+    const ips =
+      child(pod, 'spec').hostNetwork === true
+        ? hostIPs
+        : nodePodCIDRs(node as unknown as Node).map((c) => this.allocateIP(nodeName, c));
+    const ip = ips[0];
+    if (!ip || ips.some((x) => x === undefined)) {
       this.o.logger.warn('no address for pod', { pod: keyOf(pod), node: nodeName });
       return;
     }
@@ -240,8 +277,8 @@ export class PodController {
       ...child(pod, 'status'),
       phase: 'Pending',
       podIP: ip,
-      podIPs: [{ ip }],
-      ...(hostIP ? { hostIP, hostIPs: [{ ip: hostIP }] } : {}),
+      podIPs: ips.map((x) => ({ ip: x })),
+      ...(hostIP ? { hostIP, hostIPs: hostIPs.map((x) => ({ ip: x })) } : {}),
       startTime: now,
       conditions: [
         { type: 'PodScheduled', status: 'True', lastTransitionTime: now },
@@ -275,10 +312,8 @@ export class PodController {
 
   private writeReport(pod: JsonObject, r: PodStatusReport): void {
     const now = rfc3339(this.o.clock.now());
-    const ready =
-      r.phase === 'Running' &&
-      r.containerStatuses.length > 0 &&
-      r.containerStatuses.every((c) => c.ready === true);
+    const ready = reportedReady(pod, r);
+    const initialized = r.initialized !== false;
     const old = arr(child(pod, 'status'), 'conditions');
     const condition = (type: string, status: string): JsonObject => {
       const prev = old.find((c) => str(c, 'type') === type);
@@ -293,11 +328,12 @@ export class PodController {
       phase: r.phase,
       conditions: [
         condition('PodScheduled', 'True'),
-        condition('Initialized', 'True'),
+        condition('Initialized', initialized ? 'True' : 'False'),
         condition('ContainersReady', ready ? 'True' : 'False'),
         condition('Ready', ready ? 'True' : 'False'),
       ],
       containerStatuses: r.containerStatuses,
+      ...(r.initContainerStatuses ? { initContainerStatuses: r.initContainerStatuses } : {}),
     });
   }
 
@@ -309,6 +345,7 @@ export class PodController {
     if (reported) return this.writeReport(pod, reported);
     const now = rfc3339(this.o.clock.now());
     const containers = arr(child(pod, 'spec'), 'containers');
+    const inits = initContainersOf(pod);
     this.writeStatus(pod, {
       ...child(pod, 'status'),
       phase: 'Running',
@@ -326,6 +363,7 @@ export class PodController {
         restartCount: 0,
         state: { running: { startedAt: now } },
       })),
+      ...(inits.length > 0 ? { initContainerStatuses: inits.map((c) => doneInitStatus(c, now)) } : {}),
     });
   }
 
