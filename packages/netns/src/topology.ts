@@ -42,6 +42,59 @@ export const EXTERNAL_CIDR6 = '2001:db8:200::/64';
 export const MAX_NODES = 6;
 export const MAX_PODS_PER_NODE = 200;
 
+/** One IP family's half of the address plan: the wires, the cluster's ranges, and where the client sits. */
+export interface FamilyAddressPlan {
+  readonly family: 4 | 6;
+  readonly underlayCIDR: string;
+  readonly underlayGateway: string;
+  readonly clientCIDR: string;
+  readonly clientIP: string;
+  readonly clusterCIDR: string;
+  readonly serviceCIDR: string;
+  readonly externalCIDR: string;
+}
+
+/** The plan per family; the lab takes one half or both, the kernel tests both. */
+export const FAMILY_PLANS: Readonly<Record<4 | 6, FamilyAddressPlan>> = {
+  4: {
+    family: 4,
+    underlayCIDR: UNDERLAY_CIDR,
+    underlayGateway: UNDERLAY_GATEWAY,
+    clientCIDR: CLIENT_CIDR,
+    clientIP: '198.18.1.10',
+    clusterCIDR: CLUSTER_CIDR,
+    serviceCIDR: SERVICE_CIDR,
+    externalCIDR: EXTERNAL_CIDR,
+  },
+  6: {
+    family: 6,
+    underlayCIDR: UNDERLAY_CIDR6,
+    underlayGateway: UNDERLAY_GATEWAY6,
+    clientCIDR: CLIENT_CIDR6,
+    clientIP: '2001:db8:1::10',
+    clusterCIDR: CLUSTER_CIDR6,
+    serviceCIDR: SERVICE_CIDR6,
+    externalCIDR: EXTERNAL_CIDR6,
+  },
+};
+
+/** Node n's addresses in one family: its underlay IP, its pod CIDR, and its pod bridge's address in it. */
+export interface NodeFamilyAddresses {
+  readonly ip: string;
+  readonly podCIDR: string;
+  readonly gatewayIP: string;
+}
+
+export function nodeFamilyAddresses(n: number, family: 4 | 6): NodeFamilyAddresses {
+  if (family === 4) {
+    const subnet = `198.18.${10 + n}`;
+    return { ip: `198.18.0.${10 + n}`, podCIDR: `${subnet}.0/24`, gatewayIP: `${subnet}.1` };
+  }
+  // Hex digits that read like the IPv4 plan: node 1 → 2001:db8:11::/64 (as 198.18.11.0/24), underlay 2001:db8::11.
+  const subnet6 = `2001:db8:1${n}:`;
+  return { ip: `2001:db8::1${n}`, podCIDR: `${subnet6}:/64`, gatewayIP: `${subnet6}:1` };
+}
+
 export interface PodPlan {
   /** The pod's name (also its server's name): "pod-<node>-<k>". */
   readonly name: string;
@@ -107,8 +160,10 @@ export function planTopology(spec: TopologySpec): TopologyPlan {
       throw new Error(`podsPerNode[${n}]: ${podCount} is outside 0…${MAX_PODS_PER_NODE}`);
     }
     const name = `node-${n}`;
+    const v4 = nodeFamilyAddresses(n, 4);
+    const v6 = nodeFamilyAddresses(n, 6);
     const subnet = `198.18.${10 + n}`;
-    // Hex digits that read like the IPv4 plan: node 1 → 2001:db8:11::/64, its pod 2 → 2001:db8:11::12.
+    // Pod k of node 1 is 2001:db8:11::1k (hex digits that read like 198.18.11.(10+k)).
     const subnet6 = `2001:db8:1${n}:`;
     const pods: PodPlan[] = [];
     for (let k = 0; k < podCount; k++) {
@@ -124,12 +179,12 @@ export function planTopology(spec: TopologySpec): TopologyPlan {
     nodes.push({
       name,
       namespace: `${spec.prefix}-n${n}`,
-      ip: `198.18.0.${10 + n}`,
-      ip6: `2001:db8::1${n}`,
-      podCIDR: `${subnet}.0/24`,
-      podCIDR6: `${subnet6}:/64`,
-      gatewayIP: `${subnet}.1`,
-      gatewayIP6: `${subnet6}:1`,
+      ip: v4.ip,
+      ip6: v6.ip,
+      podCIDR: v4.podCIDR,
+      podCIDR6: v6.podCIDR,
+      gatewayIP: v4.gatewayIP,
+      gatewayIP6: v6.gatewayIP,
       underlayLink: `n${n}`,
       pods,
     });
@@ -138,7 +193,12 @@ export function planTopology(spec: TopologySpec): TopologyPlan {
     prefix: spec.prefix,
     underlayNamespace: `${spec.prefix}-ul`,
     nodes,
-    client: { namespace: `${spec.prefix}-cl`, ip: '198.18.1.10', ip6: '2001:db8:1::10', underlayLink: 'cl' },
+    client: {
+      namespace: `${spec.prefix}-cl`,
+      ip: FAMILY_PLANS[4].clientIP,
+      ip6: FAMILY_PLANS[6].clientIP,
+      underlayLink: 'cl',
+    },
     clusterCIDR: CLUSTER_CIDR,
     serviceCIDR: SERVICE_CIDR,
     clusterCIDR6: CLUSTER_CIDR6,

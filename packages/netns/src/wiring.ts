@@ -1,8 +1,9 @@
 // The building blocks of a one-host cluster network, shared by the kernel tests' topology (topology.ts) and the
 // lab (src/lab/cluster/network.ts): an underlay namespace holding one bridge, hosts plugged into it (the client,
 // nodes), a node's pod bridge and forwarding, and pods on that bridge. Callers bring their own names and
-// addresses (with prefix lengths); a family is set up for every address given, so the lab (IPv4 only) and the
-// kernel tests (dual-stack) run the same steps. Nothing here touches the root namespace.
+// addresses (with prefix lengths); a family is set up for every address given, so the lab (one family or both:
+// `lab up --ip-family`) and the kernel tests (dual-stack) run the same steps. Nothing here touches the root
+// namespace.
 import type { CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
 import type { RouteSpec } from './link.js';
 import {

@@ -15,13 +15,31 @@ export const SERVICE_CIDR_FINALIZER = 'networking.k8s.io/service-cidr-finalizer'
 export const cidrsOf = (obj: unknown): string[] =>
   arr(child(obj, 'spec'), 'cidrs').filter((c): c is string => typeof c === 'string');
 
-/** The default ServiceCIDR for the API server's --service-cluster-ip-range. */
-export function defaultServiceCIDR(range: Cidr): JsonObject {
+/**
+ * kube-apiserver's --service-cluster-ip-range: one CIDR, or two of different families (primary first). Its
+ * families are the cluster's Service families: what RequireDualStack and PreferDualStack are judged against.
+ */
+export function parseServiceClusterIPRange(text: string): Cidr[] | string {
+  const parts = text.split(',').map((p) => p.trim());
+  const cidrs: Cidr[] = [];
+  for (const part of parts) {
+    const c = parseCidr(part);
+    if (!c) return `${JSON.stringify(part)} is not a CIDR`;
+    cidrs.push(c);
+  }
+  if (cidrs.length > 2) return `${JSON.stringify(text)}: at most one range per IP family (two in all)`;
+  if (cidrs.length === 2 && cidrs[0]?.family === cidrs[1]?.family)
+    return `${JSON.stringify(text)}: the two ranges must be of different IP families`;
+  return cidrs;
+}
+
+/** The default ServiceCIDR for the API server's --service-cluster-ip-range (one CIDR per family). */
+export function defaultServiceCIDR(ranges: readonly Cidr[]): JsonObject {
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'ServiceCIDR',
     metadata: { name: DEFAULT_SERVICE_CIDR_NAME },
-    spec: { cidrs: [range.text] },
+    spec: { cidrs: ranges.map((r) => r.text) },
   };
 }
 

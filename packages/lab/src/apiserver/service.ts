@@ -5,6 +5,14 @@ import { arr, child, isObject, num, str, type JsonObject } from './json.js';
 import { cause, type StatusCause } from './status.js';
 import type { Strategy } from './strategy.js';
 import { bigIntToIp, cidrContains, cidrSize, ipToBigInt, type Cidr } from './ipnet.js';
+import {
+  familyName,
+  familyOfIP,
+  initIPFamilyFields,
+  ipFamilyCauses,
+  releasesSecondary,
+  type ServiceIPFamily,
+} from './service-families.js';
 import { isValidIP, portCauses, portNameErrors, protocolCauses } from './validation.js';
 
 export const NODE_PORT_MIN = 30000;
@@ -28,19 +36,31 @@ export class ServiceAllocators {
   private nextPort = NODE_PORT_MIN;
 
   /**
-   * `cidr` is the API server's own service range (it decides a new Service's IP family); `ranges` says, at each
-   * call, which ranges addresses may come from (the allocatable ServiceCIDRs), `cidr` first when it is one of them.
+   * `cidrs` are the API server's own service ranges, one per family, primary first (--service-cluster-ip-range):
+   * they decide which families Services may have. `ranges` says, at each call, which ranges addresses may come
+   * from (the allocatable ServiceCIDRs), the API server's own first when they are among them.
    */
   constructor(
-    readonly cidr: Cidr,
-    private readonly ranges: () => readonly Cidr[] = () => [cidr],
-  ) {}
+    readonly cidrs: readonly Cidr[],
+    private readonly ranges: () => readonly Cidr[] = () => cidrs,
+  ) {
+    if (cidrs.length === 0) throw new Error('ServiceAllocators: no service range');
+  }
+
+  /** The cluster's Service families, primary first. */
+  get families(): ServiceIPFamily[] {
+    return this.cidrs.map((c) => familyName(c.family));
+  }
+
+  private get primaryFamily(): 4 | 6 {
+    return this.cidrs[0]?.family ?? 4;
+  }
 
   /** The ranges of this family in the order they are tried: the API server's own first, then as listed. */
-  usableRanges(family: 4 | 6 = this.cidr.family): Cidr[] {
+  usableRanges(family: 4 | 6 = this.primaryFamily): Cidr[] {
     const all = this.ranges().filter((c) => c.family === family);
-    const own = all.filter((c) => c.text === this.cidr.text);
-    return [...own, ...all.filter((c) => c.text !== this.cidr.text)];
+    const isOwn = (c: Cidr): boolean => this.cidrs.some((own) => own.text === c.text);
+    return [...all.filter(isOwn), ...all.filter((c) => !isOwn(c))];
   }
 
   /** Whether some range an address may be allocated from holds `ip`. */
@@ -48,8 +68,8 @@ export class ServiceAllocators {
     return this.ranges().some((c) => cidrContains(c, ip));
   }
 
-  allocateIP(): string | undefined {
-    for (const range of this.usableRanges()) {
+  allocateIP(family: 4 | 6 = this.primaryFamily): string | undefined {
+    for (const range of this.usableRanges(family)) {
       const ip = this.allocateIn(range);
       if (ip) return ip;
     }
@@ -130,14 +150,7 @@ function portDefaults(spec: JsonObject): void {
   }
 }
 
-function familyDefaults(spec: JsonObject, cidr: Cidr): void {
-  if (spec.type === 'ExternalName') return;
-  const family = cidr.family === 4 ? 'IPv4' : 'IPv6';
-  if (spec.ipFamilies === undefined) spec.ipFamilies = [family];
-  if (spec.ipFamilyPolicy === undefined) spec.ipFamilyPolicy = 'SingleStack';
-}
-
-function commonDefaults(spec: JsonObject, cidr: Cidr): void {
+function commonDefaults(spec: JsonObject): void {
   if (spec.type === undefined) spec.type = 'ClusterIP';
   if (spec.sessionAffinity === undefined) spec.sessionAffinity = 'None';
   if (spec.type !== 'ExternalName' && spec.internalTrafficPolicy === undefined)
@@ -147,7 +160,6 @@ function commonDefaults(spec: JsonObject, cidr: Cidr): void {
   if (spec.sessionAffinity === 'ClientIP' && spec.sessionAffinityConfig === undefined)
     spec.sessionAffinityConfig = { clientIP: { timeoutSeconds: 10800 } };
   portDefaults(spec);
-  familyDefaults(spec, cidr);
 }
 
 /** Gives every port that needs one a NodePort, and LoadBalancer+Local a health-check port. */
@@ -173,13 +185,45 @@ function allocateNodePorts(spec: JsonObject, alloc: ServiceAllocators): void {
   }
 }
 
-function allocateClusterIP(spec: JsonObject, alloc: ServiceAllocators): void {
-  if (spec.type === 'ExternalName') return;
-  if (spec.clusterIP === undefined || spec.clusterIP === '') {
-    const ip = alloc.allocateIP();
-    if (ip) spec.clusterIP = ip;
-  }
-  if (typeof spec.clusterIP === 'string' && spec.clusterIPs === undefined) spec.clusterIPs = [spec.clusterIP];
+/** An old client's request names only clusterIP: clusterIPs follows it (upstream's NormalizeClusterIPs). */
+function normalizeClusterIPs(spec: JsonObject): void {
+  if (typeof spec.clusterIP === 'string' && spec.clusterIP !== '' && spec.clusterIPs === undefined)
+    spec.clusterIPs = [spec.clusterIP];
+}
+
+/**
+ * A ClusterIP for each family of spec.ipFamilies that has none yet, in its order (the primary's is clusterIP);
+ * requested addresses are validated, not allocated. Families beyond two are validation's to refuse.
+ */
+function allocateClusterIPs(spec: JsonObject, alloc: ServiceAllocators): void {
+  if (spec.type === 'ExternalName' || spec.clusterIP === 'None') return;
+  const families = arr(spec, 'ipFamilies').slice(0, 2);
+  const ips = arr(spec, 'clusterIPs').slice();
+  if (ips.length === 0 && typeof spec.clusterIP === 'string' && spec.clusterIP !== '')
+    ips.push(spec.clusterIP);
+  families.forEach((family, i) => {
+    if ((typeof ips[i] === 'string' && ips[i] !== '') || i > ips.length) return;
+    // A family that already has an address (the request contradicts itself) gets no second one.
+    if (ips.some((ip) => familyOfIP(ip) === family)) return;
+    const ip = alloc.allocateIP(family === 'IPv6' ? 6 : 4);
+    if (ip) ips[i] = ip;
+  });
+  if (ips.length === 0) return;
+  spec.clusterIPs = ips;
+  spec.clusterIP = ips[0];
+}
+
+/** The families, then their addresses: both follow what is asked, what is stored and what the cluster has. */
+function assignFamiliesAndIPs(
+  spec: JsonObject,
+  oldSpec: JsonObject | undefined,
+  alloc: ServiceAllocators,
+): void {
+  normalizeClusterIPs(spec);
+  // Dropping the secondary without SingleStack is refused by validation: nothing is filled in for it.
+  if (releasesSecondary(spec, oldSpec)) return;
+  initIPFamilyFields(spec, oldSpec, alloc.families);
+  allocateClusterIPs(spec, alloc);
 }
 
 /** Upstream drops NodePorts (and the health-check port) that the new type no longer uses if the user kept them. */
@@ -212,6 +256,13 @@ function keepAllocatedValues(spec: JsonObject, oldSpec: JsonObject): void {
     spec.clusterIP = oldSpec.clusterIP;
     if (spec.clusterIPs === undefined) spec.clusterIPs = oldSpec.clusterIPs;
   }
+  // The same clusterIP without clusterIPs: an old client's update, which keeps the secondary address too.
+  if (
+    spec.clusterIPs === undefined &&
+    spec.clusterIP === oldSpec.clusterIP &&
+    Array.isArray(oldSpec.clusterIPs)
+  )
+    spec.clusterIPs = oldSpec.clusterIPs;
   if (needsNodePorts(spec.type) && needsNodePorts(oldSpec.type)) {
     for (const p of arr(spec, 'ports')) {
       if (!isObject(p) || p.nodePort) continue;
@@ -395,7 +446,12 @@ function validateService(spec: JsonObject, svc: ServiceInQuestion): StatusCause[
         cause(`spec.externalIPs[${i}]`, `Invalid value: ${JSON.stringify(ip)}: must be a valid IP address`),
       );
   });
-  if (type !== 'ExternalName') out.push(...clusterIPCauses(spec, svc));
+  if (type !== 'ExternalName') {
+    out.push(...clusterIPCauses(spec, svc));
+    const oldSpec =
+      svc.old && child(svc.old, 'spec').type !== 'ExternalName' ? child(svc.old, 'spec') : undefined;
+    out.push(...ipFamilyCauses(spec, oldSpec, svc.alloc.families));
+  }
   const hc = spec.healthCheckNodePort;
   if (hc !== undefined && hc !== 0) {
     if (!needsHealthCheckPort(spec))
@@ -417,7 +473,7 @@ function validateService(spec: JsonObject, svc: ServiceInQuestion): StatusCause[
 }
 
 function clusterIPCauses(spec: JsonObject, svc: ServiceInQuestion): StatusCause[] {
-  const { old, alloc } = svc;
+  const { old } = svc;
   const out: StatusCause[] = [];
   const ip = spec.clusterIP;
   const oldSpec = child(old, 'spec');
@@ -441,26 +497,38 @@ function clusterIPCauses(spec: JsonObject, svc: ServiceInQuestion): StatusCause[
         `Invalid value: ${JSON.stringify(ips)}: must hold the clusterIP as its first element`,
       ),
     );
-  if (old && oldSpec.clusterIP === ip) return out;
+  // Each address the stored object did not already hold: well formed, in a range, and free.
+  const held = old ? [oldSpec.clusterIP, ...arr(oldSpec, 'clusterIPs')] : [];
+  (ips.length > 0 ? ips : [ip]).forEach((a, i) => {
+    if (i > 0 && (typeof a !== 'string' || !isValidIP(a)))
+      out.push(
+        cause(`spec.clusterIPs[${i}]`, `Invalid value: ${JSON.stringify(a)}: must be a valid IP address`),
+      );
+    else if (typeof a === 'string' && !held.includes(a)) out.push(...newAddressCauses(a, svc));
+  });
+  return out;
+}
+
+/** A requested ClusterIP: inside one of its family's ranges, and held by no other Service. */
+function newAddressCauses(ip: string, svc: ServiceInQuestion): StatusCause[] {
+  const { alloc } = svc;
   if (!alloc.inRange(ip)) {
-    const family = ip.includes(':') ? 6 : 4;
-    const valid = alloc.usableRanges(family).map((c) => c.text);
-    out.push(
+    const valid = alloc.usableRanges(familyOfIP(ip) === 'IPv6' ? 6 : 4).map((c) => c.text);
+    return [
       cause(
         'spec.clusterIPs',
         `Invalid value: ${JSON.stringify([ip])}: failed to allocate IP ${ip}: the provided IP (${ip}) is not in the valid range. The range of valid IPs is ${valid.length > 0 ? valid.join(', ') : '<none>'}`,
       ),
-    );
-  } else {
-    if (alloc.clusterIPHeldByOther(normalizeIP(ip), svc.self))
-      out.push(
-        cause(
-          'spec.clusterIPs',
-          `Invalid value: ${JSON.stringify([ip])}: failed to allocate IP ${ip}: provided IP is already allocated`,
-        ),
-      );
+    ];
   }
-  return out;
+  if (alloc.clusterIPHeldByOther(normalizeIP(ip), svc.self))
+    return [
+      cause(
+        'spec.clusterIPs',
+        `Invalid value: ${JSON.stringify([ip])}: failed to allocate IP ${ip}: provided IP is already allocated`,
+      ),
+    ];
+  return [];
 }
 
 function normalizeIP(ip: string): string {
@@ -472,9 +540,9 @@ export function serviceStrategy(alloc: ServiceAllocators): Strategy {
   return {
     prepareForCreate(obj) {
       const spec = ensureSpec(obj);
-      commonDefaults(spec, alloc.cidr);
-      // A requested ClusterIP is validated first (range, duplicates); only an empty one is allocated here.
-      allocateClusterIP(spec, alloc);
+      commonDefaults(spec);
+      // Requested ClusterIPs are validated (range, duplicates); only missing ones are allocated here.
+      assignFamiliesAndIPs(spec, undefined, alloc);
       allocateNodePorts(spec, alloc);
       obj.status = { loadBalancer: {} };
     },
@@ -484,14 +552,15 @@ export function serviceStrategy(alloc: ServiceAllocators): Strategy {
       if (spec.type === undefined) spec.type = 'ClusterIP';
       dropTypeDependentFields(spec, oldSpec);
       keepAllocatedValues(spec, oldSpec);
-      commonDefaults(spec, alloc.cidr);
+      commonDefaults(spec);
       if (
         spec.externalTrafficPolicy !== undefined &&
         !needsNodePorts(spec.type) &&
         needsNodePorts(oldSpec.type)
       )
         delete spec.externalTrafficPolicy;
-      if (oldSpec.type === 'ExternalName') allocateClusterIP(spec, alloc);
+      // From ExternalName a Service is new to addresses; otherwise only a family it gains gets one.
+      assignFamiliesAndIPs(spec, oldSpec.type === 'ExternalName' ? undefined : oldSpec, alloc);
       allocateNodePorts(spec, alloc);
     },
     validate(obj, old) {

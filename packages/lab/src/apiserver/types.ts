@@ -104,6 +104,9 @@ export interface NodeSpec {
   readonly podCIDR?: string;
   /** InternalIP (default 198.18.0.(10+n)). */
   readonly internalIP?: string;
+  /** A dual-stack node's pod CIDRs and InternalIPs, one per family, primary first (over podCIDR, internalIP). */
+  readonly podCIDRs?: readonly string[];
+  readonly internalIPs?: readonly string[];
   /** topology.kubernetes.io/zone label, when set. */
   readonly zone?: string;
   readonly labels?: Readonly<Record<string, string>>;

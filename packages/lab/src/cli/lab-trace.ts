@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { runTrace } from 'kube-proxy-ts/inspect/trace/session.js';
 import type { TraceReport } from 'kube-proxy-ts/inspect/trace/session.js';
 import { parseTraceTarget } from 'kube-proxy-ts/inspect/trace/target.js';
-import { etcNetnsDir, labLayout, labPaths } from '../cluster/layout.js';
+import { etcNetnsDir, labPaths } from '../cluster/layout.js';
+import { layoutOf } from '../cluster/state.js';
 import { readLabState, resolveTarget } from '../cluster/index.js';
 import { parseIPSloppy } from 'kube-proxy-ts/model/ip.js';
 import type { CommandRunner, StreamRunner } from 'kube-proxy-ts/netfilter/command.js';
@@ -102,7 +103,7 @@ export async function labTrace(
   const read = readLabState(labPaths(deps.stateDir).stateFile);
   if (!read.ok) throw new Error(read.missing ? 'no lab is up' : read.reason);
   const state = read.state;
-  const layout = labLayout(state.nodes.length, state.prefix);
+  const layout = layoutOf(state);
   const source = await resolveTarget(deps.runner, state, from);
   if (!source.ok) throw new Error(`FROM ${from}: ${source.reason}`);
   if (layout.nodes.some((n) => n.namespace === source.namespace))

@@ -2,8 +2,8 @@
 // (the outside client), "underlay", a pod name, or NAMESPACE/POD when a pod name is not unique.
 import type { CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
 import { listNamespaces } from '@kube-proxy-ts/netns/index.js';
-import { labLayout, podNamespaceName } from './layout.js';
-import type { LabState } from './state.js';
+import { podNamespaceName } from './layout.js';
+import { layoutOf, type LabState } from './state.js';
 
 export type TargetLookup =
   { readonly ok: true; readonly namespace: string } | { readonly ok: false; readonly reason: string };
@@ -13,7 +13,7 @@ export async function resolveTarget(
   state: LabState,
   target: string,
 ): Promise<TargetLookup> {
-  const layout = labLayout(state.nodes.length, state.prefix);
+  const layout = layoutOf(state);
   const node = layout.nodes.find((n) => n.name === target);
   if (node) return { ok: true, namespace: node.namespace };
   if (target === 'client') return { ok: true, namespace: layout.clientNamespace };

@@ -1,7 +1,9 @@
 // The lab's wires: an underlay namespace with one bridge, a client namespace and one namespace per node on it,
 // each node with a pod bridge; pods are added and removed one at a time as the API server schedules them.
-// The building blocks are the kernel tests' (src/lab/netns/wiring.ts), with the lab's own names, IPv4 only, and
-// with pods that come and go. Nothing here touches the root namespace: every link is created inside a named one.
+// The building blocks are the kernel tests' (packages/netns/src/wiring.ts), with the lab's own names, the
+// families the lab was started with (`lab up --ip-family`), and pods that come and go. Nothing here touches the
+// root namespace: every link is created inside a named one. IPv6 addresses are added with `nodad` (wiring's
+// addAddress): duplicate address detection would keep them tentative, unusable, for a second or more.
 import type { CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
 import { deleteNamespace } from '@kube-proxy-ts/netns/index.js';
 import type { RouteSpec } from '@kube-proxy-ts/netns/link.js';
@@ -13,32 +15,34 @@ import {
   buildUnderlayHost,
   withPrefixOf,
 } from '@kube-proxy-ts/netns/wiring.js';
-import {
-  CLIENT_CIDR,
-  CLIENT_IP,
-  UNDERLAY_CIDR,
-  UNDERLAY_GATEWAY,
-  type LabLayout,
-  type LabNodeLayout,
-} from './layout.js';
+import type { Pod } from '../apiserver/types.js';
+import type { LabLayout, LabNodeLayout } from './layout.js';
+
+const familyOfIP = (ip: string): 4 | 6 => (ip.includes(':') ? 6 : 4);
 
 function buildLabNode(runner: CommandRunner, layout: LabLayout, node: LabNodeLayout): Promise<void> {
-  const routes: RouteSpec[] = [
-    { to: CLIENT_CIDR, dev: UPLINK },
-    // A real node has a default route: a ClusterIP packet that was not DNATed (no endpoints) must be routed to
-    // meet the proxy's filter rules (a REJECT), not be refused as "network unreachable". The gateway drops it.
-    { to: 'default', via: UNDERLAY_GATEWAY },
-  ];
-  for (const peer of layout.nodes) {
-    if (peer !== node) routes.push({ to: peer.podCIDR, via: peer.ip });
+  const routes: RouteSpec[] = [];
+  for (const plan of layout.families) {
+    routes.push(
+      { to: plan.clientCIDR, dev: UPLINK },
+      // A real node has a default route: a ClusterIP packet that was not DNATed (no endpoints) must be routed to
+      // meet the proxy's filter rules (a REJECT), not be refused as "network unreachable". The gateway drops it.
+      { to: 'default', via: plan.underlayGateway },
+    );
   }
+  // Peers' pod CIDRs via their underlay address of the same family, as a host-gw CNI routes them.
+  for (const peer of layout.nodes)
+    if (peer !== node) for (const f of peer.families) routes.push({ to: f.podCIDR, via: f.ip });
+  // Every node has the lab's families, in the layout's order.
+  const addresses = node.families.map((f, i) => withPrefixOf(f.ip, layout.families[i]?.underlayCIDR ?? ''));
   return buildNode(runner, {
     namespace: node.namespace,
     underlayNamespace: layout.underlayNamespace,
     underlayLink: node.underlayLink,
-    addresses: [withPrefixOf(node.ip, UNDERLAY_CIDR)],
+    addresses,
     routes,
-    podBridgeAddresses: [withPrefixOf(node.gatewayIP, node.podCIDR)],
+    // One bridge address per family: forwarding and br_netfilter are turned on for each (wiring.ts).
+    podBridgeAddresses: node.families.map((f) => withPrefixOf(f.gatewayIP, f.podCIDR)),
   });
 }
 
@@ -46,33 +50,49 @@ function buildLabNode(runner: CommandRunner, layout: LabLayout, node: LabNodeLay
 export async function buildLabNetwork(runner: CommandRunner, layout: LabLayout): Promise<void> {
   await buildUnderlay(runner, {
     namespace: layout.underlayNamespace,
-    gatewayAddresses: [withPrefixOf(UNDERLAY_GATEWAY, UNDERLAY_CIDR)],
+    gatewayAddresses: layout.families.map((p) => withPrefixOf(p.underlayGateway, p.underlayCIDR)),
   });
   await buildUnderlayHost(runner, {
     namespace: layout.clientNamespace,
     underlayNamespace: layout.underlayNamespace,
     underlayLink: 'cl',
-    addresses: [withPrefixOf(CLIENT_IP, CLIENT_CIDR)],
-    routes: [{ to: UNDERLAY_CIDR, dev: UPLINK }],
+    addresses: layout.families.map((p) => withPrefixOf(p.clientIP, p.clientCIDR)),
+    routes: layout.families.map((p) => ({ to: p.underlayCIDR, dev: UPLINK })),
   });
   await Promise.all(layout.nodes.map((node) => buildLabNode(runner, layout, node)));
+}
+
+/** A Pod's addresses: status.podIPs (one per family, primary first), or else the older status.podIP. */
+export function podIPsOf(pod: Pod): string[] {
+  const ips = (pod.status?.podIPs ?? []).map((p) => p.ip).filter((ip) => typeof ip === 'string' && ip !== '');
+  if (ips.length > 0) return ips;
+  return pod.status?.podIP ? [pod.status.podIP] : [];
 }
 
 export interface PodAttachment {
   readonly namespace: string;
   readonly node: LabNodeLayout;
   readonly veth: string;
-  readonly ip: string;
+  /** Its addresses, one per family (status.podIPs): each on eth0, with a default route via the node's bridge. */
+  readonly ips: readonly string[];
 }
 
-/** A pod's namespace, its veth on the node's bridge (hairpin on, as the CNI bridge plugin), address and route. */
+/** A pod's namespace, its veth on the node's bridge (hairpin on, as the CNI bridge plugin), addresses and routes. */
 export function attachPod(runner: CommandRunner, pod: PodAttachment): Promise<void> {
+  const addresses: string[] = [];
+  const gateways: string[] = [];
+  for (const ip of pod.ips) {
+    const f = pod.node.families.find((x) => x.family === familyOfIP(ip));
+    if (!f) throw new Error(`pod ${pod.namespace}: ${ip} is of a family node ${pod.node.name} does not have`);
+    addresses.push(withPrefixOf(ip, f.podCIDR));
+    gateways.push(f.gatewayIP);
+  }
   return attachPodToNode(runner, {
     namespace: pod.namespace,
     nodeNamespace: pod.node.namespace,
     nodeSideLink: pod.veth,
-    addresses: [withPrefixOf(pod.ip, pod.node.podCIDR)],
-    gateways: [pod.node.gatewayIP],
+    addresses,
+    gateways,
   });
 }
 

@@ -6,20 +6,35 @@ import { isObject } from '../apiserver/json.js';
 import type { ProxyMode } from 'kube-proxy-ts/config/proxy-mode.js';
 import { CLUSTER_CIDR } from './layout.js';
 
+/** What the configuration depends on besides the mode: the lab's families. */
+export interface LabProxyNetwork {
+  /** kube-proxy's clusterCIDR: one range of pod CIDRs per family, primary first. */
+  readonly clusterCIDRs: readonly string[];
+}
+
+const IPV4_ONLY: LabProxyNetwork = { clusterCIDRs: [CLUSTER_CIDR] };
+
 export const CONFIGMAP_NAMESPACE = 'kube-system';
 export const CONFIGMAP_NAME = 'kube-proxy';
 export const CONFIGMAP_KEY = 'config.conf';
 
-/** The lab's starting configuration: upstream's defaults, except what a shared host needs. */
-export function labProxyConfiguration(mode: ProxyMode): string {
+/**
+ * The lab's starting configuration: upstream's defaults, except what a shared host needs. Node IPs (and so the
+ * families the proxies program, primary first) come from each Node's InternalIPs, as upstream's do; bindAddress
+ * stays unset (0.0.0.0), which lets the first node IP pick the primary family.
+ */
+export function labProxyConfiguration(mode: ProxyMode, network: LabProxyNetwork = IPV4_ONLY): string {
+  const ipv6 = network.clusterCIDRs.some((c) => c.includes(':'));
   return stringify({
     apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
     kind: 'KubeProxyConfiguration',
     mode,
-    clusterCIDR: CLUSTER_CIDR,
+    clusterCIDR: network.clusterCIDRs.join(','),
     // Inside each node's namespace: the lab reads both from there (`lab exec NODE -- curl …`).
     metricsBindAddress: '127.0.0.1:10249',
-    healthzBindAddress: '0.0.0.0:10256',
+    // With IPv6 nodes, [::]: a Node.js listener on 0.0.0.0 takes IPv4 only (Go's, upstream's, takes both), and
+    // health checks must answer on every node IP.
+    healthzBindAddress: ipv6 ? '[::]:10256' : '0.0.0.0:10256',
     // Conntrack limits and timeouts are host-wide sysctls (nf_conntrack_max is not per namespace): 0 leaves
     // them alone, as kind does for the same reason.
     conntrack: {
@@ -34,7 +49,7 @@ export function labProxyConfiguration(mode: ProxyMode): string {
   });
 }
 
-export function kubeProxyConfigMap(mode: ProxyMode): object {
+export function kubeProxyConfigMap(mode: ProxyMode, network: LabProxyNetwork = IPV4_ONLY): object {
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
@@ -43,7 +58,7 @@ export function kubeProxyConfigMap(mode: ProxyMode): object {
       namespace: CONFIGMAP_NAMESPACE,
       labels: { app: 'kube-proxy' },
     },
-    data: { [CONFIGMAP_KEY]: labProxyConfiguration(mode) },
+    data: { [CONFIGMAP_KEY]: labProxyConfiguration(mode, network) },
   };
 }
 

@@ -4,6 +4,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { isObject } from '../apiserver/json.js';
+import { DEFAULT_IP_FAMILY, LAB_IP_FAMILIES, labLayout, type LabIPFamily, type LabLayout } from './layout.js';
 import { IPTABLES_BACKENDS, type IptablesBackendName } from './node-env.js';
 import { readPidFile } from './processes.js';
 import { isOneOf } from 'kube-proxy-ts/config/choice.js';
@@ -21,6 +22,8 @@ export interface LabState {
   readonly iptables?: IptablesBackendName;
   /** `lab up --nftables-layout`; absent = upstream's. */
   readonly nftablesLayout?: NftablesLayoutName;
+  /** `lab up --ip-family`: the families of nodes, pods and Services; absent = ipv4 (a lab from before the flag). */
+  readonly ipFamily?: LabIPFamily;
   readonly startedAt: string;
   readonly apiserverURL: string;
   readonly token: string;
@@ -62,6 +65,7 @@ export function readLabState(path: string): StateRead {
   want('mode', oneOf(PROXY_MODES, raw.mode));
   want('iptables', raw.iptables === undefined || oneOf(IPTABLES_BACKENDS, raw.iptables));
   want('nftablesLayout', raw.nftablesLayout === undefined || oneOf(NFTABLES_LAYOUTS, raw.nftablesLayout));
+  want('ipFamily', raw.ipFamily === undefined || oneOf(LAB_IP_FAMILIES, raw.ipFamily));
   for (const name of ['startedAt', 'apiserverURL', 'token', 'caPem']) want(name, isString(raw[name]));
   want('webURL', raw.webURL === undefined || isString(raw.webURL));
   if (problems.length > 0)
@@ -71,6 +75,11 @@ export function readLabState(path: string): StateRead {
       reason: `${path}: fields missing or of the wrong type: ${problems.join(', ')}`,
     };
   return { ok: true, state: raw as unknown as LabState };
+}
+
+/** The layout a recorded lab was built with: its nodes, prefix and families (for down, exec, status, …). */
+export function layoutOf(state: LabState): LabLayout {
+  return labLayout(state.nodes.length, state.prefix, state.ipFamily ?? DEFAULT_IP_FAMILY);
 }
 
 /** Writes atomically (temporary file + rename), readable by root only: it holds the lab's bearer token. */

@@ -4,11 +4,11 @@ import { request } from 'node:https';
 import { hostCommandRunner, type CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
 import { readFileSync } from 'node:fs';
 import { arr, child, isObject, str } from '../apiserver/json.js';
-import { labLayout, labPaths } from './layout.js';
+import { labPaths } from './layout.js';
 import { fetchProxyMetrics, metricValue } from './metrics.js';
 import { readPidFile } from './processes.js';
 import { modeOfConfig } from './proxy-config.js';
-import { processAlive, readLabState, type LabState } from './state.js';
+import { layoutOf, processAlive, readLabState, type LabState } from './state.js';
 
 export interface ProxyStatus {
   readonly node: string;
@@ -67,7 +67,7 @@ export async function labStatus(
   const read = readLabState(paths.stateFile);
   if (!read.ok) return read.missing ? 'no lab is up (run `kube-proxy-ts lab up`)' : read.reason;
   const state = read.state;
-  const layout = labLayout(state.nodes.length, state.prefix);
+  const layout = layoutOf(state);
   const proxies = await Promise.all(
     layout.nodes.map(async (n): Promise<ProxyStatus> => {
       const pid = readPidFile(paths.proxyPidFile(n.name));
@@ -99,7 +99,13 @@ export async function labStatus(
       namespace: str(child(p, 'metadata'), 'namespace') ?? '',
       name: str(child(p, 'metadata'), 'name') ?? '',
       node: str(child(p, 'spec'), 'nodeName') ?? '',
-      ip: str(child(p, 'status'), 'podIP') ?? '',
+      // Every family's address (status.podIPs), primary first, as `kubectl get pods -o wide` shows the first.
+      ip:
+        arr(child(p, 'status'), 'podIPs')
+          .map((x) => str(x, 'ip') ?? '')
+          .filter((ip) => ip !== '')
+          .join(',') ||
+        (str(child(p, 'status'), 'podIP') ?? ''),
       phase: str(child(p, 'status'), 'phase') ?? '',
       terminating: str(child(p, 'metadata'), 'deletionTimestamp') !== undefined,
     }));
@@ -107,6 +113,14 @@ export async function labStatus(
     pods = [];
   }
   return { state, labAlive: processAlive(state.pid), proxies, pods };
+}
+
+/** `lab up --ip-family` as status shows it. */
+function ipFamilyLine(state: LabState): string {
+  const family = state.ipFamily ?? 'ipv4';
+  return family === 'dual'
+    ? 'dual-stack (IPv4 primary, IPv6)'
+    : `${family === 'ipv4' ? 'IPv4' : 'IPv6'} only`;
 }
 
 function table(rows: readonly (readonly string[])[]): string {
@@ -127,6 +141,7 @@ export function formatStatus(s: LabStatus): string {
     `lab: process ${s.state.pid} ${s.labAlive ? 'running' : 'NOT RUNNING (run `kube-proxy-ts lab down`)'}, since ${s.state.startedAt}`,
   );
   out.push(`API server: ${s.state.apiserverURL}`);
+  out.push(`IP families: ${ipFamilyLine(s.state)}`);
   out.push('');
   out.push(
     table([

@@ -13,6 +13,7 @@ import {
 import { arr, child, isObject, jsonEqual, num, str, stringMap, type JsonObject } from '../apiserver/json.js';
 import type { Registry } from '../apiserver/registry.js';
 import { resourceByKind } from '../apiserver/resources.js';
+import { initContainersOf, isRestartableInitContainer } from '../apiserver/init-containers.js';
 import { matchesMap } from '../apiserver/selectors.js';
 import type { EventRecorder } from './events.js';
 import { isPodReady } from './pods.js';
@@ -69,15 +70,30 @@ const SAFE = 'bcdfghjklmnpqrstvwxz2456789';
 const suffix = (): string =>
   Array.from({ length: 5 }, () => SAFE[Math.floor(Math.random() * SAFE.length)]).join('');
 
-/** The Service port's target on this Pod: a number, or a named container port (undefined if the Pod lacks it). */
-function resolvePort(pod: JsonObject, target: unknown, protocol: string): number | undefined {
+/**
+ * The Service port's target on this Pod: a number, or a named port (undefined if the Pod lacks it). A name is looked
+ * up in the app containers, then in the restartable (sidecar) init containers, which serve beside them: upstream's
+ * podutil.FindPort. A plain init container has ended before the Pod is ready, so its ports never serve.
+ */
+export function resolvePort(pod: JsonObject, target: unknown, protocol: string): number | undefined {
   if (typeof target === 'number') return target;
   if (typeof target !== 'string') return undefined;
-  for (const c of arr(child(pod, 'spec'), 'containers'))
+  const serving = [
+    ...arr(child(pod, 'spec'), 'containers'),
+    ...initContainersOf(pod).filter(isRestartableInitContainer),
+  ];
+  for (const c of serving)
     for (const p of arr(c, 'ports'))
       if (str(p, 'name') === target && (str(p, 'protocol') ?? 'TCP') === protocol)
         return num(p, 'containerPort');
   return undefined;
+}
+
+/** The address types of a Service's slices: its ipFamilies (IPv4 when it names none), at most one of each. */
+function serviceAddressTypes(spec: JsonObject): string[] {
+  const families = arr(spec, 'ipFamilies').filter((f): f is string => f === 'IPv4' || f === 'IPv6');
+  const unique = [...new Set(families)];
+  return unique.length > 0 ? unique : ['IPv4'];
 }
 
 function portsKey(ports: readonly SlicePort[]): string {
@@ -199,10 +215,17 @@ export class EndpointSliceController {
     if (Object.keys(selector).length === 0 || str(spec, 'type') === 'ExternalName') return;
     const trigger = this.triggerTimes.get(key);
     this.triggerTimes.delete(key);
-    const family = (arr(spec, 'ipFamilies')[0] as string | undefined) ?? 'IPv4';
-    const desired = this.desiredEndpoints(svc, selector, family);
-    this.applyHints(key, svc, family, desired);
-    this.sync(svc, family, existing, desired, trigger);
+    // One set of slices per family of the Service (upstream's reconciler, by address type): a dual-stack
+    // Service's IPv6 slices hold its Pods' IPv6 addresses. Slices of a family it no longer has go.
+    const families = serviceAddressTypes(spec);
+    for (const s of existing)
+      if (!families.includes(str(s, 'addressType') ?? '')) reg.delete(SLICE, ns, nameOf(s));
+    for (const family of families) {
+      const desired = this.desiredEndpoints(svc, selector, family);
+      this.applyHints(key, svc, family, desired);
+      const mine = existing.filter((s) => str(s, 'addressType') === family);
+      this.sync(svc, family, mine, desired, trigger);
+    }
   }
 
   /** Endpoints grouped by their resolved ports (portsKey → ports and endpoints by address). */

@@ -21,7 +21,6 @@ import {
   type StreamRunner,
 } from 'kube-proxy-ts/netfilter/command.js';
 import {
-  labLayout,
   labPaths,
   podNamespaceName,
   type LabLayout,
@@ -31,7 +30,7 @@ import {
 import { listNamespaces } from '@kube-proxy-ts/netns/index.js';
 import { nodeEnvironment } from '../cluster/node-env.js';
 import { labCliArgv } from '../cluster/processes.js';
-import { readLabState, type LabState } from '../cluster/state.js';
+import { layoutOf, readLabState, type LabState } from '../cluster/state.js';
 import { Churn, type PodState } from './churn.js';
 import { EligibilityTimeline } from './eligibility.js';
 import { signalProxy, startLockHolders, type ProxyRestart } from './faults.js';
@@ -552,7 +551,7 @@ function openLab(stateDir: string): { state: LabState; layout: LabLayout; paths:
   if (!read.ok) throw new Error(read.missing ? 'no lab is up (kube-proxy-ts lab up)' : read.reason);
   const { state } = read;
   const api = labApi({ url: state.apiserverURL, token: state.token, caPem: state.caPem });
-  return { state, layout: labLayout(state.nodes.length, state.prefix), paths, api };
+  return { state, layout: layoutOf(state), paths, api };
 }
 
 export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<SoakReport> {
