@@ -8,11 +8,13 @@
 // agnhost images (registry.k8s.io/e2e-test-images/agnhost:TAG, lab/agnhost, …) whose args name an agnhost subcommand
 // (`netexec --http-port=8080`, or `/agnhost serve-hostname`) run the lab's own agnhost (packages/netns/src/agnhost),
 // with $HOSTNAME set to the Pod's hostname, since lab pods share the host's UTS namespace. Without args they keep the
-// pod server; a word that is no subcommand (`sh -c …`) runs as given.
+// pod server; a word that is no subcommand (`sh -c …`) runs as given. CoreDNS's image (registry.k8s.io/coredns/
+// coredns:TAG) runs the lab's DNS server, `kube-proxy-ts-lab dns-server`, with the container's args as its flags.
 import { basename } from 'node:path';
 import { arr, child, isObject, str, type JsonObject } from '../apiserver/json.js';
 import { isAgnhostSubcommand } from '@kube-proxy-ts/netns/agnhost/subcommands.js';
-import { agentCliArgv, agnhostArgv } from './processes.js';
+import { isCorednsImage } from './cluster-dns.js';
+import { agentCliArgv, agnhostArgv, labCliArgv } from './processes.js';
 
 /** A volume as the process sees it: mountPath in the spec → a directory (or file) on the host. */
 export interface VolumeMapping {
@@ -90,6 +92,15 @@ export function agnhostCommand(image: string, words: readonly string[]): string[
   return isAgnhostSubcommand(rest[0]) ? [...rest] : undefined;
 }
 
+/**
+ * CoreDNS's image runs the lab's DNS server (cluster-dns.ts): the container's words, an entry point `/coredns`
+ * dropped, are `kube-proxy-ts-lab dns-server`'s flags.
+ */
+function corednsArgv(words: readonly string[]): string[] {
+  const rest = words[0] !== undefined && basename(words[0]) === 'coredns' ? words.slice(1) : words;
+  return labCliArgv(['dns-server', ...rest]);
+}
+
 /** The hostname a container of `pod` sees: the node's for hostNetwork Pods, else spec.hostname or the Pod's name. */
 function podHostname(pod: JsonObject): string {
   const spec = child(pod, 'spec');
@@ -152,6 +163,7 @@ export function resolveContainer(
   if (agnhost) argv = agnhostArgv(agnhost);
   else if (fromImage) argv = fromImage.argv;
   else if (isKubeProxy) argv = agentCliArgv(words.slice(1));
+  else if (isCorednsImage(image)) argv = corednsArgv(words);
   return {
     name: str(container, 'name') ?? '',
     image,

@@ -1,6 +1,6 @@
-// The parts startLab (lab.ts) wires together, each with the state it keeps: every namespace's hosts file kept
-// to the Services, each node's kube-proxy process as its DaemonSet pod runs it, `kubectl top`'s process groups,
-// and the node copies of the kube-proxy ConfigMap.
+// The parts startLab (lab.ts) wires together, each with the state it keeps: every namespace's /etc files (a pod's
+// resolv.conf naming the cluster DNS; the nodes' hosts files kept to the Services), each node's kube-proxy process
+// as its DaemonSet pod runs it, `kubectl top`'s process groups, and the node copies of the kube-proxy ConfigMap.
 import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import type { CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
 import type { Logger } from 'kube-proxy-ts/util/logger.js';
@@ -10,7 +10,15 @@ import { child, str } from '../apiserver/json.js';
 import { resourceByKind } from '../apiserver/resources.js';
 import type { Pod } from '../apiserver/types.js';
 import type { ContainerProcess } from './containers.js';
-import { HostsFiles, serviceName, type HostsTarget, type ServiceName } from './hosts.js';
+import { labClusterDnsIP } from './cluster-dns.js';
+import {
+  CLUSTER_DOMAIN,
+  HostsFiles,
+  podResolvConf,
+  serviceName,
+  type HostsTarget,
+  type ServiceName,
+} from './hosts.js';
 import { KUBE_PROXY_LABELS } from './kube-proxy-daemonset.js';
 import type { LabLayout, LabPaths } from './layout.js';
 import type { ConfigMapLookup, PodEvents, RunningPod } from './pod-lifecycle.js';
@@ -22,12 +30,12 @@ export function serviceNames(server: ApiServer): ServiceName[] {
 }
 
 /**
- * Service names for every lab namespace (the client's, each node's, each pod's): its hosts file follows the
- * Services, debounced so that a burst writes once. A pod's file is written the moment its namespace exists.
+ * Every lab namespace's /etc files (hosts.ts): a pod's hosts file and resolv.conf are written once, the moment its
+ * namespace exists (they name the pod and the cluster DNS, which do not change); the client's and each node's
+ * hosts file follows the Services, debounced so that a burst writes once.
  */
 export class LabHosts implements PodEvents {
   private readonly files = new HostsFiles();
-  private readonly pods = new Map<string, HostsTarget>();
   private server: ApiServer | undefined;
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
@@ -38,33 +46,41 @@ export class LabHosts implements PodEvents {
   ) {}
 
   added(ns: string, pod: Pod): void {
+    const spec = child(pod, 'spec');
+    const name = str(spec, 'hostname') ?? pod.metadata.name ?? ns;
+    const podNamespace = pod.metadata.namespace ?? 'default';
+    const subdomain = str(spec, 'subdomain');
+    const resolvConf = podResolvConf(pod, this.server ? labClusterDnsIP(this.server) : undefined);
     const target: HostsTarget = {
       netns: ns,
-      podNamespace: pod.metadata.namespace ?? 'default',
-      self: { name: pod.metadata.name ?? ns, ip: pod.status?.podIP ?? '127.0.0.1' },
+      podNamespace,
+      self: {
+        name,
+        ip: pod.status?.podIP ?? '127.0.0.1',
+        ...(subdomain ? { fqdn: `${name}.${subdomain}.${podNamespace}.svc.${CLUSTER_DOMAIN}` } : {}),
+      },
+      ...(resolvConf ? { resolvConf } : {}),
     };
-    this.pods.set(ns, target);
-    // At once, not debounced: `ip netns exec` binds the file only if it exists when a process starts, and a
-    // pod's command (kubectl run … -- curl http://web.svc/) starts right after this.
-    this.write(target, this.server ? serviceNames(this.server) : []);
+    // At once, not debounced: `ip netns exec` binds a file only if it exists when a process starts, and a pod's
+    // command (kubectl run … -- curl http://web.svc/) starts right after this.
+    this.write(target);
   }
 
   removed(ns: string): void {
-    this.pods.delete(ns);
     this.files.remove(ns);
   }
 
-  /** From now on every file follows `server`'s Services; each is written now. */
+  /** From now on the nodes' and the client's files follow `server`'s Services; each is written now. */
   follow(server: ApiServer): void {
     this.server = server;
     this.unsubscribe = server.store.subscribe((ev) => {
       if (ev.resource.kind !== 'Service' || this.timer) return;
       this.timer = setTimeout(() => {
         this.timer = undefined;
-        this.writeAll();
+        this.writeHosts();
       }, 50);
     });
-    this.writeAll();
+    this.writeHosts();
   }
 
   close(): void {
@@ -72,22 +88,21 @@ export class LabHosts implements PodEvents {
     if (this.timer) clearTimeout(this.timer);
   }
 
-  private writeAll(): void {
+  private writeHosts(): void {
     if (!this.server) return;
     const services = serviceNames(this.server);
     const targets: HostsTarget[] = [
       { netns: this.layout.clientNamespace },
       ...this.layout.nodes.map((n) => ({ netns: n.namespace })),
-      ...this.pods.values(),
     ];
     for (const t of targets) this.write(t, services);
   }
 
-  private write(target: HostsTarget, services: readonly ServiceName[]): void {
+  private write(target: HostsTarget, services: readonly ServiceName[] = []): void {
     try {
       this.files.write(target, services);
     } catch (e) {
-      this.logger.warn('cannot write hosts file', { netns: target.netns, error: String(e) });
+      this.logger.warn('cannot write /etc/netns files', { netns: target.netns, error: String(e) });
     }
   }
 }
