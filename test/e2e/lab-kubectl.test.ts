@@ -344,6 +344,130 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
     assert.match(screens[1] ?? '', /^worker\s+[▁▂▃▄▅▆▇█]{2}\s+\(max \d+\)$/m);
   });
 
+  test('doctor on a node with no flags: stale-udp-conntrack reads the cluster through the agent’s kubeconfig and finds an inserted stale entry', async () => {
+    await sh(`kubectl apply -f - <<'EOF'
+apiVersion: v1
+kind: Service
+metadata: {name: udp-dns, namespace: svc}
+spec:
+  selector: {app: web}
+  ports: [{name: dns, port: 53, protocol: UDP, targetPort: echo}]
+EOF`);
+    const clusterIP = (await sh("kubectl -n svc get svc udp-dns -o jsonpath='{.spec.clusterIP}'")).trim();
+    const doctor = async (): Promise<
+      { id: string; severity: string; summary: string; evidence: string[] }[]
+    > => {
+      const r = await run(process.execPath, [
+        ...SOURCE_FLAGS,
+        LAB_MAIN,
+        'exec',
+        '--state-dir',
+        stateDir,
+        'worker',
+        '--',
+        'kube-proxy-ts',
+        'doctor',
+        '-o',
+        'json',
+      ]);
+      assert.ok(r.code !== null && r.code <= 2, `doctor exited ${r.code}: ${r.stderr}`);
+      return JSON.parse(r.stdout) as { id: string; severity: string; summary: string; evidence: string[] }[];
+    };
+    const stale = async (): Promise<{ severity: string; summary: string; evidence: string[] }> => {
+      const f = (await doctor()).find((x) => x.id === 'stale-udp-conntrack');
+      assert.ok(f, 'doctor has a stale-udp-conntrack finding');
+      return f;
+    };
+    // The proxies have the Service once doctor sees it clean: the check ran (not skipped) with no stale entry.
+    const clean = await waitFor('doctor sees udp-dns with its endpoints', 60_000, async () => {
+      const f = await stale();
+      return f.severity === 'ok' ? f : undefined;
+    });
+    assert.match(clean.evidence.join('\n'), /IPv4: \d+ UDP entries, 0 stale/);
+    // A client's flow to the Service, answered by 198.18.11.99: an address that is no endpoint of it.
+    await labExec('worker', [
+      'conntrack',
+      '-I',
+      '-p',
+      'udp',
+      '-s',
+      '198.18.11.20',
+      '-d',
+      clusterIP,
+      '--sport',
+      '40000',
+      '--dport',
+      '53',
+      '-r',
+      '198.18.11.99',
+      '-q',
+      '198.18.11.20',
+      '--reply-port-src',
+      '8080',
+      '--reply-port-dst',
+      '40000',
+      '-t',
+      '120',
+    ]);
+    try {
+      const f = await stale();
+      assert.equal(f.severity, 'warn');
+      assert.match(f.summary, /^1 UDP conntrack entry is DNATed/);
+      assert.match(
+        f.evidence.join('\n'),
+        new RegExp(
+          `udp to ${clusterIP.replace(/\./g, '\\.')}:53 \\(svc/udp-dns:dns\\) answered by 198\\.18\\.11\\.99:8080`,
+        ),
+      );
+    } finally {
+      await labExec('worker', ['conntrack', '-D', '-p', 'udp', '--orig-dst', clusterIP]).catch(() => '');
+      await sh('kubectl -n svc delete svc udp-dns');
+    }
+  });
+
+  test('lab apiserver-restart: kubectl and the proxies lose the API server for 3 s, then a new Service is served on the nodes', async () => {
+    const restart = await run(process.execPath, [
+      ...SOURCE_FLAGS,
+      LAB_MAIN,
+      'apiserver-restart',
+      '--state-dir',
+      stateDir,
+    ]);
+    assert.equal(restart.code, 0, restart.stderr);
+    assert.match(restart.stdout, /API server serving again/);
+    assert.match(output, /API server restart: every connection is cut and refused for 3 s/);
+    await sh(`kubectl apply -f - <<'EOF'
+apiVersion: v1
+kind: Service
+metadata: {name: after-restart, namespace: svc}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: http}]
+EOF`);
+    const clusterIP = (
+      await sh("kubectl -n svc get svc after-restart -o jsonpath='{.spec.clusterIP}'")
+    ).trim();
+    try {
+      // The proxies re-watched after the cut: the Service made after it reaches a web pod from each node.
+      for (const node of ['control-plane', 'worker'])
+        await waitFor(`${node} serves after-restart`, 60_000, async () => {
+          const r = await run('ip', [
+            'netns',
+            'exec',
+            `${prefix}-${node}`,
+            'curl',
+            '-s',
+            '--max-time',
+            '2',
+            `http://${clusterIP}/hostname`,
+          ]);
+          return r.code === 0 && /^web-/.test(r.stdout) ? true : undefined;
+        });
+    } finally {
+      await sh('kubectl -n svc delete svc after-restart');
+    }
+  });
+
   test('7. a bad field in the config: CrashLoopBackOff in get pods -A and the error in logs; fixing the ConfigMap and restarting recovers', async () => {
     const good = join(work, 'good.conf');
     await sh(`kubectl -n kube-system get cm kube-proxy -o jsonpath='{.data.config\\.conf}' > ${good}`);
@@ -470,5 +594,89 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
       JSON.parse(cmBefore),
       'the ConfigMap is still untouched',
     );
+  });
+
+  // Seed 003's third remedy: an HPA whose scale-down waits out a stabilization window, so that a dip in load
+  // does not shrink the Deployment (and churn its endpoints) at once. The web pods idle: one would do.
+  test('an HPA with a 60 s scale-down stabilization window keeps web from shrinking within the window, then shrinks it', async () => {
+    await sh(`kubectl apply -f - <<'EOF'
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web, namespace: svc}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 1
+  maxReplicas: 5
+  metrics: [{type: Resource, resource: {name: cpu, target: {type: AverageValue, averageValue: 500m}}}]
+  behavior: {scaleDown: {stabilizationWindowSeconds: 60}}
+EOF`);
+    interface Hpa {
+      metadata: { creationTimestamp: string };
+      status?: {
+        currentReplicas?: number;
+        desiredReplicas?: number;
+        lastScaleTime?: string;
+        conditions?: { type: string; reason: string }[];
+      };
+    }
+    const hpa = async (): Promise<Hpa> => JSON.parse(await sh('kubectl -n svc get hpa web -o json')) as Hpa;
+    const replicas = async (): Promise<number> =>
+      Number(await sh("kubectl -n svc get deploy web -o jsonpath='{.spec.replicas}'"));
+    const held = await waitFor(
+      'the HPA wants fewer pods and holds web at 3 (ScaleDownStabilized)',
+      60_000,
+      async () => {
+        const h = await hpa();
+        const able = h.status?.conditions?.find((c) => c.type === 'AbleToScale');
+        return able?.reason === 'ScaleDownStabilized' ? h : undefined;
+      },
+    );
+    assert.equal(held.status?.currentReplicas, 3);
+    assert.equal(await replicas(), 3, 'not shrunk within the window');
+    const scaled = await waitFor('web shrinks to 1 once the window has passed', 120_000, async () => {
+      const h = await hpa();
+      return h.status?.lastScaleTime && (await replicas()) === 1 ? h : undefined;
+    });
+    const waited =
+      Date.parse(scaled.status?.lastScaleTime ?? '') - Date.parse(scaled.metadata.creationTimestamp);
+    assert.ok(
+      waited >= 60_000,
+      `scaled ${waited / 1000} s after the HPA was made: not before its 60 s window`,
+    );
+    assert.match(
+      await sh('kubectl -n svc get events --field-selector reason=SuccessfulRescale'),
+      /New size: 1; reason: All metrics below target/,
+    );
+    assert.match(await sh('kubectl get hpa -A'), /svc\s+web\s+Deployment\/web\s+cpu: \S+\/500m\s+1\s+5\s+1\s/);
+  });
+
+  test('seed 003’s playbook (docs/troubleshooting.md), line by line: every step answers', async () => {
+    const doc = readFileSync(new URL('../../docs/troubleshooting.md', import.meta.url), 'utf8');
+    const block = /<!-- playbook: seed-003 -->\n```sh\n([\s\S]*?)\n```/.exec(doc)?.[1];
+    assert.ok(block, 'docs/troubleshooting.md has the playbook block');
+    const steps = block.split('\n').filter((l) => l.trim() !== '');
+    assert.equal(steps.length, 13, 'thirteen steps');
+    for (const line of steps) {
+      const onNode = line.startsWith('node$ ');
+      const cmd = onNode ? line.slice('node$ '.length) : line;
+      const r = onNode
+        ? await run(process.execPath, [
+            ...SOURCE_FLAGS,
+            LAB_MAIN,
+            'exec',
+            '--state-dir',
+            stateDir,
+            'worker',
+            '--',
+            'sh',
+            '-c',
+            cmd,
+          ])
+        : await run('sh', ['-c', cmd], { KUBECONFIG: kubeconfig, KPTS_STATE: stateDir });
+      // doctor's exit status is its verdict (0 ok, 1 warn, 2 fail); every other step must succeed.
+      const answered = /kube-proxy-ts doctor/.test(cmd) ? r.code !== null && r.code <= 2 : r.code === 0;
+      assert.ok(answered, `${line}\nexited ${r.code}: ${r.stderr.trim()}`);
+      assert.notEqual(r.stdout.trim(), '', `${line}: printed nothing`);
+    }
   });
 });

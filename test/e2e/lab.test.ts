@@ -356,6 +356,61 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 1_200_000 }, 
     });
   });
 
+  // Upstream's e2e "should implement service.kubernetes.io/service-proxy-name": the proxies watch Services with
+  // `!service.kubernetes.io/service-proxy-name`, so the label must turn into a DELETED event on their watch and
+  // its removal into ADDED; the EndpointSlice controller copies the label onto the Service's slices.
+  test('service-proxy-name: a labelled Service leaves every node’s rules within one sync, and comes back unlabelled', async () => {
+    assert.ok(lab);
+    const label = 'service.kubernetes.io/service-proxy-name';
+    const clusterIP = (
+      await k().run(['-n', 'svc', 'get', 'svc', 'web', '-o', 'jsonpath={.spec.clusterIP}'])
+    ).trim();
+    const element = new RegExp(`${clusterIP.replace(/\./g, '\\.')} \\. tcp \\. 80 : goto service-`);
+    const programmed = async (node: string): Promise<boolean> =>
+      element.test(await inNetns(nsOfNode(node), ['nft', 'list', 'map', 'ip', 'kube-proxy', 'service-ips']));
+    const syncs = async (node: string): Promise<number> =>
+      metricValue(await metricsOf(node), 'kubeproxy_sync_proxy_rules_duration_seconds_count') ?? NaN;
+    const nodes = ['control-plane', 'worker'];
+    /** Relabels, then waits on each node for the ClusterIP to be (or not be) programmed; returns syncs taken. */
+    const relabel = async (arg: string, want: boolean): Promise<number[]> => {
+      const before = await Promise.all(nodes.map(syncs));
+      await k().run(['-n', 'svc', 'label', 'svc', 'web', arg]);
+      return Promise.all(
+        nodes.map(async (node, i) => {
+          await waitFor(`${node}: web's ClusterIP ${want ? 'back' : 'gone'}`, 30_000, async () =>
+            (await programmed(node)) === want ? true : undefined,
+          );
+          return (await syncs(node)) - (before[i] ?? NaN);
+        }),
+      );
+    };
+    for (const node of nodes) assert.equal(await programmed(node), true, `${node} serves web`);
+
+    const outSyncs = await relabel(`${label}=foo-bar`, false);
+    // One sync takes the Service's deletion; the slices' relabelling may land in a second one.
+    for (const n of outSyncs) assert.ok(n >= 1 && n <= 2, `gone within one sync (syncs taken: ${n})`);
+    const sliceLabels = (await k().json([
+      '-n',
+      'svc',
+      'get',
+      'endpointslices',
+      '-l',
+      'kubernetes.io/service-name=web',
+    ])) as { items: { metadata: { labels?: Record<string, string> } }[] };
+    assert.ok(sliceLabels.items.length > 0, 'web has EndpointSlices');
+    for (const s of sliceLabels.items)
+      assert.equal(s.metadata.labels?.[label], 'foo-bar', 'the slices carry the Service’s label');
+
+    const backSyncs = await relabel(`${label}-`, true);
+    for (const n of backSyncs) assert.ok(n >= 1 && n <= 2, `back within one sync (syncs taken: ${n})`);
+    const from = await clientPodOn('worker');
+    const tally = await waitFor('web answers again from 3 pods', 30_000, async () => {
+      const t = await httpTally(from, 'http://web.svc/', 30);
+      return t.failures === 0 && t.pods.size === 3 ? t : undefined;
+    });
+    assert.equal(tally.pods.size, 3);
+  });
+
   test('backend switch: ConfigMap mode iptables → nftables, then rollout restart, replaces the proxies and the rules', async () => {
     assert.ok(lab);
     const node = lab.nodes.find((n) => n.name === 'worker');

@@ -10,16 +10,17 @@ import { cpus, totalmem } from 'node:os';
 import { dirname } from 'node:path';
 import type { Clock } from 'kube-proxy-ts/util/clock.js';
 import { SILENT_LOGGER, type Logger } from 'kube-proxy-ts/util/logger.js';
-import { startControllers, type Controllers } from '../controllers/index.js';
+import { startControllers, type Controllers, type PodMetricsSource } from '../controllers/index.js';
 import {
   readyPodLifecycle,
   type Kubelet,
   type PodLifecycle,
   type StreamingKubelet,
 } from '../controllers/pod-lifecycle.js';
+import { horizontalPodAutoscalerStrategy } from './autoscaling.js';
 import { DEFAULT_EVENT_RETENTION, eventStrategy, type EventRetention } from './events.js';
 import { createHandler, type ExtraRoute } from './http.js';
-import { parseCidr } from './ipnet.js';
+import type { Cidr } from './ipnet.js';
 import {
   configMapStrategy,
   daemonSetStrategy,
@@ -28,6 +29,7 @@ import {
   namespaceStrategy,
   nodeStrategy,
   podStrategy,
+  replicaSetStrategy,
 } from './kinds.js';
 import { kubeconfigYaml } from './kubeconfig.js';
 import { Registry, SYSTEM_NAMESPACES } from './registry.js';
@@ -37,6 +39,7 @@ import {
   allocatableRanges,
   DEFAULT_SERVICE_CIDR_NAME,
   defaultServiceCIDR,
+  parseServiceClusterIPRange,
   serviceCIDRStrategy,
 } from './service-cidr.js';
 import { ObjectStore, type StoreSnapshot } from './store.js';
@@ -52,7 +55,10 @@ export interface ApiServerOptions {
   /** "127.0.0.1:PORT" or a port; default 127.0.0.1 with a free port. Only loopback addresses are allowed. */
   readonly listen?: string | number;
   readonly nodes?: readonly NodeSpec[];
-  /** Default 198.19.0.0/16. */
+  /**
+   * Default 198.19.0.0/16. As kube-apiserver's --service-cluster-ip-range: one range, or one per family
+   * ("198.19.0.0/16,2001:db8:ff::/112"), primary first; two make the cluster dual-stack for Services.
+   */
   readonly serviceCIDR?: string;
   readonly podLifecycle?: PodLifecycle;
   /** The kubelet behind pods/log, exec and attach (the lab's namespace-backed plug is one). */
@@ -61,6 +67,10 @@ export interface ApiServerOptions {
   readonly extraRoutes?: ExtraRoute;
   /** Default 100, as upstream. */
   readonly maxEndpointsPerSlice?: number;
+  /** Pods' usage for the HorizontalPodAutoscaler controller (the lab's metrics.k8s.io figures). */
+  readonly podMetrics?: PodMetricsSource;
+  /** How often HorizontalPodAutoscalers are evaluated (default 15 s, as upstream). */
+  readonly hpaSyncPeriodMs?: number;
   readonly clock?: Clock;
   readonly logger?: Logger;
   /** Bearer token; default: 32 random bytes, hex. */
@@ -110,6 +120,12 @@ export interface ApiServer {
    * up before old connections are cut, so clients that reconnect at once find it.
    */
   restart(overrides?: Partial<ApiServerOptions>): Promise<ApiServer>;
+  /**
+   * Down for `ms` as a restarting kube-apiserver is, on this same object: the listener closes and every connection
+   * and watch is cut, so clients see refused connections and re-list or re-watch; then it listens again on the
+   * same port with the same objects (resourceVersions continue). Resolves once it listens again.
+   */
+  outage(ms: number): Promise<void>;
 }
 
 /** control-plane, worker, worker2, … as kind names them. */
@@ -141,8 +157,8 @@ function hostResources(): Record<string, string> {
 }
 
 function nodeObject(spec: NodeSpec, index: number): object {
-  const podCIDR = spec.podCIDR ?? `198.18.${10 + index}.0/24`;
-  const ip = spec.internalIP ?? `198.18.0.${10 + index}`;
+  const podCIDRs = spec.podCIDRs ?? [spec.podCIDR ?? `198.18.${10 + index}.0/24`];
+  const ips = spec.internalIPs ?? [spec.internalIP ?? `198.18.0.${10 + index}`];
   return {
     apiVersion: 'v1',
     kind: 'Node',
@@ -159,10 +175,10 @@ function nodeObject(spec: NodeSpec, index: number): object {
         ...(spec.labels ?? {}),
       },
     },
-    spec: { podCIDR, podCIDRs: [podCIDR] },
+    spec: { podCIDR: podCIDRs[0], podCIDRs },
     status: {
       addresses: [
-        { type: 'InternalIP', address: ip },
+        ...ips.map((address) => ({ type: 'InternalIP', address })),
         { type: 'Hostname', address: spec.name },
       ],
       // The host's, on every node (they share it): kubectl top prints usage as a share of allocatable.
@@ -183,13 +199,13 @@ function nodeObject(spec: NodeSpec, index: number): object {
 /** The store (restored when asked) and its registry, with the system namespaces and the asked-for Nodes. */
 function openRegistry(
   options: ApiServerOptions,
-  cidr: NonNullable<ReturnType<typeof parseCidr>>,
+  cidrs: readonly Cidr[],
   clock: Clock,
 ): { store: ObjectStore; registry: Registry } {
   const store = new ObjectStore({ historyLimit: options.historyLimit ?? 10_000 }, options.restore);
   const serviceCIDRType = resourceByKind('ServiceCIDR');
   // Read at each allocation: a ServiceCIDR's deletion starts with a deletionTimestamp the strategies never see.
-  const allocators = new ServiceAllocators(cidr, () => allocatableRanges(store.list(serviceCIDRType)));
+  const allocators = new ServiceAllocators(cidrs, () => allocatableRanges(store.list(serviceCIDRType)));
   const strategies = new Map<string, Strategy>([
     ['Namespace', namespaceStrategy],
     ['Node', nodeStrategy],
@@ -198,6 +214,8 @@ function openRegistry(
     ['EndpointSlice', endpointSliceStrategy],
     ['Deployment', deploymentStrategy],
     ['DaemonSet', daemonSetStrategy],
+    ['ReplicaSet', replicaSetStrategy],
+    ['HorizontalPodAutoscaler', horizontalPodAutoscalerStrategy],
     ['Service', serviceStrategy(allocators)],
     ['ServiceCIDR', serviceCIDRStrategy],
     ['Event', eventStrategy(store, clock, { ...DEFAULT_EVENT_RETENTION, ...options.eventRetention })],
@@ -210,7 +228,7 @@ function openRegistry(
   // Before any Service: the range it allocates from (upstream's default-servicecidr controller creates it at start,
   // and again should it be deleted).
   if (!store.get(serviceCIDRType, '', DEFAULT_SERVICE_CIDR_NAME)) {
-    const r = registry.create(serviceCIDRType, '', defaultServiceCIDR(cidr));
+    const r = registry.create(serviceCIDRType, '', defaultServiceCIDR(cidrs));
     if (!r.ok) throw new Error(`default ServiceCIDR: ${r.error.message}`);
   }
   const nodeType = resourceByKind('Node');
@@ -253,6 +271,19 @@ async function listen(srv: Server, port: number, host: string): Promise<number> 
   return (srv.address() as AddressInfo).port;
 }
 
+/** Listens again on the port it had: a port closed a moment ago may still be held briefly, so retry briefly. */
+async function listenOnReleasedPort(srv: Server, port: number, host: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await listen(srv, port, host);
+      return;
+    } catch (e) {
+      if (attempt >= 50 || !(e instanceof Error) || !('code' in e) || e.code !== 'EADDRINUSE') throw e;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
+
 /** A restart on the same port: the old listener's port is released a moment after close(), so retry briefly. */
 async function startOnReleasedPort(options: ApiServerOptions): Promise<ApiServer> {
   for (let attempt = 0; ; attempt++) {
@@ -268,12 +299,12 @@ async function startOnReleasedPort(options: ApiServerOptions): Promise<ApiServer
 export async function startApiServer(options: ApiServerOptions = {}): Promise<ApiServer> {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? SILENT_LOGGER;
-  const cidr = parseCidr(options.serviceCIDR ?? '198.19.0.0/16');
-  if (!cidr) throw new Error(`serviceCIDR: "${options.serviceCIDR ?? ''}" is not a CIDR`);
+  const cidrs = parseServiceClusterIPRange(options.serviceCIDR ?? '198.19.0.0/16');
+  if (typeof cidrs === 'string') throw new Error(`serviceCIDR: ${cidrs}`);
   const { host, port: wantPort } = parseListen(options.listen);
   const token = options.token ?? randomBytes(32).toString('hex');
 
-  const { store, registry } = openRegistry(options, cidr, clock);
+  const { store, registry } = openRegistry(options, cidrs, clock);
 
   let server: Server | undefined;
   let controllers: Controllers | undefined;
@@ -296,6 +327,8 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
     logger,
     podLifecycle: options.podLifecycle ?? readyPodLifecycle(),
     maxEndpointsPerSlice: options.maxEndpointsPerSlice ?? 100,
+    ...(options.podMetrics ? { podMetrics: options.podMetrics } : {}),
+    ...(options.hpaSyncPeriodMs !== undefined ? { hpaSyncPeriodMs: options.hpaSyncPeriodMs } : {}),
   });
 
   const cert =
@@ -349,6 +382,18 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
     },
     dropWatches: () => handler.closeWatches(),
     watchCount: () => handler.watchCount(),
+    async outage(ms) {
+      const s = server;
+      if (!s || stopping) return;
+      const closed = new Promise<void>((resolve) => s.close(() => resolve()));
+      handler.closeWatches();
+      s.closeAllConnections();
+      sockets.destroyAll();
+      await closed;
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      // stop() while down: the listener stays closed.
+      if (!stopping && server === s) await listenOnReleasedPort(s, boundPort, host);
+    },
     async restart(overrides = {}) {
       const s = server;
       controllers?.stop();

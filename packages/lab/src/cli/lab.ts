@@ -20,22 +20,26 @@ import {
   startLab,
   startRelay,
 } from '../cluster/index.js';
-import { labLayout, labPaths } from '../cluster/layout.js';
+import { DEFAULT_IP_FAMILY, LAB_IP_FAMILIES, labPaths, type LabIPFamily } from '../cluster/layout.js';
+import { layoutOf } from '../cluster/state.js';
 import { WatchView } from '../cluster/watch-view.js';
 import { IPTABLES_BACKENDS, nodeEnvironment } from '../cluster/node-env.js';
 import { labApiserverCommand } from './lab-apiserver.js';
 import { stateDirArg } from './state-dir-arg.js';
 import { shellQuote } from '../cluster/streams.js';
 import { resolve } from 'node:path';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 
 export const LAB_USAGE = `Usage: kube-proxy-ts lab COMMAND
 
 Commands:
   up [--nodes 2] [--mode nftables|iptables] [--nftables-layout upstream|flat] [--iptables legacy|nft]
-     [--zones zone-a,zone-b] [--follow-configmap] [--image FILE]
+     [--ip-family ipv4|ipv6|dual] [--zones zone-a,zone-b] [--follow-configmap] [--image FILE]
             start a cluster on this host (needs root): nodes and pods as network namespaces,
             kube-proxy-ts as the pods of DaemonSet kube-system/kube-proxy, Service svc/web; runs in the
             foreground, Ctrl-C removes everything.
+            --ip-family: IPv4 only (default), IPv6 only, or dual-stack with IPv4 primary: node, pod
+            and Service addresses of each family (2001:db8::/32 for IPv6), proxies for each
             --zones: label the nodes with topology.kubernetes.io/zone, round robin
             --follow-configmap: a kube-proxy ConfigMap edit restarts the proxies at once (default: as on a
             real cluster, \`kubectl -n kube-system rollout restart ds kube-proxy\` applies it)
@@ -68,6 +72,10 @@ Commands:
             print the path of the lab's kubeconfig (export KUBECONFIG=$(kube-proxy-ts lab kubeconfig))
   apiserver [--listen 127.0.0.1:PORT] [--kubeconfig-out PATH] [--nodes N]
             run just the embedded API server and its controllers, in the foreground
+  apiserver-restart
+            restart the running lab's API server in place: every connection and watch (kubectl's, the
+            proxies') is cut and refused for 3 s, then the same objects are served again and clients
+            re-list or re-watch, as after a kube-apiserver restart
 
 Every command takes --state-dir DIR (default ${defaultStateDir()}).
 `;
@@ -91,6 +99,7 @@ async function upCommand(argv: string[]): Promise<number> {
         mode: { type: 'string' },
         'nftables-layout': { type: 'string' },
         iptables: { type: 'string' },
+        'ip-family': { type: 'string' },
         zones: { type: 'string' },
         'follow-configmap': { type: 'boolean' },
         image: { type: 'string' },
@@ -118,6 +127,9 @@ async function upCommand(argv: string[]): Promise<number> {
   if (!backend.ok) return fail(`up: --iptables: ${backend.message}`);
   const iptables = values.iptables !== undefined ? backend.value : undefined;
   if (iptables !== undefined && mode !== 'iptables') return fail('up: --iptables: only with --mode iptables');
+  const family = readChoice('IP family', LAB_IP_FAMILIES, values['ip-family'], DEFAULT_IP_FAMILY);
+  if (!family.ok) return fail(`up: --ip-family: ${family.message}`);
+  const ipFamily = family.value;
   const zones = values.zones === undefined ? [] : values.zones.split(',').map((z) => z.trim());
   const badZone = zones.find((z) => !/^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/.test(z));
   if (badZone !== undefined)
@@ -139,6 +151,7 @@ async function upCommand(argv: string[]): Promise<number> {
       mode,
       ...(nftablesLayout !== undefined ? { nftablesLayout } : {}),
       ...(iptables !== undefined ? { iptables } : {}),
+      ipFamily,
       ...(zones.length > 0 ? { zones } : {}),
       ...(values['follow-configmap'] === true ? { followConfigMap: true } : {}),
       ...(image !== undefined ? { image } : {}),
@@ -159,7 +172,7 @@ async function upCommand(argv: string[]): Promise<number> {
   const stateFlag = stateDir === defaultStateDir() ? '' : ` --state-dir ${shellQuote(stateDir)}`;
   const labCli = (verb: string): string => `kube-proxy-ts lab ${verb}${stateFlag}`;
   process.stdout.write(`
-The lab is up: ${running.nodes.length} nodes, kube-proxy-ts in ${mode} mode${nftablesLayout === 'flat' ? ' (flat layout)' : ''} on each${image !== undefined ? `, from the image ${image}` : ''}.
+The lab is up: ${running.nodes.length} nodes${FAMILY_WORDS[ipFamily]}, kube-proxy-ts in ${mode} mode${nftablesLayout === 'flat' ? ' (flat layout)' : ''} on each${image !== undefined ? `, from the image ${image}` : ''}.
 
   export KUBECONFIG=${running.kubeconfigPath}
   kubectl get nodes,pods -A -o wide
@@ -167,14 +180,19 @@ The lab is up: ${running.nodes.length} nodes, kube-proxy-ts in ${mode} mode${nft
   kubectl -n kube-system get ds kube-proxy
   kubectl -n kube-system logs -l k8s-app=kube-proxy --tail=5
   kubectl -n svc exec $(kubectl -n svc get pods -o name | head -1 | cut -d/ -f2) -- curl -s http://web.svc/hostname
-  ${labCli('exec')} ${running.nodes.at(-1)?.name ?? 'worker'} -- nft list table ip kube-proxy
+  ${labCli('exec')} ${running.nodes.at(-1)?.name ?? 'worker'} -- nft list table ${ipFamily === 'ipv6' ? 'ip6' : 'ip'} kube-proxy
   ${labCli('status')}
 
 Proxy logs: kubectl -n kube-system logs -l k8s-app=kube-proxy (files: ${labPaths(stateDir).nodeDir('NODE')}/kube-proxy.log)
 Ctrl-C (or \`${labCli('down')}\`) removes everything. Walkthrough: docs/lab-walkthrough.md
 `);
-  // `lab soak --apiserver-outage-every D` (from another process) asks for an API server outage with SIGUSR2.
-  const onOutage = (): void => running.apiServerOutage(API_OUTAGE_MS);
+  // SIGUSR2 from another process: `lab apiserver-restart` (which wrote its request file first) asks for a restart
+  // every client sees; `lab soak --apiserver-outage-every D` for an outage of the nodes' connections.
+  const restartRequest = labPaths(stateDir).apiserverRestartRequest;
+  const onOutage = (): void => {
+    if (!existsSync(restartRequest)) return running.apiServerOutage(API_OUTAGE_MS);
+    void running.apiServerRestart(API_OUTAGE_MS).finally(() => rmSync(restartRequest, { force: true }));
+  };
   process.on('SIGUSR2', onOutage);
   await Promise.race([stop.requested, running.stopped]);
   process.off('SIGUSR2', onOutage);
@@ -182,6 +200,13 @@ Ctrl-C (or \`${labCli('down')}\`) removes everything. Walkthrough: docs/lab-walk
   stop.release();
   return 0;
 }
+
+/** How `lab up` says which families the lab has (nothing for the default). */
+const FAMILY_WORDS: Readonly<Record<LabIPFamily, string>> = {
+  ipv4: '',
+  ipv6: ', IPv6 only',
+  dual: ', dual-stack (IPv4 primary)',
+};
 
 /** `lab up` asked to stop before the lab was up. */
 class LabStartStopped extends Error {
@@ -210,6 +235,36 @@ async function statusCommand(argv: string[]): Promise<number> {
     return 1;
   }
   process.stdout.write(formatStatus(s));
+  return 0;
+}
+
+/** `lab apiserver-restart`: asks the running lab (its request file, then SIGUSR2) and waits until it serves again. */
+async function apiserverRestartCommand(argv: string[]): Promise<number> {
+  const parsed = stateDirArg(argv, defaultStateDir());
+  if (typeof parsed === 'string') return fail(`apiserver-restart: ${parsed}`);
+  if (parsed.rest.length > 0) return fail(`apiserver-restart: unexpected ${parsed.rest.join(' ')}`);
+  const paths = labPaths(parsed.stateDir);
+  const read = readLabState(paths.stateFile);
+  if (!read.ok)
+    return fail(read.missing ? 'apiserver-restart: no lab is up' : `apiserver-restart: ${read.reason}`, 1);
+  writeFileSync(paths.apiserverRestartRequest, `${process.pid}\n`);
+  try {
+    process.kill(read.state.pid, 'SIGUSR2');
+  } catch (e) {
+    rmSync(paths.apiserverRestartRequest, { force: true });
+    return fail(
+      `apiserver-restart: the lab process ${read.state.pid} is gone (${String(e)}); lab down cleans up`,
+      1,
+    );
+  }
+  process.stdout.write(`API server restarting: connections cut and refused for ${API_OUTAGE_MS / 1000} s\n`);
+  // The lab removes the request once it listens again: a file's disappearance, polled at its own pace.
+  const deadline = Date.now() + API_OUTAGE_MS + 30_000;
+  while (existsSync(paths.apiserverRestartRequest)) {
+    if (Date.now() > deadline) return fail('apiserver-restart: the lab did not come back within 30 s', 1);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  process.stdout.write('API server serving again (same objects; clients re-list or re-watch)\n');
   return 0;
 }
 
@@ -250,7 +305,7 @@ async function watchCommand(argv: string[]): Promise<number> {
     return fail('watch: --rounds N: a positive count');
   const read = readLabState(labPaths(parsed.stateDir).stateFile);
   if (!read.ok) return fail(read.missing ? 'watch: no lab is up' : `watch: ${read.reason}`, 1);
-  const view = new WatchView(labLayout(read.state.nodes.length, read.state.prefix).nodes);
+  const view = new WatchView(layoutOf(read.state).nodes);
   // On a terminal the screen is redrawn in place; piped (or with --rounds), each round is printed after the last.
   const redraw = process.stdout.isTTY && rounds === undefined;
   let stop = false;
@@ -301,6 +356,41 @@ function loadCommand(argv: string[]): Promise<number> {
   });
 }
 
+/** Internal: the coredns pods' container (see src/lab/dns/cluster-dns-server.ts and cluster/cluster-dns.ts). */
+const DNS_SERVER_LINE = {
+  name: 'lab dns-server',
+  usage:
+    'Usage: kube-proxy-ts lab dns-server --kubeconfig FILE [--apiserver-socket PATH] [--port 53]\n' +
+    '(internal: the coredns pods of kube-system run it)\n',
+  options: {
+    kubeconfig: { type: 'string' },
+    'apiserver-socket': { type: 'string' },
+    port: { type: 'string' },
+  },
+} as const;
+
+function dnsServerCommand(argv: string[]): Promise<number> {
+  return runCommand(DNS_SERVER_LINE, argv, processOutput, async ({ values }) => {
+    if (!values.kubeconfig) throw new UsageError('--kubeconfig is required');
+    const port = Number(values.port ?? '53');
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port: expected 0…65535');
+    const { startClusterDns } = await import('../dns/cluster-dns-server.js');
+    const dns = await startClusterDns({
+      kubeconfig: values.kubeconfig,
+      ...(values['apiserver-socket'] !== undefined ? { apiserverSocket: values['apiserver-socket'] } : {}),
+      port,
+      logger: stderrLogger({ component: 'dns' }),
+    });
+    process.stderr.write(`dns-server: answering on port ${dns.port} (UDP and TCP)\n`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGTERM', resolve);
+      process.once('SIGINT', resolve);
+    });
+    await dns.close();
+    return 0;
+  });
+}
+
 function relayCommand(argv: string[]): Promise<number> {
   return runCommand(RELAY_LINE, argv, processOutput, ({ values }) => relay(values.listen, values.socket));
 }
@@ -334,7 +424,9 @@ const LAB_COMMANDS: Readonly<Record<string, (argv: string[]) => Promise<number> 
   load: loadCommand,
   web: async (argv) => (await import('./lab-web.js')).labWebCommand(argv, defaultStateDir()),
   relay: relayCommand,
+  'dns-server': dnsServerCommand,
   apiserver: labApiserverCommand,
+  'apiserver-restart': apiserverRestartCommand,
 };
 
 export async function labCommand(argv: readonly string[]): Promise<number> {

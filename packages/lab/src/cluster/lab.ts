@@ -1,8 +1,8 @@
 // `lab up`: the whole one-host cluster in one process. The order matters: the network first (pods need their
 // node's bridge), then the API server with the namespace-backed pod plug, the socket bridge and a relay per node
 // (the proxies' only way to the API server), the kube-proxy ConfigMap and DaemonSet (whose pods are the proxies,
-// one per node), service names for every namespace, and last the `svc/web` workload. stop() undoes it all; so
-// does `lab down` from its records.
+// one per node), the cluster DNS (Deployment coredns behind Service kube-dns), names for every namespace, and
+// last the `svc/web` workload. stop() undoes it all; so does `lab down` from its records.
 import type { NftablesLayoutName } from 'kube-proxy-ts/config/nftables-layout.js';
 import { mkdirSync, renameSync, writeFileSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -14,6 +14,7 @@ import { kubeconfigYaml } from '../apiserver/kubeconfig.js';
 import { resourceByKind } from '../apiserver/resources.js';
 import { serveMetrics, type UsageSampler } from './usage.js';
 import { kubeProxyDaemonSet } from './kube-proxy-daemonset.js';
+import { clusterDnsObjects, clusterDnsReady, labClusterDnsIP } from './cluster-dns.js';
 import {
   configMapLookup,
   followProxyConfigMap,
@@ -29,7 +30,8 @@ import {
   labPaths,
   prefixLockFile,
 } from './layout.js';
-import type { LabLayout, LabPaths } from './layout.js';
+import { clusterCIDRs, serviceCIDRs } from './layout.js';
+import type { LabIPFamily, LabLayout, LabNodeLayout, LabPaths } from './layout.js';
 import { fetchProxyMetrics, metricValue } from './metrics.js';
 import { buildLabNetwork } from './network.js';
 import { nodeEnvironment, prepareIptablesBinDir, type IptablesBackendName } from './node-env.js';
@@ -70,6 +72,11 @@ export interface LabOptions {
    * kube-proxy image decides; default: the host's alternatives. Legacy is the one with the xtables lock.
    */
   readonly iptables?: IptablesBackendName;
+  /**
+   * `lab up --ip-family`: IPv4 only (default), IPv6 only, or dual-stack with IPv4 primary: nodes' addresses and
+   * pod CIDRs, pods' addresses, the API server's service ranges and the proxies' clusterCIDR follow it.
+   */
+  readonly ipFamily?: LabIPFamily;
   readonly stateDir?: string;
   /** Names every namespace and /etc/netns directory; default "kptslab". */
   readonly prefix?: string;
@@ -147,6 +154,12 @@ export interface Lab {
    * (`lab up` does this on SIGUSR2, for 3 s: the soak's --apiserver-outage-every).
    */
   apiServerOutage(ms: number): void;
+  /**
+   * An API server restart as every client sees it (`lab apiserver-restart`): the nodes' connections and the API
+   * server's own (kubectl's, the web view's) are cut and refused for `ms`; then it serves the same objects again.
+   * Resolves once it listens again.
+   */
+  apiServerRestart(ms: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -262,6 +275,7 @@ function initialState(options: LabOptions, prefix: string, layout: LabLayout): L
     mode: options.mode ?? 'nftables',
     ...(options.iptables !== undefined ? { iptables: options.iptables } : {}),
     ...(options.nftablesLayout !== undefined ? { nftablesLayout: options.nftablesLayout } : {}),
+    ipFamily: layout.ipFamily,
     startedAt: new Date().toISOString(),
     apiserverURL: '',
     token: '',
@@ -314,7 +328,7 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
   const logger = options.logger ?? SILENT_LOGGER;
   const progress = options.progress ?? ((): void => undefined);
   const prefix = options.prefix ?? DEFAULT_PREFIX;
-  const layout = labLayout(options.nodes ?? 2, prefix);
+  const layout = labLayout(options.nodes ?? 2, prefix, options.ipFamily);
   const paths = labPaths(options.stateDir ?? defaultStateDir());
   const lock = takeLabLocks(paths, prefix);
   const teardown = new LabTeardown(runner, prefix, paths, lock, logger, progress);
@@ -406,7 +420,7 @@ async function buildLab(options: LabOptions, c: LabContext): Promise<Lab> {
   const created = server.registry.create(
     resourceByKind('ConfigMap'),
     CONFIGMAP_NAMESPACE,
-    kubeProxyConfigMap(mode),
+    kubeProxyConfigMap(mode, { clusterCIDRs: clusterCIDRs(layout) }),
   );
   if (!created.ok) throw new Error(`creating ConfigMap kube-system/kube-proxy: ${created.error.message}`);
   const configText = configFromConfigMap(created.value) ?? '';
@@ -422,6 +436,7 @@ async function buildLab(options: LabOptions, c: LabContext): Promise<Lab> {
   step('starting a relay on every node, and DaemonSet kube-system/kube-proxy');
   for (const n of nodes) n.relay.start();
   startKubeProxy(options, c, server, nodes, configText, lifecycle);
+  startClusterDns(c, server);
 
   if (options.workload !== false) {
     progress(
@@ -456,6 +471,12 @@ async function buildLab(options: LabOptions, c: LabContext): Promise<Lab> {
     apiServerOutage: (ms) => {
       progress(`API server outage: the nodes' connections are cut and refused for ${ms / 1000} s`);
       bridge.outage(ms);
+    },
+    apiServerRestart: async (ms) => {
+      progress(`API server restart: every connection is cut and refused for ${ms / 1000} s`);
+      bridge.outage(ms);
+      await server.outage(ms);
+      progress('API server restart: serving again');
     },
   };
 }
@@ -517,6 +538,28 @@ function startKubeProxy(
   );
 }
 
+/** Deployment kube-system/coredns behind Service kube-dns (cluster-dns.ts): the pods' nameserver. */
+function startClusterDns(c: LabContext, server: ApiServer): void {
+  const clusterIP = labClusterDnsIP(server);
+  if (clusterIP === undefined) throw new Error('cluster DNS: the API server has no default ServiceCIDR');
+  c.progress(`creating Deployment kube-system/coredns and Service kube-dns (${clusterIP}): cluster DNS`);
+  createAll(
+    server,
+    'kube-system/coredns',
+    clusterDnsObjects({
+      clusterIP,
+      kubeconfigPath: c.paths.nodeKubeconfig('$(NODE_NAME)'),
+      apiserverSocket: c.paths.apiserverSocket,
+    }),
+  );
+}
+
+/** A node's InternalIPs and pod CIDRs, one per family of the lab, primary first. */
+function familyAddresses(node: LabNodeLayout | undefined): { internalIPs?: string[]; podCIDRs?: string[] } {
+  if (!node) return {};
+  return { internalIPs: node.families.map((f) => f.ip), podCIDRs: node.families.map((f) => f.podCIDR) };
+}
+
 /** The embedded API server with the lab's kubelet, its nodes (zones in turn) and `kubectl top`'s metrics. */
 function startLabApiServer(
   options: LabOptions,
@@ -526,9 +569,12 @@ function startLabApiServer(
 ): Promise<ApiServer> {
   const zones = options.zones ?? [];
   return startApiServer({
-    nodes: defaultNodes(c.layout.nodes.length).map((n, i) =>
-      zones.length > 0 ? { ...n, zone: zones[i % zones.length] } : n,
-    ),
+    nodes: defaultNodes(c.layout.nodes.length).map((n, i) => ({
+      ...n,
+      ...familyAddresses(c.layout.nodes[i]),
+      ...(zones.length > 0 ? { zone: zones[i % zones.length] } : {}),
+    })),
+    serviceCIDR: serviceCIDRs(c.layout).join(','),
     podLifecycle: lifecycle,
     kubelet: lifecycle,
     extraRoutes: (req, res, parts) =>
@@ -545,6 +591,17 @@ function startLabApiServer(
             containers: p.containers.map((x) => x.name),
           })),
       ),
+    // The HPA controller reads what `kubectl top` shows: CPU in millicores, memory in bytes, per container.
+    podMetrics: (namespace, name) => {
+      const pod = lifecycle.runningPods().find((p) => p.namespace === namespace && p.name === name);
+      if (!pod) return undefined;
+      const containers: Record<string, { cpu: number; memory: number }> = {};
+      for (const { name: container } of pod.containers) {
+        const u = usage.usage(`pod/${namespace}/${name}/${container}`);
+        if (u) containers[container] = { cpu: u.cpuNanoCores / 1e6, memory: u.memoryBytes };
+      }
+      return Object.keys(containers).length > 0 ? containers : undefined;
+    },
     kubeconfigPath: c.paths.kubeconfig,
     logger: c.logger.child({ component: 'apiserver' }),
   });
@@ -625,13 +682,16 @@ async function waitUntilReady(
     // `kubectl get ds kube-proxy` a user types shows every node ready.
     const ds = server.store.get(resourceByKind('DaemonSet'), CONFIGMAP_NAMESPACE, 'kube-proxy');
     const dsReady = num(child(ds, 'status'), 'numberReady') === nodes.length;
-    if (synced.size === nodes.length && dsReady && (!workload || ready >= WEB_REPLICAS)) return;
+    // And a pod created now resolves names: kube-dns has a ready endpoint.
+    const dnsReady = clusterDnsReady(server);
+    if (synced.size === nodes.length && dsReady && dnsReady && (!workload || ready >= WEB_REPLICAS)) return;
     if (Date.now() > deadline) {
       const waiting = nodes.filter((n) => !synced.has(n.name)).map((n) => n.name);
       throw new Error(
         `the lab did not become ready in ${Math.round(timeoutMs / 1000)} s: ` +
           (waiting.length > 0 ? `no sync yet from the proxies on ${waiting.join(', ')}; ` : '') +
           (dsReady ? '' : 'DaemonSet kube-system/kube-proxy not ready on every node; ') +
+          (dnsReady ? '' : 'no ready endpoint of Service kube-system/kube-dns; ') +
           `${ready}/${WEB_REPLICAS} web pods running (proxy logs are under the state directory)`,
       );
     }
