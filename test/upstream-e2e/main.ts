@@ -1,0 +1,83 @@
+// `npm run e2e:upstream -- --mode nftables|nftables-flat|iptables [--conformance] [--only REGEX] [-o text|json]`:
+// brings up a two-node lab in that mode, runs the selected ports of upstream's e2e tests, prints the report, and
+// exits 0 only when every test that ran passed. Ctrl-C stops the run and takes the lab down.
+import { parseArgs } from 'node:util';
+import { selectTests } from './registry.js';
+import { notPortedResults, runTests } from './runner.js';
+import { formatJson, formatText, makeReport, reportPassed } from './report.js';
+import { isUpstreamMode, startUpstreamLab, UPSTREAM_MODES, type UpstreamMode } from './lab-session.js';
+
+const USAGE = `usage: npm run e2e:upstream -- --mode ${UPSTREAM_MODES.join('|')} [--conformance] [--only REGEX] [-o text|json]`;
+
+interface Cli {
+  readonly mode: UpstreamMode;
+  readonly conformanceOnly: boolean;
+  readonly only?: RegExp;
+  readonly output: 'text' | 'json';
+}
+
+function usageError(message: string): never {
+  process.stderr.write(`${message}\n${USAGE}\n`);
+  process.exit(2);
+}
+
+function parseCli(argv: string[]): Cli {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        mode: { type: 'string' },
+        conformance: { type: 'boolean', default: false },
+        only: { type: 'string' },
+        output: { type: 'string', short: 'o', default: 'text' },
+      },
+      strict: true,
+    }));
+  } catch (e) {
+    usageError(e instanceof Error ? e.message : String(e));
+  }
+  const mode = values.mode ?? '';
+  if (!isUpstreamMode(mode)) usageError(`--mode must be one of ${UPSTREAM_MODES.join(', ')}`);
+  if (values.output !== 'text' && values.output !== 'json') usageError('-o must be text or json');
+  let only: RegExp | undefined;
+  try {
+    only = values.only === undefined ? undefined : new RegExp(values.only);
+  } catch (e) {
+    usageError(`--only: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  return { mode, conformanceOnly: values.conformance, output: values.output, ...(only ? { only } : {}) };
+}
+
+async function main(): Promise<number> {
+  const cli = parseCli(process.argv.slice(2));
+  // stdout carries the report alone (-o json is read by programs); what helpers print (labTurn's wait) is progress.
+  console.log = (...args: unknown[]): void => console.error(...args);
+  const selected = selectTests(cli);
+  if (selected.ported.length === 0) usageError('no ported test matches the selection');
+  const abort = new AbortController();
+  const onSigint = (): void => abort.abort(new Error('interrupted (SIGINT)'));
+  process.on('SIGINT', onSigint);
+  const progress = (line: string): void => void process.stderr.write(`${line}\n`);
+  try {
+    const lab = await startUpstreamLab(cli.mode, { signal: abort.signal, progress });
+    try {
+      const results = await runTests(lab.kube, selected.ported, { signal: abort.signal, progress });
+      const report = makeReport(cli.mode, [...results, ...notPortedResults(selected.notPorted)]);
+      process.stdout.write(`${cli.output === 'json' ? formatJson(report) : formatText(report)}\n`);
+      return reportPassed(report) && !abort.signal.aborted ? 0 : 1;
+    } finally {
+      await lab.stop();
+    }
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    process.stderr.write(`e2e:upstream: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  },
+);
