@@ -1,5 +1,6 @@
 // Helpers for the whole-system lab tests: real kubectl, commands inside lab namespaces, traffic tallies, metrics.
 import { execFile } from 'node:child_process';
+import { stringify } from 'yaml';
 import { parsePodReply } from '../../packages/netns/src/pod-server.js';
 
 export interface Run {
@@ -42,9 +43,13 @@ export async function mustRun(
 }
 
 export function kubectlFor(kubeconfig: string) {
+  const run = (args: readonly string[], stdin?: string): Promise<string> =>
+    mustRun('kubectl', args, { KUBECONFIG: kubeconfig }, stdin);
   return {
-    run: (args: readonly string[], stdin?: string) =>
-      mustRun('kubectl', args, { KUBECONFIG: kubeconfig }, stdin),
+    run,
+    /** `kubectl create -f -` of the objects, as one YAML stream. */
+    create: (objects: readonly object[]) =>
+      run(['create', '-f', '-'], objects.map((o) => stringify(o)).join('---\n')),
     /** `sh -c` with KUBECONFIG set: for the walkthrough's pipelines, run exactly as written there. */
     sh: (script: string) => mustRun('sh', ['-c', script], { KUBECONFIG: kubeconfig }),
     json: async (args: readonly string[]): Promise<unknown> =>
@@ -157,17 +162,21 @@ export interface PodView {
   readonly terminating: boolean;
 }
 
+/** A Pod (read back as JSON) whose Ready condition is True. */
+export function podIsReady(pod: unknown): boolean {
+  const conditions = field(pod, 'status', 'conditions');
+  return (
+    Array.isArray(conditions) &&
+    conditions.some((c) => field(c, 'type') === 'Ready' && field(c, 'status') === 'True')
+  );
+}
+
 export function podViews(list: unknown): PodView[] {
-  return items(list).map((p) => {
-    const conditions = field(p, 'status', 'conditions');
-    return {
-      name: String(field(p, 'metadata', 'name')),
-      node: String(field(p, 'spec', 'nodeName') ?? ''),
-      ip: String(field(p, 'status', 'podIP') ?? ''),
-      ready:
-        Array.isArray(conditions) &&
-        conditions.some((c) => field(c, 'type') === 'Ready' && field(c, 'status') === 'True'),
-      terminating: field(p, 'metadata', 'deletionTimestamp') !== undefined,
-    };
-  });
+  return items(list).map((p) => ({
+    name: String(field(p, 'metadata', 'name')),
+    node: String(field(p, 'spec', 'nodeName') ?? ''),
+    ip: String(field(p, 'status', 'podIP') ?? ''),
+    ready: podIsReady(p),
+    terminating: field(p, 'metadata', 'deletionTimestamp') !== undefined,
+  }));
 }

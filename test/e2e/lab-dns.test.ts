@@ -7,16 +7,14 @@
 // read back with kubectl), never from the DNS server's own view. One lab suite at a time (labTurn).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
 import { startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
 import { etcNetnsDir, podNamespaceName } from '../../packages/lab/src/cluster/layout.js';
 import { podServerDeployment } from '../../packages/lab/src/cluster/workload.js';
-import { kernelOptions, runPrefix } from '../helpers/kernel.js';
+import { kernelOptions } from '../helpers/kernel.js';
 import { httpTally, kubectlFor, run, sorted, waitFor } from './helpers.js';
-import { endLabSuite, labTurn } from './helpers/lab-turn.js';
+import { endLabSuite, labTurn, newLabPlace } from './helpers/lab-turn.js';
 
 const gate = kernelOptions(['ip', 'nft', 'curl', 'kubectl']);
 const NS = 'dnstest';
@@ -70,8 +68,7 @@ interface Asked {
 }
 
 describe('lab: cluster DNS', { skip: gate.skip, timeout: 1_200_000 }, () => {
-  const prefix = runPrefix();
-  const stateDir = join(mkdtempSync(join(tmpdir(), `${prefix}-`)), 'state');
+  const { prefix, stateDir } = newLabPlace();
   let lab: Lab | undefined;
   let releaseTurn: () => void = () => undefined;
   const k = (): ReturnType<typeof kubectlFor> => kubectlFor(lab?.kubeconfigPath ?? '');
@@ -81,8 +78,7 @@ describe('lab: cluster DNS', { skip: gate.skip, timeout: 1_200_000 }, () => {
     if (r.code !== 0) throw new Error(`asking for ${name}: exit ${r.code}: ${r.stderr}`);
     return JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as Asked;
   };
-  const create = (objects: readonly object[]): Promise<string> =>
-    k().run(['create', '-f', '-'], objects.map((o) => stringify(o)).join('---\n'));
+  const create = (objects: readonly object[]): Promise<string> => k().create(objects);
   const clusterIP = async (svc: string): Promise<string> =>
     (await k().run(['-n', NS, 'get', 'svc', svc, '-o', 'jsonpath={.spec.clusterIP}'])).trim();
   const podIPs = async (app: string): Promise<string[]> =>

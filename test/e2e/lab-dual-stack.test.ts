@@ -6,16 +6,13 @@
 // rules, never from the lab's own output.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cidrContains } from '../../packages/agent/src/model/ip.js';
-import { labDown } from '../../packages/lab/src/cluster/down.js';
-import { kernelOptions, runPrefix } from '../helpers/kernel.js';
-import { LAB_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
-import { labTurn } from './helpers/lab-turn.js';
-import { field, items, mustRun, run, waitFor } from './helpers.js';
+import { kernelOptions } from '../helpers/kernel.js';
+import { endLabSuite, labTurn, newLabPlace } from './helpers/lab-turn.js';
+import { labExec, mustRunLab, startLabUp, type LabUp } from './helpers/lab-up.js';
+import { field, items, kubectlFor, run, waitFor } from './helpers.js';
 
 const gate = kernelOptions(['ip', 'nft', 'curl', 'kubectl']);
 const NODES = ['control-plane', 'worker'];
@@ -46,85 +43,34 @@ spec:
 `;
 
 describe('lab: --ip-family dual', { skip: gate.skip, timeout: 900_000 }, () => {
-  const prefix = runPrefix();
-  const work = mkdtempSync(join(tmpdir(), `${prefix}-`));
-  const stateDir = join(work, 'state');
-  const kubeconfig = join(stateDir, 'kubeconfig');
-  let child: ChildProcess | undefined;
-  let exited: Promise<number | null> = Promise.resolve(null);
-  let output = '';
+  const { prefix, work, stateDir, kubeconfig } = newLabPlace();
+  let lab: LabUp | undefined;
   let releaseTurn: () => void = () => undefined;
 
-  const kubectl = (...args: string[]): Promise<string> =>
-    mustRun('kubectl', args, { KUBECONFIG: kubeconfig });
-  const kubectlJson = async (...args: string[]): Promise<unknown> =>
-    JSON.parse(await kubectl(...args, '-o', 'json')) as unknown;
-  const labCli = (...args: string[]): Promise<string> =>
-    mustRun(process.execPath, [
-      ...SOURCE_FLAGS,
-      LAB_MAIN,
-      args[0] ?? '',
-      '--state-dir',
-      stateDir,
-      ...args.slice(1),
-    ]);
-  const labExec = (target: string, cmd: readonly string[]): Promise<string> =>
-    labCli('exec', target, '--', ...cmd);
+  const k = kubectlFor(kubeconfig);
+  const kubectl = (...args: string[]): Promise<string> => k.run(args);
+  const kubectlJson = (...args: string[]): Promise<unknown> => k.json(args);
   const strings = (v: unknown): string[] =>
     Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
 
   before(
     async () => {
       releaseTurn = await labTurn();
-      child = spawn(
-        process.execPath,
-        [
-          ...SOURCE_FLAGS,
-          LAB_MAIN,
-          'up',
-          '--ip-family',
-          'dual',
-          '--nodes',
-          '2',
-          '--state-dir',
-          stateDir,
-          '--prefix',
-          prefix,
-        ],
-        { stdio: ['ignore', 'pipe', 'pipe'] },
-      );
-      child.stdout?.on('data', (b: Buffer) => (output += b.toString()));
-      child.stderr?.on('data', (b: Buffer) => (output += b.toString()));
-      const proc = child;
-      exited = new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
-      const up = await waitFor('lab up says it is up', 300_000, () =>
-        Promise.resolve(output.includes('The lab is up') ? true : proc.exitCode !== null ? false : undefined),
-      );
-      assert.ok(up, `lab up exited early:\n${output}`);
+      lab = await startLabUp({ stateDir, prefix }, ['--ip-family', 'dual', '--nodes', '2'], 300_000);
     },
     { timeout: 25 * 60_000 },
   );
 
   after(async () => {
-    try {
-      if (child && child.exitCode === null) {
-        child.kill('SIGINT');
-        // Ends on the exit; the 60 s are a deadline before SIGKILL, not a wait.
-        await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 60_000))]);
-        if (child.exitCode === null) child.kill('SIGKILL');
-      }
-      await labDown(stateDir, { prefix }).catch(() => undefined);
-      rmSync(work, { recursive: true, force: true });
-    } finally {
-      releaseTurn();
-    }
+    await endLabSuite(lab, { stateDir, prefix }, releaseTurn);
+    rmSync(work, { recursive: true, force: true });
   });
 
   test('the lab says and records dual-stack; Nodes have an InternalIP and a pod CIDR of each family', async () => {
-    assert.match(output, /The lab is up: 2 nodes, dual-stack \(IPv4 primary\)/);
+    assert.match(lab?.output() ?? '', /The lab is up: 2 nodes, dual-stack \(IPv4 primary\)/);
     const state = JSON.parse(readFileSync(join(stateDir, 'state.json'), 'utf8')) as Record<string, unknown>;
     assert.equal(state.ipFamily, 'dual');
-    assert.match(await labCli('status'), /IP families: dual-stack \(IPv4 primary, IPv6\)/);
+    assert.match(await mustRunLab(stateDir, 'status'), /IP families: dual-stack \(IPv4 primary, IPv6\)/);
     const nodes = items(await kubectlJson('get', 'nodes'));
     assert.equal(nodes.length, 2);
     for (const [i, node] of nodes.entries()) {
@@ -213,8 +159,8 @@ describe('lab: --ip-family dual', { skip: gate.skip, timeout: 900_000 }, () => {
 
     // Every proxy programmed the Service in both tables: its IPv4 ClusterIP in `ip`, its IPv6 one in `ip6`.
     for (const node of NODES) {
-      const table4 = await labExec(node, ['nft', 'list', 'table', 'ip', 'kube-proxy']);
-      const table6 = await labExec(node, ['nft', 'list', 'table', 'ip6', 'kube-proxy']);
+      const table4 = await labExec(stateDir, node, ['nft', 'list', 'table', 'ip', 'kube-proxy']);
+      const table6 = await labExec(stateDir, node, ['nft', 'list', 'table', 'ip6', 'kube-proxy']);
       assert.match(
         table4,
         new RegExp(`${v4.replace(/\./g, '\\.')} \\. tcp \\. 80 `),

@@ -4,27 +4,21 @@
 // test runner's (no node_modules/.bin, no tsx).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { labDown } from '../../packages/lab/src/cluster/down.js';
-import { kernelOptions, kernelRequired, runPrefix } from '../helpers/kernel.js';
+import { kernelOptions, kernelRequired } from '../helpers/kernel.js';
 import { run, waitFor } from './helpers.js';
-import { labTurn } from './helpers/lab-turn.js';
+import { endLabSuite, labTurn, newLabPlace } from './helpers/lab-turn.js';
+import { spawnLabUp, type LabUp } from './helpers/lab-up.js';
 import { SYSTEM_PATH } from '../helpers/cli.js';
 
 const NEW_SHELL_ENV = { PATH: SYSTEM_PATH, HOME: '/root', LANG: 'C.UTF-8' };
 
+/** `bash -c SCRIPT` in a new shell: nothing of this process's environment but NEW_SHELL_ENV. */
+const NEW_BASH = ['env', '-i', ...Object.entries(NEW_SHELL_ENV).map(([k, v]) => `${k}=${v}`), 'bash', '-c'];
+
 /** Runs `script` in a new bash with nothing of this process's environment but NEW_SHELL_ENV. */
 function inNewShell(script: string): ReturnType<typeof run> {
-  return run('env', [
-    '-i',
-    ...Object.entries(NEW_SHELL_ENV).map(([k, v]) => `${k}=${v}`),
-    'bash',
-    '-c',
-    script,
-  ]);
+  const [cmd = '', ...args] = NEW_BASH;
+  return run(cmd, [...args, script]);
 }
 
 /** The banner's command lines: the indented lines of the paragraph after "The lab is up". */
@@ -44,10 +38,8 @@ describe(
   'the installed CLI: kube-proxy-ts on PATH and the lab banner (issue 23)',
   { skip: gate.skip, timeout: 600_000 },
   () => {
-    const prefix = runPrefix();
-    const stateDir = join(mkdtempSync(join(tmpdir(), `${prefix}-`)), 'state');
-    let child: ChildProcess | undefined;
-    let output = '';
+    const { prefix, stateDir } = newLabPlace();
+    let lab: LabUp | undefined;
     let releaseTurn: () => void = () => undefined;
 
     before(
@@ -65,14 +57,7 @@ describe(
       { timeout: 25 * 60_000 },
     );
 
-    after(async () => {
-      if (child?.pid !== undefined && child.exitCode === null) {
-        process.kill(-child.pid, 'SIGINT');
-        await new Promise((resolve) => child?.once('exit', resolve));
-      }
-      await labDown(stateDir, { prefix }).catch(() => undefined);
-      releaseTurn();
-    });
+    after(() => endLabSuite(lab, { stateDir, prefix }, releaseTurn));
 
     test('`kube-proxy-ts --version` and `kube-proxy-ts lab --help` run from a new shell', async () => {
       const version = await inNewShell('kube-proxy-ts --version');
@@ -96,28 +81,13 @@ describe(
     });
 
     test('`kube-proxy-ts lab up` from a new shell: every command its banner prints runs as printed', async () => {
-      child = spawn(
-        'env',
-        [
-          '-i',
-          ...Object.entries(NEW_SHELL_ENV).map(([k, v]) => `${k}=${v}`),
-          'bash',
-          '-c',
-          'exec kube-proxy-ts lab up --nodes 2 --state-dir "$1" --prefix "$2"',
-          'bash',
-          stateDir,
-          prefix,
-        ],
-        // A process group of its own, as a terminal's job: Ctrl-C goes to the whole group.
-        { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
-      );
-      child.stdout?.on('data', (b: Buffer) => (output += b.toString()));
-      child.stderr?.resume();
-      await waitFor('the lab is up', 180_000, () =>
-        Promise.resolve(output.includes('Walkthrough:') ? true : undefined),
-      );
+      // A process group of its own, as a terminal's job: Ctrl-C goes to the whole group.
+      const command = [...NEW_BASH, 'exec kube-proxy-ts lab up "$@"', 'bash'];
+      const started = spawnLabUp({ stateDir, prefix }, ['--nodes', '2'], { command, detached: true });
+      lab = started;
+      await started.shown('Walkthrough:', 180_000);
 
-      const commands = bannerCommands(output);
+      const commands = bannerCommands(started.stdout());
       assert.ok(commands.length >= 8, `banner commands: ${JSON.stringify(commands)}`);
       const [exportLine, ...rest] = commands;
       assert.match(exportLine ?? '', /^export KUBECONFIG=/);
@@ -137,10 +107,10 @@ describe(
         if (command.includes('curl')) assert.match(r.stdout, /web-/);
       }
 
-      process.kill(-(child.pid ?? 0), 'SIGINT');
-      const code = await new Promise<number | null>((resolve) => child?.once('exit', (c) => resolve(c)));
+      process.kill(-(started.child.pid ?? 0), 'SIGINT');
+      const code = await started.exited;
       assert.equal(code, 0, 'Ctrl-C through `kube-proxy-ts lab` ends the lab with 0');
-      assert.match(output, /nothing left behind/);
+      assert.match(started.stdout(), /nothing left behind/);
     });
   },
 );

@@ -7,15 +7,12 @@
 //   5 endpoints, top nodes, top pods · 6 seed 002: zones and hints · 7 a bad config: CrashLoopBackOff, fixed
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { labDown } from '../../packages/lab/src/cluster/down.js';
-import { kernelOptions, runPrefix } from '../helpers/kernel.js';
-import { labTurn } from './helpers/lab-turn.js';
-import { mustRun, run, sorted, waitFor } from './helpers.js';
-import { LAB_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
+import { kernelOptions } from '../helpers/kernel.js';
+import { endLabSuite, labTurn, newLabPlace } from './helpers/lab-turn.js';
+import { labExec, mustRunLab, runLab, startLabUp, type LabUp } from './helpers/lab-up.js';
+import { run, sorted, waitFor, type Run } from './helpers.js';
 
 const gate = kernelOptions(['ip', 'nft', 'iptables', 'iptables-save', 'curl', 'kubectl', 'script']);
 const DEPLOY = new URL('../../deploy/', import.meta.url).pathname;
@@ -39,36 +36,33 @@ function tableRows(text: string): string[][] {
 }
 
 describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, timeout: 1_200_000 }, () => {
-  const prefix = runPrefix();
-  const work = mkdtempSync(join(tmpdir(), `${prefix}-`));
-  const stateDir = join(work, 'state');
-  const kubeconfig = join(stateDir, 'kubeconfig');
-  let child: ChildProcess | undefined;
-  let exited: Promise<number | null> = Promise.resolve(null);
-  let output = '';
+  const { prefix, work, stateDir, kubeconfig } = newLabPlace();
+  let lab: LabUp | undefined;
   let releaseTurn: () => void = () => undefined;
 
   /** A shell command exactly as the seeds write it, with the lab's KUBECONFIG and `lab` on the PATH. */
+  const shell = (script: string): Promise<Run> =>
+    run('sh', ['-c', script], { KUBECONFIG: kubeconfig, KPTS_STATE: stateDir });
+  /** shell, failing on a non-zero exit; its stdout. */
   const sh = async (script: string): Promise<string> => {
-    const r = await run('sh', ['-c', script], {
-      KUBECONFIG: kubeconfig,
-      KPTS_STATE: stateDir,
-    });
+    const r = await shell(script);
     if (r.code !== 0) throw new Error(`${script}\nexited ${r.code}: ${r.stderr.trim()}\n${r.stdout}`);
     return r.stdout;
   };
   /** `lab exec NODE -- CMD`, what the seeds do with ssh. */
-  const labExec = (node: string, cmd: readonly string[]): Promise<string> =>
-    mustRun(process.execPath, [
-      ...SOURCE_FLAGS,
-      LAB_MAIN,
-      'exec',
-      '--state-dir',
-      stateDir,
-      node,
-      '--',
-      ...cmd,
-    ]);
+  const execOnNode = (node: string, cmd: readonly string[]): Promise<string> => labExec(stateDir, node, cmd);
+  /** A Service in front of the web pods, applied as the seeds write one (a heredoc); its ClusterIP. */
+  const webService = async (name: string, ports: string): Promise<string> => {
+    await sh(`kubectl apply -f - <<'EOF'
+apiVersion: v1
+kind: Service
+metadata: {name: ${name}, namespace: svc}
+spec:
+  selector: {app: web}
+  ports: [${ports}]
+EOF`);
+    return (await sh(`kubectl -n svc get svc ${name} -o jsonpath='{.spec.clusterIP}'`)).trim();
+  };
   const proxyPods = async (): Promise<PodRow[]> =>
     tableRows(await sh('kubectl -n kube-system get pods -l k8s-app=kube-proxy -o wide')).map((c) => ({
       name: c[0] ?? '',
@@ -78,7 +72,7 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
       node: c[6] ?? '',
     }));
   const configz = async (node: string): Promise<Record<string, Record<string, unknown>>> => {
-    const text = await labExec(node, ['curl', '-s', '127.0.0.1:10249/configz']);
+    const text = await execOnNode(node, ['curl', '-s', '127.0.0.1:10249/configz']);
     return (
       (JSON.parse(text) as Record<string, Record<string, Record<string, unknown>>>)[
         'kubeproxy.config.k8s.io'
@@ -97,47 +91,15 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
   before(
     async () => {
       releaseTurn = await labTurn();
-      child = spawn(
-        process.execPath,
-        [
-          ...SOURCE_FLAGS,
-          LAB_MAIN,
-          'up',
-          '--mode',
-          'iptables',
-          '--zones',
-          'zone-a,zone-b',
-          '--state-dir',
-          stateDir,
-          '--prefix',
-          prefix,
-        ],
-        { stdio: ['ignore', 'pipe', 'pipe'] },
-      );
-      child.stdout?.on('data', (b: Buffer) => (output += b.toString()));
-      child.stderr?.resume();
-      const proc = child;
-      exited = new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
-      await waitFor('lab up says it is up', 180_000, () =>
-        Promise.resolve(output.includes('The lab is up') ? true : proc.exitCode !== null ? false : undefined),
-      ).then((up) => assert.ok(up, `lab up exited early:\n${output}`));
+      const flags = ['--mode', 'iptables', '--zones', 'zone-a,zone-b'];
+      lab = await startLabUp({ stateDir, prefix }, flags, 180_000);
     },
     { timeout: 25 * 60_000 },
   );
 
   after(async () => {
-    try {
-      if (child && child.exitCode === null) {
-        child.kill('SIGINT');
-        // Ends on the exit; the 60 s are a deadline before SIGKILL, not a wait.
-        await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 60_000))]);
-        if (child.exitCode === null) child.kill('SIGKILL');
-      }
-      await labDown(stateDir, { prefix }).catch(() => undefined);
-      rmSync(work, { recursive: true, force: true });
-    } finally {
-      releaseTurn();
-    }
+    await endLabSuite(lab, { stateDir, prefix }, releaseTurn);
+    rmSync(work, { recursive: true, force: true });
   });
 
   test('1. kubectl get ds kube-proxy: desired = ready = nodes; one Running kube-proxy pod per node', async () => {
@@ -172,13 +134,7 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
     const grep = await sh('kubectl -n kube-system logs -l k8s-app=kube-proxy --tail=5 | grep -i sync');
     assert.ok(grep.trim().split('\n').length >= 2, grep);
     // -f keeps the stream open (timeout ends it, 124) after printing what is there.
-    const follow = await run(
-      'sh',
-      ['-c', `timeout 3 kubectl -n kube-system logs -f ${pods[0]?.name ?? ''}`],
-      {
-        KUBECONFIG: kubeconfig,
-      },
-    );
+    const follow = await shell(`timeout 3 kubectl -n kube-system logs -f ${pods[0]?.name ?? ''}`);
     assert.equal(follow.code, 124, follow.stderr);
     assert.match(follow.stdout, /"starting kube-proxy-ts"/);
   });
@@ -194,7 +150,7 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
       return (text.match(/removed iptables mode leftovers/g) ?? []).length === 2 ? text : undefined;
     });
     assert.match(grep, /mode="nftables"/);
-    const table = await labExec('worker', ['nft', 'list', 'table', 'ip', 'kube-proxy']);
+    const table = await execOnNode('worker', ['nft', 'list', 'table', 'ip', 'kube-proxy']);
     assert.match(table, /map service-ips/);
   });
 
@@ -230,15 +186,11 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
 
     const answer = await sh(`kubectl -n svc exec ${web[0] ?? ''} -- curl -s http://web.svc/`);
     assert.match(answer, /^pod=web-\S+ client=198\.18\.\d+\.\d+:\d+$/m);
-    const code = await run('sh', ['-c', `kubectl -n svc exec ${web[0] ?? ''} -- sh -c 'exit 3'`], {
-      KUBECONFIG: kubeconfig,
-    });
+    const code = await shell(`kubectl -n svc exec ${web[0] ?? ''} -- sh -c 'exit 3'`);
     assert.equal(code.code, 3, 'kubectl exec returns the command’s exit code');
     // stdin, and a TTY (kubectl needs a terminal of its own for -t: util-linux script gives it one, 30x100).
-    const stdin = await run(
-      'sh',
-      ['-c', `printf 'echo hello from stdin\\nexit 2\\n' | kubectl -n svc exec -i ${web[0] ?? ''} -- sh`],
-      { KUBECONFIG: kubeconfig },
+    const stdin = await shell(
+      `printf 'echo hello from stdin\\nexit 2\\n' | kubectl -n svc exec -i ${web[0] ?? ''} -- sh`,
     );
     assert.equal(stdin.code, 2, stdin.stderr);
     assert.equal(stdin.stdout, 'hello from stdin\n');
@@ -325,15 +277,7 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
   });
 
   test('lab watch: every node’s counters and a sparkline of pending changes, once per round', async () => {
-    const out = await mustRun(process.execPath, [
-      ...SOURCE_FLAGS,
-      LAB_MAIN,
-      'watch',
-      '--state-dir',
-      stateDir,
-      '--rounds',
-      '2',
-    ]);
+    const out = await mustRunLab(stateDir, 'watch', '--rounds', '2');
     const screens = out.split('kube-proxy-ts lab watch').slice(1);
     assert.equal(screens.length, 2, out);
     for (const node of ['control-plane', 'worker'])
@@ -345,33 +289,17 @@ describe('lab: kubectl as on a real cluster (issue 14)', { skip: gate.skip, time
   });
 
   test('doctor on a node with no flags: stale-udp-conntrack reads the cluster through the agent’s kubeconfig and finds an inserted stale entry', async () => {
-    await sh(`kubectl apply -f - <<'EOF'
-apiVersion: v1
-kind: Service
-metadata: {name: udp-dns, namespace: svc}
-spec:
-  selector: {app: web}
-  ports: [{name: dns, port: 53, protocol: UDP, targetPort: echo}]
-EOF`);
-    const clusterIP = (await sh("kubectl -n svc get svc udp-dns -o jsonpath='{.spec.clusterIP}'")).trim();
+    const clusterIP = await webService('udp-dns', '{name: dns, port: 53, protocol: UDP, targetPort: echo}');
     const doctor = async (): Promise<
       { id: string; severity: string; summary: string; evidence: string[] }[]
     > => {
-      const r = await run(process.execPath, [
-        ...SOURCE_FLAGS,
-        LAB_MAIN,
-        'exec',
-        '--state-dir',
-        stateDir,
-        'worker',
-        '--',
-        'kube-proxy-ts',
-        'doctor',
-        '-o',
-        'json',
-      ]);
+      const r = await runLab(stateDir, 'exec', 'worker', '--', 'kube-proxy-ts', 'doctor', '-o', 'json');
       assert.ok(r.code !== null && r.code <= 2, `doctor exited ${r.code}: ${r.stderr}`);
-      return JSON.parse(r.stdout) as { id: string; severity: string; summary: string; evidence: string[] }[];
+      return (
+        JSON.parse(r.stdout) as {
+          findings: { id: string; severity: string; summary: string; evidence: string[] }[];
+        }
+      ).findings;
     };
     const stale = async (): Promise<{ severity: string; summary: string; evidence: string[] }> => {
       const f = (await doctor()).find((x) => x.id === 'stale-udp-conntrack');
@@ -385,7 +313,7 @@ EOF`);
     });
     assert.match(clean.evidence.join('\n'), /IPv4: \d+ UDP entries, 0 stale/);
     // A client's flow to the Service, answered by 198.18.11.99: an address that is no endpoint of it.
-    await labExec('worker', [
+    await execOnNode('worker', [
       'conntrack',
       '-I',
       '-p',
@@ -420,33 +348,17 @@ EOF`);
         ),
       );
     } finally {
-      await labExec('worker', ['conntrack', '-D', '-p', 'udp', '--orig-dst', clusterIP]).catch(() => '');
+      await execOnNode('worker', ['conntrack', '-D', '-p', 'udp', '--orig-dst', clusterIP]).catch(() => '');
       await sh('kubectl -n svc delete svc udp-dns');
     }
   });
 
   test('lab apiserver-restart: kubectl and the proxies lose the API server for 3 s, then a new Service is served on the nodes', async () => {
-    const restart = await run(process.execPath, [
-      ...SOURCE_FLAGS,
-      LAB_MAIN,
-      'apiserver-restart',
-      '--state-dir',
-      stateDir,
-    ]);
+    const restart = await runLab(stateDir, 'apiserver-restart');
     assert.equal(restart.code, 0, restart.stderr);
     assert.match(restart.stdout, /API server serving again/);
-    assert.match(output, /API server restart: every connection is cut and refused for 3 s/);
-    await sh(`kubectl apply -f - <<'EOF'
-apiVersion: v1
-kind: Service
-metadata: {name: after-restart, namespace: svc}
-spec:
-  selector: {app: web}
-  ports: [{port: 80, targetPort: http}]
-EOF`);
-    const clusterIP = (
-      await sh("kubectl -n svc get svc after-restart -o jsonpath='{.spec.clusterIP}'")
-    ).trim();
+    assert.match(lab?.output() ?? '', /API server restart: every connection is cut and refused for 3 s/);
+    const clusterIP = await webService('after-restart', '{port: 80, targetPort: http}');
     try {
       // The proxies re-watched after the cut: the Service made after it reaches a web pod from each node.
       for (const node of ['control-plane', 'worker'])
@@ -522,13 +434,7 @@ EOF`);
     const applied = await sh(`kubectl apply -f ${DEPLOY}`);
     assert.match(applied, /daemonset\.apps\/kube-proxy configured/);
     assert.doesNotMatch(applied, /configmap/, 'deploy/ has no ConfigMap to apply');
-    const stalled = await run(
-      'sh',
-      ['-c', 'kubectl -n kube-system rollout status ds kube-proxy --timeout=40s'],
-      {
-        KUBECONFIG: kubeconfig,
-      },
-    );
+    const stalled = await shell('kubectl -n kube-system rollout status ds kube-proxy --timeout=40s');
     assert.notEqual(stalled.code, 0, `the rollout must not complete: ${stalled.stdout}`);
     // Read as JSON: a restarting pod's RESTARTS column ("2 (3s ago)") shifts the table's columns.
     type PodJson = {
@@ -647,7 +553,7 @@ EOF`);
       await sh('kubectl -n svc get events --field-selector reason=SuccessfulRescale'),
       /New size: 1; reason: All metrics below target/,
     );
-    assert.match(await sh('kubectl get hpa -A'), /svc\s+web\s+Deployment\/web\s+cpu: \S+\/500m\s+1\s+5\s+1\s/);
+    assert.match(await sh('kubectl get hpa -A'), /svc\s+web\s+Deployment\/web\s+cpu: \S+\/500m\s+1\s+5\s/);
   });
 
   test('seed 003’s playbook (docs/troubleshooting.md), line by line: every step answers', async () => {
@@ -659,20 +565,7 @@ EOF`);
     for (const line of steps) {
       const onNode = line.startsWith('node$ ');
       const cmd = onNode ? line.slice('node$ '.length) : line;
-      const r = onNode
-        ? await run(process.execPath, [
-            ...SOURCE_FLAGS,
-            LAB_MAIN,
-            'exec',
-            '--state-dir',
-            stateDir,
-            'worker',
-            '--',
-            'sh',
-            '-c',
-            cmd,
-          ])
-        : await run('sh', ['-c', cmd], { KUBECONFIG: kubeconfig, KPTS_STATE: stateDir });
+      const r = onNode ? await runLab(stateDir, 'exec', 'worker', '--', 'sh', '-c', cmd) : await shell(cmd);
       // doctor's exit status is its verdict (0 ok, 1 warn, 2 fail); every other step must succeed.
       const answered = /kube-proxy-ts doctor/.test(cmd) ? r.code !== null && r.code <= 2 : r.code === 0;
       assert.ok(answered, `${line}\nexited ${r.code}: ${r.stderr.trim()}`);

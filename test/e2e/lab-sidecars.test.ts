@@ -6,14 +6,10 @@
 // READY. Expected values come from the objects the test creates. One lab suite at a time (labTurn).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { stringify } from 'yaml';
 import { startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
-import { kernelOptions, runPrefix } from '../helpers/kernel.js';
-import { field, items, kubectlFor, waitFor } from './helpers.js';
-import { endLabSuite, labTurn } from './helpers/lab-turn.js';
+import { kernelOptions } from '../helpers/kernel.js';
+import { field, items, kubectlFor, podIsReady, waitFor } from './helpers.js';
+import { endLabSuite, labTurn, newLabPlace } from './helpers/lab-turn.js';
 
 const gate = kernelOptions(['ip', 'nft', 'curl', 'kubectl']);
 const AGNHOST = 'registry.k8s.io/e2e-test-images/agnhost:2.53';
@@ -80,21 +76,15 @@ const stuck = (name: string, command: string[]): object => ({
 });
 
 describe('lab: init containers and sidecars (KEP-753)', { skip: gate.skip, timeout: 1_200_000 }, () => {
-  const prefix = runPrefix();
-  const stateDir = join(mkdtempSync(join(tmpdir(), `${prefix}-`)), 'state');
+  const { prefix, stateDir } = newLabPlace();
   let lab: Lab | undefined;
   let releaseTurn: () => void = () => undefined;
   const k = (): ReturnType<typeof kubectlFor> => kubectlFor(lab?.kubeconfigPath ?? '');
   /** kubectl's row for a pod: [NAME, READY, STATUS, RESTARTS, AGE]. */
   const row = async (name: string): Promise<string[]> =>
     (await k().run(['get', 'pod', name, '--no-headers'])).trim().split(/\s+/);
-  const podReady = async (name: string): Promise<true | undefined> => {
-    const conditions = field(await k().json(['get', 'pod', name]), 'status', 'conditions');
-    const ready =
-      Array.isArray(conditions) &&
-      conditions.some((c) => field(c, 'type') === 'Ready' && field(c, 'status') === 'True');
-    return ready ? true : undefined;
-  };
+  const podReady = async (name: string): Promise<true | undefined> =>
+    podIsReady(await k().json(['get', 'pod', name])) ? true : undefined;
 
   before(
     async () => {
@@ -107,7 +97,7 @@ describe('lab: init containers and sidecars (KEP-753)', { skip: gate.skip, timeo
         stuck('blocked-init', ['sleep', '3600']),
         stuck('failing-init', ['sh', '-c', 'exit 3']),
       ];
-      await k().run(['create', '-f', '-'], objects.map((o) => stringify(o)).join('---\n'));
+      await k().create(objects);
     },
     { timeout: 25 * 60_000 },
   );

@@ -8,16 +8,15 @@
 // guarantees themselves, never numbers read back from the run.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { API_OUTAGE_MS, startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
 import { hostCommandRunner, hostStreamRunner } from '../../packages/agent/src/netfilter/command.js';
 import { failedTotal, formatReport, type SoakReport } from '../../packages/lab/src/soak/report.js';
 import { runSoak } from '../../packages/lab/src/soak/soak.js';
-import { kernelOptions, runPrefix } from '../helpers/kernel.js';
+import { kernelOptions } from '../helpers/kernel.js';
 import { mustRun } from './helpers.js';
-import { endLabSuite, labTurn } from './helpers/lab-turn.js';
+import { endLabSuite, labTurn, newLabPlace } from './helpers/lab-turn.js';
 import { LAB_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 
 const gate = kernelOptions(['ip', 'nft', 'iptables-legacy-restore', 'conntrack', 'curl', 'flock']);
@@ -79,8 +78,7 @@ function guarantees(r: SoakReport): void {
 
 for (const mode of ['nftables', 'iptables'] as const) {
   describe(`lab soak: ${mode}`, { skip: gate.skip, timeout: 1_200_000 }, () => {
-    const prefix = runPrefix();
-    const stateDir = join(mkdtempSync(join(tmpdir(), `${prefix}-`)), 'state');
+    const { prefix, stateDir } = newLabPlace();
     let lab: Lab | undefined;
     let releaseTurn: () => void = () => undefined;
     before(

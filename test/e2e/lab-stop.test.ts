@@ -6,63 +6,19 @@
 // was built so far.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { labDown } from '../../packages/lab/src/cluster/down.js';
 import { processAlive } from '../../packages/lab/src/cluster/state.js';
-import { kernelOptions, runPrefix } from '../helpers/kernel.js';
-import { LAB_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
+import { kernelOptions } from '../helpers/kernel.js';
 import { mustRun } from './helpers.js';
-import { labTurn } from './helpers/lab-turn.js';
+import { labTurn, newLabPlace } from './helpers/lab-turn.js';
+import { spawnLabUp, type LabUp } from './helpers/lab-up.js';
 
 const gate = kernelOptions(['ip', 'nft', 'curl']);
 
-interface Started {
-  readonly child: ChildProcess;
-  readonly exited: Promise<number | null>;
-  readonly output: () => string;
-  /** Resolves when stdout has shown `text`; rejects when the lab exits first or `timeoutMs` passes. */
-  readonly shown: (text: string, timeoutMs: number) => Promise<void>;
-}
-
 /** `lab up` in a process group of its own, as a terminal's job, its stdout into a pipe this test reads. */
-function startLabUp(prefix: string, stateDir: string): Started {
-  const child = spawn(
-    process.execPath,
-    [...SOURCE_FLAGS, LAB_MAIN, 'up', '--nodes', '1', '--state-dir', stateDir, '--prefix', prefix],
-    { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
-  );
-  let output = '';
-  const waiters: { text: string; resolve: () => void }[] = [];
-  child.stdout?.on('data', (b: Buffer) => {
-    output += b.toString();
-    for (const w of waiters.filter((x) => output.includes(x.text))) w.resolve();
-  });
-  child.stderr?.on('data', (b: Buffer) => (output += b.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const shown = (text: string, timeoutMs: number): Promise<void> =>
-    new Promise<void>((resolve, reject) => {
-      if (output.includes(text)) return resolve();
-      // A deadline for a clear failure; the wait ends on the output.
-      const timer = setTimeout(
-        () => reject(new Error(`no "${text}" in ${timeoutMs / 1000} s:\n${output}`)),
-        timeoutMs,
-      );
-      waiters.push({
-        text,
-        resolve: () => {
-          clearTimeout(timer);
-          resolve();
-        },
-      });
-      void exited.then((code) => {
-        clearTimeout(timer);
-        reject(new Error(`lab up exited (${code}) before "${text}":\n${output}`));
-      });
-    });
-  return { child, exited, output: () => output, shown };
+function startLabUp(prefix: string, stateDir: string): LabUp {
+  return spawnLabUp({ prefix, stateDir }, ['--nodes', '1'], { detached: true });
 }
 
 /** The lab's network namespaces and the PIDs of every process in them (proxies, pod servers, relays). */
@@ -97,7 +53,7 @@ describe(
   { skip: gate.skip, timeout: 900_000 },
   () => {
     let releaseTurn: () => void = () => undefined;
-    const made: { prefix: string; stateDir: string; lab?: Started }[] = [];
+    const made: { prefix: string; stateDir: string; lab?: LabUp }[] = [];
     // The turn can take another lab suite's whole run: longer than one test's 10 minutes on a busy machine.
     before(
       async () => {
@@ -120,8 +76,8 @@ describe(
     });
 
     const fresh = (): { prefix: string; stateDir: string } => {
-      const prefix = runPrefix();
-      const m = { prefix, stateDir: join(mkdtempSync(join(tmpdir(), `${prefix}-`)), 'state') };
+      const { prefix, stateDir } = newLabPlace();
+      const m = { prefix, stateDir };
       made.push(m);
       return m;
     };

@@ -5,23 +5,18 @@
 // test creates (which pods exist where), never from the trace's own output. One lab suite at a time (labTurn).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { stringify } from 'yaml';
 import { formatLabTrace, labTrace } from '../../packages/lab/src/cli/lab-trace.js';
 import { startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
 import { TRACE_TABLE } from '../../packages/agent/src/inspect/trace/table.js';
-import { kernelOptions, runPrefix } from '../helpers/kernel.js';
+import { kernelOptions } from '../helpers/kernel.js';
 import { hostCommandRunner, hostStreamRunner } from '../../packages/agent/src/netfilter/command.js';
-import { field, items, kubectlFor, mustRun, waitFor } from './helpers.js';
-import { endLabSuite, labTurn } from './helpers/lab-turn.js';
+import { field, items, kubectlFor, mustRun, podIsReady, waitFor } from './helpers.js';
+import { endLabSuite, labTurn, newLabPlace } from './helpers/lab-turn.js';
 
 const gate = kernelOptions(['ip', 'nft', 'curl', 'kubectl']);
 
 describe('lab trace: one request through the lab’s rules', { skip: gate.skip, timeout: 1_200_000 }, () => {
-  const prefix = runPrefix();
-  const stateDir = join(mkdtempSync(join(tmpdir(), `${prefix}-`)), 'state');
+  const { prefix, stateDir } = newLabPlace();
   let lab: Lab | undefined;
   let releaseTurn: () => void = () => undefined;
   const k = (): ReturnType<typeof kubectlFor> => kubectlFor(lab?.kubeconfigPath ?? '');
@@ -68,16 +63,10 @@ describe('lab trace: one request through the lab’s rules', { skip: gate.skip, 
           ports: [{ name: 'http', port: 80, targetPort: 8080 }],
         },
       };
-      await k().run(['create', '-f', '-'], [pod, etp, empty].map((o) => stringify(o)).join('---\n'));
+      await k().create([pod, etp, empty]);
       await waitFor('the etp pod ready and web reachable', 90_000, async () => {
         const pods = items(await k().json(['-n', 'svc', 'get', 'pods']));
-        const ready = pods.filter((p) => {
-          const c = field(p, 'status', 'conditions');
-          return (
-            Array.isArray(c) && c.some((x) => field(x, 'type') === 'Ready' && field(x, 'status') === 'True')
-          );
-        });
-        return ready.length >= 4 ? true : undefined;
+        return pods.filter(podIsReady).length >= 4 ? true : undefined;
       });
     },
     { timeout: 25 * 60_000 },

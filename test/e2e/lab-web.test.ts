@@ -10,17 +10,16 @@
 // go to test-artifacts/lab-web/.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { stringify } from 'yaml';
 import { startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
 import { labWebCommand } from '../../packages/lab/src/cli/lab-web.js';
-import { kernelOptions, runPrefix } from '../helpers/kernel.js';
+import { kernelOptions } from '../helpers/kernel.js';
 import { kubectlFor, podViews, waitFor, type PodView } from './helpers.js';
-import { endLabSuite, labTurn } from './helpers/lab-turn.js';
+import { endLabSuite, labTurn, newLabPlace } from './helpers/lab-turn.js';
 import { launchBrowser, type Browser } from './helpers/browser.js';
 
 const gate = kernelOptions(['ip', 'nft', 'curl', 'kubectl', 'chromium']);
@@ -42,8 +41,7 @@ function cpuSeconds(): { self: number; children: number } {
 }
 
 describe('lab web: the lab, seen in a browser', { skip: gate.skip, timeout: 1_800_000 }, () => {
-  const prefix = runPrefix();
-  const stateDir = join(mkdtempSync(join(tmpdir(), `${prefix}-`)), 'state');
+  const { prefix, stateDir } = newLabPlace();
   let lab: Lab | undefined;
   let browser: Browser | undefined;
   let page: Page | undefined;

@@ -5,17 +5,13 @@
 // Expected values come from upstream's rules (docs/lab-walkthrough.md explains each), never from our output.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, existsSync, readdirSync, readFileSync } from 'node:fs';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { stringify } from 'yaml';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
 import { labDown } from '../../packages/lab/src/cluster/down.js';
 import { podNamespaceName, prefixLockFile } from '../../packages/lab/src/cluster/layout.js';
 import { fetchProxyMetrics, metricValue } from '../../packages/lab/src/cluster/metrics.js';
 import { FULL_SYNC_PERIOD_MS } from '../../packages/agent/src/sync/proxier.js';
-import { kernelOptions, runPrefix } from '../helpers/kernel.js';
+import { kernelOptions } from '../helpers/kernel.js';
 import {
   delay,
   field,
@@ -31,9 +27,10 @@ import {
   waitFor,
   type PodView,
 } from './helpers.js';
-import { labTurn } from './helpers/lab-turn.js';
+import { labTurn, newLabPlace } from './helpers/lab-turn.js';
+import { mustRunLab, startLabUp, type LabUp } from './helpers/lab-up.js';
 import { churnExperiment } from './helpers/churn.js';
-import { AGENT_MAIN, LAB_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
+import { AGENT_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 
 const gate = kernelOptions(['ip', 'nft', 'iptables', 'iptables-save', 'curl', 'kubectl']);
 
@@ -81,8 +78,7 @@ async function assertNothingLeft(
 
 // One lab suite at a time (labTurn): the runner runs two files at once, and lab-kubectl.test.ts has a lab too.
 describe('lab: a cluster on one host', { skip: gate.skip, timeout: 1_200_000 }, () => {
-  const prefix = runPrefix();
-  const stateDir = join(mkdtempSync(join(tmpdir(), `${prefix}-`)), 'state');
+  const { prefix, stateDir } = newLabPlace();
   let lab: Lab | undefined;
   let rootBefore: { links: string[]; tables: string };
   let upSeconds = 0;
@@ -177,7 +173,7 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 1_200_000 }, 
         svc('topo-etp', { type: 'NodePort', externalTrafficPolicy: 'Local' }),
         svc('topo-pc', { trafficDistribution: 'PreferClose' }),
       ];
-      await k().run(['create', '-f', '-'], objects.map((o) => stringify(o)).join('---\n'));
+      await k().create(objects);
       await waitFor('six ready topo pods', 60_000, async () => {
         const pods = podViews(await k().json(['-n', 'svc', 'get', 'pods', '-l', 'app=topo']));
         return pods.filter((p) => p.ready).length === 6 ? true : undefined;
@@ -524,30 +520,30 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 1_200_000 }, 
   });
 
   test('Ctrl-C (SIGINT) on `lab up` removes everything it made', async () => {
-    const { prefix: p, stateDir: dir, root, child } = await childLabPlace();
+    const { prefix: p, stateDir: dir, root, labUp } = await childLabPlace();
     try {
-      child.process.kill('SIGINT');
-      const code = await child.exited;
+      labUp.child.kill('SIGINT');
+      const code = await labUp.exited;
       assert.equal(code, 0, 'lab up exits 0 after Ctrl-C');
-      assert.match(child.output(), /nothing left behind/);
+      assert.match(labUp.output(), /nothing left behind/);
       await assertNothingLeft(p, dir, root);
     } finally {
-      if (child.process.exitCode === null) child.process.kill('SIGKILL');
+      if (labUp.child.exitCode === null) labUp.child.kill('SIGKILL');
       await removeAll(p, dir);
     }
   });
 
   test('a crashed lab (SIGKILL) leaves things behind, and `lab down` removes them all', async () => {
-    const { prefix: p, stateDir: dir, root, child } = await childLabPlace();
+    const { prefix: p, stateDir: dir, root, labUp } = await childLabPlace();
     try {
-      child.process.kill('SIGKILL');
-      await child.exited;
+      labUp.child.kill('SIGKILL');
+      await labUp.exited;
       assert.ok((await processesMentioning(dir)).length > 0, 'its proxies and pod servers outlive the crash');
-      const down = await mustRun(process.execPath, [...SOURCE_FLAGS, LAB_MAIN, 'down', '--state-dir', dir]);
+      const down = await mustRunLab(dir, 'down');
       assert.match(down, /nothing is left behind/);
       await assertNothingLeft(p, dir, root);
     } finally {
-      if (child.process.exitCode === null) child.process.kill('SIGKILL');
+      if (labUp.child.exitCode === null) labUp.child.kill('SIGKILL');
       await removeAll(p, dir);
     }
   });
@@ -555,32 +551,17 @@ describe('lab: a cluster on one host', { skip: gate.skip, timeout: 1_200_000 }, 
 
 /** A child lab of its own prefix and state directory, with the root namespace's facts from before it started. */
 async function childLabPlace() {
-  const prefix = runPrefix();
-  const stateDir = join(mkdtempSync(join(tmpdir(), `${prefix}-`)), 'state');
+  const { prefix, stateDir } = newLabPlace();
   const root = await rootNetworkFacts();
-  return { prefix, stateDir, root, child: await startChildLab(prefix, stateDir) };
+  return { prefix, stateDir, root, labUp: await startChildLab(prefix, stateDir) };
 }
 
 /** `kube-proxy-ts lab up --nodes 1` as a child process, as a user runs it; resolves once it says it is up. */
-async function startChildLab(
-  prefix: string,
-  stateDir: string,
-): Promise<{ process: ChildProcess; exited: Promise<number | null>; output: () => string }> {
-  const child = spawn(
-    process.execPath,
-    [...SOURCE_FLAGS, LAB_MAIN, 'up', '--nodes', '1', '--state-dir', stateDir, '--prefix', prefix],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-  child.stderr.resume();
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  await waitFor('the child lab is up', 120_000, () =>
-    Promise.resolve(out.includes('The lab is up') ? true : undefined),
-  );
+async function startChildLab(prefix: string, stateDir: string): Promise<LabUp> {
+  const labUp = await startLabUp({ prefix, stateDir }, ['--nodes', '1'], 120_000);
   const made = (await mustRun('ip', ['netns', 'list'])).split('\n').filter((l) => l.startsWith(`${prefix}-`));
   assert.ok(made.length >= 5, `the lab made namespaces (${made.length})`);
-  return { process: child, exited, output: () => out };
+  return labUp;
 }
 
 /** Last-resort cleanup after a failed test: the same sweep `lab down` does. */

@@ -2,10 +2,12 @@
 // its proxies, pods and kubectl traffic) on two cores make both slow and flaky; each lab suite takes this lock in
 // its first hook and gives it back in its last. The lock is the lab's own (a PID file; a dead holder's is taken
 // over), beside the per-prefix locks.
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { labDown } from '../../../packages/lab/src/cluster/down.js';
 import { acquireLabLock } from '../../../packages/lab/src/cluster/state.js';
+import { runPrefix } from '../../helpers/kernel.js';
 
 const TURN_FILE = join(tmpdir(), 'kube-proxy-ts-lab-e2e.lock');
 
@@ -28,13 +30,27 @@ export async function labTurn(timeoutMs = 20 * 60_000): Promise<() => void> {
   }
 }
 
+/** Where one lab lives: its state directory and the prefix of its namespaces. */
+export interface LabPlace {
+  readonly stateDir: string;
+  readonly prefix: string;
+}
+
+/** A new place for a suite's lab: a fresh prefix, and a work directory of its own that holds the state directory. */
+export function newLabPlace(): LabPlace & { readonly work: string; readonly kubeconfig: string } {
+  const prefix = runPrefix();
+  const work = mkdtempSync(join(tmpdir(), `${prefix}-`));
+  const stateDir = join(work, 'state');
+  return { prefix, work, stateDir, kubeconfig: join(stateDir, 'kubeconfig') };
+}
+
 /**
  * A lab suite's last hook: stops its lab, removes whatever a failed stop left (`lab down`), and gives the turn back
  * whatever happened, so the next lab suite never waits on a dead one.
  */
 export async function endLabSuite(
   lab: { stop(): Promise<void> } | undefined,
-  place: { readonly stateDir: string; readonly prefix: string },
+  place: LabPlace,
   releaseTurn: () => void,
 ): Promise<void> {
   try {

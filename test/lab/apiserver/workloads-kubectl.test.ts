@@ -55,6 +55,24 @@ describe(
       });
       try {
         const k = (...args: string[]): Promise<string> => kubectl(kubeconfig, args);
+        const revision = (): Promise<string> =>
+          k(
+            'get',
+            'deploy',
+            'd',
+            '-o',
+            'jsonpath={.metadata.annotations.deployment\\.kubernetes\\.io/revision}',
+          );
+        const assertRolledOut = async (): Promise<void> =>
+          assert.match(
+            await k('rollout', 'status', 'deployment/d', '--timeout=20s'),
+            /successfully rolled out/,
+          );
+        /** One HPA sync period on the API server's clock, and what the controllers do in it. */
+        const syncPeriod = async (): Promise<void> => {
+          clock.advance(15_000);
+          await server.idle();
+        };
         assert.match(
           await k('create', 'deployment', 'd', `--image=${IMAGE}`, '--replicas=2'),
           /^deployment\.apps\/d created$/m,
@@ -69,42 +87,18 @@ describe(
         const wide = rows(await k('get', 'rs', '-o', 'wide'));
         assert.deepEqual(wide[0]?.slice(5), ['CONTAINERS', 'IMAGES', 'SELECTOR']);
         assert.deepEqual(wide[1]?.slice(5), ['agnhost', IMAGE, `app=d,pod-template-hash=${hash}`]);
-        assert.match(
-          await k('rollout', 'status', 'deployment/d', '--timeout=20s'),
-          /successfully rolled out/,
-        );
-        assert.equal(
-          await k(
-            'get',
-            'deploy',
-            'd',
-            '-o',
-            'jsonpath={.metadata.annotations.deployment\\.kubernetes\\.io/revision}',
-          ),
-          '1',
-        );
+        await assertRolledOut();
+        assert.equal(await revision(), '1');
 
         assert.match(await k('rollout', 'restart', 'deployment/d'), /restarted/);
         await server.idle();
-        assert.match(
-          await k('rollout', 'status', 'deployment/d', '--timeout=20s'),
-          /successfully rolled out/,
-        );
+        await assertRolledOut();
         const after = rows(await k('get', 'rs', '--no-headers'));
         assert.equal(after.length, 2, JSON.stringify(after));
         const current = after.find((r) => r[0] !== `d-${hash}`);
         assert.deepEqual(current?.slice(1, 4), ['2', '2', '2']);
         assert.deepEqual(after.find((r) => r[0] === `d-${hash}`)?.slice(1, 4), ['0', '0', '0']);
-        assert.equal(
-          await k(
-            'get',
-            'deploy',
-            'd',
-            '-o',
-            'jsonpath={.metadata.annotations.deployment\\.kubernetes\\.io/revision}',
-          ),
-          '2',
-        );
+        assert.equal(await revision(), '2');
         assert.match(await k('rollout', 'history', 'deployment/d'), /^1\s.*\n2\s/m);
 
         assert.match(await k('scale', 'deployment', 'd', '--replicas=3'), /scaled$/m);
@@ -139,8 +133,7 @@ describe(
         );
 
         // Without CPU requests there is no utilization: the HPA says so, as upstream's does.
-        clock.advance(15_000);
-        await server.idle();
+        await syncPeriod();
         const failing = JSON.parse(await k('get', 'hpa', 'd', '-o', 'json')) as {
           status: {
             currentReplicas: number;
@@ -154,18 +147,13 @@ describe(
 
         await k('set', 'resources', 'deployment', 'd', '--requests=cpu=100m');
         await server.idle();
-        assert.match(
-          await k('rollout', 'status', 'deployment/d', '--timeout=20s'),
-          /successfully rolled out/,
-        );
-        clock.advance(15_000);
-        await server.idle();
+        await assertRolledOut();
+        await syncPeriod();
         hpa = rows(await k('get', 'hpa', 'd', '--no-headers'));
         // 40m of 100m is 40% of a 50% target: 3 × 0.8 rounds up to 3, no change.
         assert.deepEqual(hpa[0]?.slice(0, 6), ['d', 'Deployment/d', 'cpu: 40%/50%', '1', '5', '3']);
         cpuMillis = 100;
-        clock.advance(15_000);
-        await server.idle();
+        await syncPeriod();
         // 200% of the target: 6 wanted, within maxReplicas 5.
         assert.equal(await k('get', 'deploy', 'd', '-o', 'jsonpath={.spec.replicas}'), '5');
         const events = await k(

@@ -28,6 +28,7 @@ import {
   writeLabState,
   type LabState,
 } from '../../../packages/lab/src/cluster/state.js';
+import { labState } from './fixtures.js';
 
 const V4 = '198.18.0.0/15';
 const V6 = '2001:db8::/32';
@@ -123,17 +124,7 @@ describe('lab layout per IP family', () => {
 });
 
 describe('lab state records the family', () => {
-  const base: LabState = {
-    version: 1,
-    pid: 1234,
-    prefix: 'kptstest',
-    nodes: ['control-plane', 'worker'],
-    mode: 'nftables',
-    startedAt: '2026-01-01T00:00:00Z',
-    apiserverURL: 'https://127.0.0.1:1',
-    token: 't',
-    caPem: '',
-  };
+  const base: LabState = labState('kptstest');
   const dir = mkdtempSync(join(tmpdir(), 'kpts-layout-'));
 
   test('round trip; down, exec and status rebuild the same layout from it', () => {

@@ -11,18 +11,9 @@ import {
 } from '../../../packages/lab/src/cluster/state.js';
 import { labLayout, podNamespaceName, podVethName } from '../../../packages/lab/src/cluster/layout.js';
 import { checkInterfaceName, checkNamespaceName } from '../../../packages/netns/src/index.js';
+import { labState } from './fixtures.js';
 
-const STATE: LabState = {
-  version: 1,
-  pid: 1234,
-  prefix: 'kptslab',
-  nodes: ['control-plane', 'worker'],
-  mode: 'nftables',
-  startedAt: '2026-01-01T00:00:00Z',
-  apiserverURL: 'https://127.0.0.1:1',
-  token: 't',
-  caPem: '',
-};
+const STATE: LabState = labState('kptslab');
 
 describe('lab state', () => {
   const dir = mkdtempSync(join(tmpdir(), 'kpts-state-'));

@@ -8,6 +8,7 @@ import { startApiServer, type ApiServer } from '../../../packages/lab/src/apiser
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
 import { lingeringPodLifecycle } from '../../../packages/lab/src/controllers/pod-lifecycle.js';
 import type { EndpointSlice } from '../../../packages/agent/src/api/objects.js';
+import { webDeployment } from './fixtures.js';
 
 const SVC = resourceByKind('Service');
 const DEPLOY = resourceByKind('Deployment');
@@ -15,19 +16,9 @@ const POD = resourceByKind('Pod');
 const SLICE = resourceByKind('EndpointSlice');
 const START = Date.parse('2025-03-01T12:00:00Z');
 
-function deployment(replicas: number): object {
-  return {
-    metadata: { name: 'web' },
-    spec: {
-      replicas,
-      selector: { matchLabels: { app: 'web' } },
-      template: {
-        metadata: { labels: { app: 'web' } },
-        spec: { containers: [{ name: 'c', image: 'i', ports: [{ name: 'http', containerPort: 8080 }] }] },
-      },
-    },
-  };
-}
+/** Pods with a named port, for the Services' named targetPorts. */
+const deployment = (replicas: number): object =>
+  webDeployment(replicas, { container: { ports: [{ name: 'http', containerPort: 8080 }] } });
 
 const slices = (s: ApiServer): EndpointSlice[] =>
   s.store.list(SLICE, 'default') as unknown as EndpointSlice[];

@@ -18,6 +18,7 @@ import {
   stabilize,
   type PodSample,
 } from '../../../packages/lab/src/controllers/hpa-recommendation.js';
+import { webDeployment } from './fixtures.js';
 
 const DEPLOY = resourceByKind('Deployment');
 const HPA = resourceByKind('HorizontalPodAutoscaler');
@@ -126,19 +127,9 @@ describe('behavior: stabilization and rate', () => {
 
 const START = Date.parse('2025-03-01T12:00:00Z');
 
-function web(replicas: number): JsonObject {
-  return {
-    metadata: { name: 'web' },
-    spec: {
-      replicas,
-      selector: { matchLabels: { app: 'web' } },
-      template: {
-        metadata: { labels: { app: 'web' } },
-        spec: { containers: [{ name: 'c', image: 'i', resources: { requests: { cpu: '100m' } } }] },
-      },
-    },
-  };
-}
+/** The HPA's target: Pods that request 100m of CPU, so that usage reads as utilization. */
+const web = (replicas: number): JsonObject =>
+  webDeployment(replicas, { container: { resources: { requests: { cpu: '100m' } } } });
 
 function hpa(behavior: JsonObject): JsonObject {
   return {

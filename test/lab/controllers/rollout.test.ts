@@ -16,6 +16,7 @@ import {
   scaledValue,
   type ReplicaSetCount,
 } from '../../../packages/lab/src/controllers/rollout.js';
+import { webDeployment } from './fixtures.js';
 
 const DEPLOY = resourceByKind('Deployment');
 const RS = resourceByKind('ReplicaSet');
@@ -116,18 +117,14 @@ function gatedLifecycle(): { lifecycle: PodLifecycle; release(): boolean; waitin
   };
 }
 
-const deployment = (annotations: Record<string, string> = {}): JsonObject => ({
-  metadata: { name: 'web' },
-  spec: {
-    replicas: 3,
-    selector: { matchLabels: { app: 'web' } },
-    strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
-    template: {
-      metadata: { labels: { app: 'web' }, annotations },
-      spec: { containers: [{ name: 'c', image: 'i' }] },
-    },
-  },
-});
+const RECREATE: JsonObject = { type: 'Recreate' };
+const ROLLING: JsonObject = { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } };
+const deployment = (annotations: Record<string, string> = {}, strategy = ROLLING): JsonObject =>
+  webDeployment(3, { strategy, annotations });
+
+/** The revision the Deployment controller wrote on a Deployment or ReplicaSet. */
+const revisionOf = (o: JsonObject): string | undefined =>
+  ((o.metadata as JsonObject).annotations as Record<string, string>)['deployment.kubernetes.io/revision'];
 
 const isReady = (p: JsonObject): boolean =>
   ((p.status as JsonObject | undefined)?.conditions as JsonObject[] | undefined)?.some(
@@ -141,20 +138,38 @@ async function settle(s: ApiServer): Promise<void> {
   await s.idle();
 }
 
+/** An API server whose Pods start only when the test releases them, with Deployment `web` created and all up. */
+async function withRunningDeployment(
+  created: JsonObject,
+  fn: (s: ApiServer, gate: ReturnType<typeof gatedLifecycle>) => Promise<void>,
+): Promise<void> {
+  const gate = gatedLifecycle();
+  const s = await startApiServer({
+    tls: false,
+    clock: new FakeClock(Date.parse('2025-03-01T12:00:00Z')),
+    podLifecycle: gate.lifecycle,
+    nodes: [{ name: 'n1' }],
+  });
+  try {
+    assert.ok(s.registry.create(DEPLOY, 'default', created).ok);
+    await settle(s);
+    while (gate.release()) await settle(s);
+    await fn(s, gate);
+  } finally {
+    await s.stop();
+  }
+}
+
+/** Deployment `web` given a new spec (a new template starts a rollout), the controllers settled after. */
+async function updateSpec(s: ApiServer, next: JsonObject): Promise<void> {
+  const current = s.store.get(DEPLOY, 'default', 'web') as JsonObject;
+  assert.ok(s.registry.update(DEPLOY, 'default', 'web', { ...current, spec: next.spec }).ok);
+  await settle(s);
+}
+
 describe('the Deployment and ReplicaSet controllers', () => {
-  test('a maxSurge 1 / maxUnavailable 0 rollout keeps every Pod it needs and ends at revision 2', async () => {
-    const gate = gatedLifecycle();
-    const clock = new FakeClock(Date.parse('2025-03-01T12:00:00Z'));
-    const s = await startApiServer({
-      tls: false,
-      clock,
-      podLifecycle: gate.lifecycle,
-      nodes: [{ name: 'n1' }],
-    });
-    try {
-      assert.ok(s.registry.create(DEPLOY, 'default', deployment()).ok);
-      await settle(s);
-      while (gate.release()) await settle(s);
+  test('a maxSurge 1 / maxUnavailable 0 rollout keeps every Pod it needs and ends at revision 2', () =>
+    withRunningDeployment(deployment(), async (s, gate) => {
       const pods = (): JsonObject[] =>
         s.store.list(POD, 'default').filter((p) => !(p.metadata as JsonObject).deletionTimestamp);
       assert.equal(pods().filter(isReady).length, 3);
@@ -162,10 +177,7 @@ describe('the Deployment and ReplicaSet controllers', () => {
       assert.equal(first.length, 1);
 
       // `kubectl rollout restart`: a new template annotation.
-      const current = s.store.get(DEPLOY, 'default', 'web') as JsonObject;
-      const restarted = deployment({ 'kubectl.kubernetes.io/restartedAt': '2025-03-01T12:01:00Z' });
-      assert.ok(s.registry.update(DEPLOY, 'default', 'web', { ...current, spec: restarted.spec }).ok);
-      await settle(s);
+      await updateSpec(s, deployment({ 'kubectl.kubernetes.io/restartedAt': '2025-03-01T12:01:00Z' }));
       let released = 0;
       for (;;) {
         assert.ok(pods().length <= 4, `at most replicas + maxSurge Pods, got ${pods().length}`);
@@ -177,23 +189,11 @@ describe('the Deployment and ReplicaSet controllers', () => {
       assert.equal(released, 3);
       const sets = s.store.list(RS, 'default');
       assert.equal(sets.length, 2);
-      const byRevision = new Map(
-        sets.map((rs) => [
-          ((rs.metadata as JsonObject).annotations as Record<string, string>)[
-            'deployment.kubernetes.io/revision'
-          ],
-          rs,
-        ]),
-      );
+      const byRevision = new Map(sets.map((rs) => [revisionOf(rs), rs]));
       assert.equal((byRevision.get('1')?.spec as JsonObject).replicas, 0);
       assert.equal((byRevision.get('2')?.spec as JsonObject).replicas, 3);
       const d = s.store.get(DEPLOY, 'default', 'web') as JsonObject;
-      assert.equal(
-        ((d.metadata as JsonObject).annotations as Record<string, string>)[
-          'deployment.kubernetes.io/revision'
-        ],
-        '2',
-      );
+      assert.equal(revisionOf(d), '2');
       const status = d.status as JsonObject;
       assert.deepEqual([status.replicas, status.updatedReplicas, status.availableReplicas], [3, 3, 3]);
       const progressing = (status.conditions as JsonObject[]).find((c) => c.type === 'Progressing');
@@ -205,41 +205,15 @@ describe('the Deployment and ReplicaSet controllers', () => {
         assert.equal((meta.ownerReferences as JsonObject[])[0]?.name, newName);
         assert.equal(`web-${(meta.labels as Record<string, string>)['pod-template-hash']}`, newName);
       }
-    } finally {
-      await s.stop();
-    }
-  });
+    }));
 
-  test('Recreate: the old Pods go before the new ReplicaSet grows', async () => {
-    const gate = gatedLifecycle();
-    const clock = new FakeClock(Date.parse('2025-03-01T12:00:00Z'));
-    const s = await startApiServer({
-      tls: false,
-      clock,
-      podLifecycle: gate.lifecycle,
-      nodes: [{ name: 'n1' }],
-    });
-    try {
-      const recreate = (annotations: Record<string, string> = {}): JsonObject => {
-        const d = deployment(annotations);
-        (d.spec as JsonObject).strategy = { type: 'Recreate' };
-        return d;
-      };
-      assert.ok(s.registry.create(DEPLOY, 'default', recreate()).ok);
-      await settle(s);
-      while (gate.release()) await settle(s);
-      const current = s.store.get(DEPLOY, 'default', 'web') as JsonObject;
-      assert.ok(
-        s.registry.update(DEPLOY, 'default', 'web', { ...current, spec: recreate({ v: '2' }).spec }).ok,
-      );
-      await settle(s);
+  test('Recreate: the old Pods go before the new ReplicaSet grows', () =>
+    withRunningDeployment(deployment({}, RECREATE), async (s, gate) => {
+      await updateSpec(s, deployment({ v: '2' }, RECREATE));
       const sets = s.store.list(RS, 'default').map((rs) => (rs.spec as JsonObject).replicas);
       assert.deepEqual(sets.sort(), [0, 3]);
       // The old Pods went at once (stop resolves), and the new ones wait to start: none is ready in between.
       assert.equal(s.store.list(POD, 'default').filter(isReady).length, 0);
       assert.equal(gate.waiting(), 3);
-    } finally {
-      await s.stop();
-    }
-  });
+    }));
 });

@@ -221,77 +221,66 @@ function labelsMatchSelector(selector: JsonObject, labels: JsonObject): boolean 
   return true;
 }
 
+/** The defaults of a ReplicaSet's spec, which a Deployment's spec shares, on create and on update alike. */
+function replicatedSpecDefaults(spec: JsonObject): void {
+  setDefault(spec, 'replicas', 1);
+  podSpecDefaults(ensureObject(ensureObject(spec, 'template'), 'spec'));
+}
+
+/** A ReplicaSet's selector needs requirements, as a Deployment's does (upstream's ValidateReplicaSetSpec). */
+const selectorHasRequirements = (selector: JsonObject): boolean =>
+  Object.keys(child(selector, 'matchLabels')).length > 0 || arr(selector, 'matchExpressions').length > 0;
+
+/** What a ReplicaSet's spec must be, and a Deployment's less its strategy: replicas, selector, Pod template. */
+function replicatedSpecCauses(spec: JsonObject, old: JsonObject | undefined): StatusCause[] {
+  const out: StatusCause[] = [];
+  const replicas = spec.replicas;
+  if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0)
+    out.push(
+      cause(
+        'spec.replicas',
+        `Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0`,
+      ),
+    );
+  out.push(...workloadSelectorCauses(spec, old, selectorHasRequirements));
+  out.push(...podSpecCauses(child(child(spec, 'template'), 'spec'), 'spec.template.spec'));
+  return out;
+}
+
 export const deploymentStrategy: Strategy = {
   prepareForCreate(obj) {
     const spec = ensureObject(obj, 'spec');
-    setDefault(spec, 'replicas', 1);
+    replicatedSpecDefaults(spec);
     setDefault(spec, 'revisionHistoryLimit', 10);
     setDefault(spec, 'progressDeadlineSeconds', 600);
     setDefault(spec, 'strategy', {
       type: 'RollingUpdate',
       rollingUpdate: { maxSurge: '25%', maxUnavailable: '25%' },
     });
-    podSpecDefaults(ensureObject(ensureObject(spec, 'template'), 'spec'));
     delete obj.status;
   },
   prepareForUpdate(obj) {
-    const spec = ensureObject(obj, 'spec');
-    setDefault(spec, 'replicas', 1);
-    podSpecDefaults(ensureObject(ensureObject(spec, 'template'), 'spec'));
+    replicatedSpecDefaults(ensureObject(obj, 'spec'));
   },
   validate(obj, old) {
-    const out: StatusCause[] = [];
-    const spec = child(obj, 'spec');
-    const replicas = spec.replicas;
-    if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0)
-      out.push(
-        cause(
-          'spec.replicas',
-          `Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0`,
-        ),
-      );
-    const hasRequirements = (selector: JsonObject): boolean =>
-      Object.keys(child(selector, 'matchLabels')).length > 0 || arr(selector, 'matchExpressions').length > 0;
-    out.push(...workloadSelectorCauses(spec, old, hasRequirements));
-    out.push(...podSpecCauses(child(child(spec, 'template'), 'spec'), 'spec.template.spec'));
-    return out;
+    return replicatedSpecCauses(child(obj, 'spec'), old);
   },
 };
 
 export { labelsMatchSelector };
 
-/** A ReplicaSet's selector needs requirements, as a Deployment's does (upstream's ValidateReplicaSetSpec). */
-const selectorHasRequirements = (selector: JsonObject): boolean =>
-  Object.keys(child(selector, 'matchLabels')).length > 0 || arr(selector, 'matchExpressions').length > 0;
-
 // ReplicaSet: what the Deployment controller writes (one per template revision), or a user's own. Upstream's
 // defaults (replicas 1) and the validation the Deployment's spec gets, less its strategy.
 export const replicaSetStrategy: Strategy = {
   prepareForCreate(obj) {
-    const spec = ensureObject(obj, 'spec');
-    setDefault(spec, 'replicas', 1);
-    podSpecDefaults(ensureObject(ensureObject(spec, 'template'), 'spec'));
+    replicatedSpecDefaults(ensureObject(obj, 'spec'));
     delete obj.status;
   },
   prepareForUpdate(obj) {
-    const spec = ensureObject(obj, 'spec');
-    setDefault(spec, 'replicas', 1);
-    podSpecDefaults(ensureObject(ensureObject(spec, 'template'), 'spec'));
+    replicatedSpecDefaults(ensureObject(obj, 'spec'));
   },
   validate(obj, old) {
-    const spec = child(obj, 'spec');
-    const replicas = spec.replicas;
-    const out: StatusCause[] = [];
-    if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0)
-      out.push(
-        cause(
-          'spec.replicas',
-          `Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0`,
-        ),
-      );
-    out.push(...workloadSelectorCauses(spec, old, selectorHasRequirements));
-    out.push(...podSpecCauses(child(child(spec, 'template'), 'spec'), 'spec.template.spec'));
-    return out;
+    return replicatedSpecCauses(child(obj, 'spec'), old);
   },
 };
 

@@ -10,6 +10,7 @@
 // app or sidecar container that names none is answered by the pod server, started when the sequence reaches it.
 import { arr, child, isObject, type JsonObject } from '../apiserver/json.js';
 import { initContainersOf, isRestartableInitContainer } from '../apiserver/init-containers.js';
+import { rfc3339 } from '../apiserver/registry.js';
 import type { Container } from '../apiserver/types.js';
 import type { PodStatusReport } from '../controllers/pod-lifecycle.js';
 import type { ResolvedContainer } from './container-spec.js';
@@ -81,8 +82,6 @@ export function containerRestartPolicy(role: ContainerRole, pod: RestartPolicy):
   if (role === 'init') return pod === 'Never' ? 'Never' : 'OnFailure';
   return pod;
 }
-
-const rfc3339 = (ms: number): string => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
 
 export class PodContainers {
   /** Containers the sequence has reached (started, or for a commandless init container, completed). */

@@ -211,6 +211,25 @@ export interface Limited {
   readonly message: string;
 }
 
+/** The message of each reason a recommendation was bounded, as upstream writes them into the HPA's conditions. */
+const MESSAGES = {
+  ScaleUpStabilized:
+    'recent recommendations were lower than current one, applying the lowest recent recommendation',
+  ScaleDownStabilized:
+    'recent recommendations were higher than current one, applying the highest recent recommendation',
+  ScaleUpLimit: 'the desired replica count is increasing faster than the maximum scale rate',
+  ScaleDownLimit: 'the desired replica count is decreasing faster than the maximum scale rate',
+  TooManyReplicas: 'the desired replica count is more than the maximum replica count',
+  TooFewReplicas: 'the desired replica count is less than the minimum replica count',
+  DesiredWithinRange: 'the desired count is within the acceptable range',
+} as const;
+
+const limitedBy = (reason: keyof typeof MESSAGES, replicas: number): Limited => ({
+  replicas,
+  reason,
+  message: MESSAGES[reason],
+});
+
 /** Records `value` in place of the oldest sample no window needs any more, or at the end. */
 function record(list: Timestamped[], value: number, now: number, stale: (t: Timestamped) => boolean): void {
   const i = list.findIndex(stale);
@@ -240,19 +259,7 @@ export function stabilize(
   }
   const replicas = Math.min(Math.max(current, up), down);
   record(history.recommendations, desired, now, (r) => r.at < upCutoff && r.at < downCutoff);
-  return desired >= current
-    ? {
-        replicas,
-        reason: 'ScaleUpStabilized',
-        message:
-          'recent recommendations were lower than current one, applying the lowest recent recommendation',
-      }
-    : {
-        replicas,
-        reason: 'ScaleDownStabilized',
-        message:
-          'recent recommendations were higher than current one, applying the highest recent recommendation',
-      };
+  return limitedBy(desired >= current ? 'ScaleUpStabilized' : 'ScaleDownStabilized', replicas);
 }
 
 /** Replicas added (or removed) by the scale events of the last `periodSeconds`. */
@@ -261,45 +268,65 @@ function changeInPeriod(events: readonly Timestamped[], periodSeconds: number, n
   return events.filter((e) => e.at > cutoff).reduce((n, e) => n + e.value, 0);
 }
 
-/** The highest size the scale-up policies allow now (upstream's calculateScaleUpLimitWithScalingRules). */
-export function scaleUpLimit(
+/** The size at the start of the last `periodSeconds`: the current one without that period's scale events. */
+function sizeAtPeriodStart(
   history: ScalingHistory,
   now: number,
   current: number,
-  rules: ScalingRules,
+  periodSeconds: number,
 ): number {
-  if (rules.selectPolicy === 'Disabled') return current;
-  const proposals = rules.policies.map((p) => {
-    const start =
-      current -
-      changeInPeriod(history.scaleUpEvents, p.periodSeconds, now) +
-      changeInPeriod(history.scaleDownEvents, p.periodSeconds, now);
-    // Rounded up: a percentage of a small count must still allow one more Pod.
-    return p.type === 'Pods' ? start + p.value : Math.ceil(start * (1 + p.value / 100));
-  });
-  if (proposals.length === 0) return current;
-  return rules.selectPolicy === 'Min' ? Math.min(...proposals) : Math.max(...proposals);
+  return (
+    current -
+    changeInPeriod(history.scaleUpEvents, periodSeconds, now) +
+    changeInPeriod(history.scaleDownEvents, periodSeconds, now)
+  );
 }
 
-/** The lowest size the scale-down policies allow now (upstream's calculateScaleDownLimitWithBehaviors). */
-export function scaleDownLimit(
+/** How one direction's policies step from a size, and which of their proposals is the largest change. */
+interface Direction {
+  readonly step: (start: number, policy: ScalingPolicy) => number;
+  /** selectPolicy Max: the largest change. */
+  readonly furthest: (...sizes: number[]) => number;
+  /** selectPolicy Min: the smallest change. */
+  readonly nearest: (...sizes: number[]) => number;
+}
+
+const SCALE_UP: Direction = {
+  // Rounded up: a percentage of a small count must still allow one more Pod.
+  step: (start, p) => (p.type === 'Pods' ? start + p.value : Math.ceil(start * (1 + p.value / 100))),
+  furthest: Math.max,
+  nearest: Math.min,
+};
+
+const SCALE_DOWN: Direction = {
+  step: (start, p) => (p.type === 'Pods' ? start - p.value : Math.trunc(start * (1 - p.value / 100))),
+  // Going down, the largest change is the lowest size.
+  furthest: Math.min,
+  nearest: Math.max,
+};
+
+/** The size `rules` allow now, each policy stepping from the size at its period's start; current if none applies. */
+function limitByPolicies(
+  direction: Direction,
   history: ScalingHistory,
   now: number,
   current: number,
   rules: ScalingRules,
 ): number {
-  if (rules.selectPolicy === 'Disabled') return current;
-  const proposals = rules.policies.map((p) => {
-    const start =
-      current -
-      changeInPeriod(history.scaleUpEvents, p.periodSeconds, now) +
-      changeInPeriod(history.scaleDownEvents, p.periodSeconds, now);
-    return p.type === 'Pods' ? start - p.value : Math.trunc(start * (1 - p.value / 100));
-  });
-  if (proposals.length === 0) return current;
-  // Max picks the largest change, which going down is the lowest size.
-  return rules.selectPolicy === 'Min' ? Math.max(...proposals) : Math.min(...proposals);
+  if (rules.selectPolicy === 'Disabled' || rules.policies.length === 0) return current;
+  const proposals = rules.policies.map((p) =>
+    direction.step(sizeAtPeriodStart(history, now, current, p.periodSeconds), p),
+  );
+  return rules.selectPolicy === 'Min' ? direction.nearest(...proposals) : direction.furthest(...proposals);
 }
+
+type PolicyLimit = (history: ScalingHistory, now: number, current: number, rules: ScalingRules) => number;
+
+/** The highest size the scale-up policies allow now (upstream's calculateScaleUpLimitWithScalingRules). */
+export const scaleUpLimit: PolicyLimit = (...args) => limitByPolicies(SCALE_UP, ...args);
+
+/** The lowest size the scale-down policies allow now (upstream's calculateScaleDownLimitWithBehaviors). */
+export const scaleDownLimit: PolicyLimit = (...args) => limitByPolicies(SCALE_DOWN, ...args);
 
 /** The stabilized recommendation within the policies' rate and [min, max] (convertDesiredReplicasWithBehaviorRate). */
 export function limitRate(
@@ -314,40 +341,14 @@ export function limitRate(
     const limit = Math.max(current, scaleUpLimit(history, now, current, behavior.scaleUp));
     const byRate = limit < bounds.max;
     const allowed = Math.min(bounds.max, limit);
-    if (desired > allowed)
-      return byRate
-        ? {
-            replicas: allowed,
-            reason: 'ScaleUpLimit',
-            message: 'the desired replica count is increasing faster than the maximum scale rate',
-          }
-        : {
-            replicas: allowed,
-            reason: 'TooManyReplicas',
-            message: 'the desired replica count is more than the maximum replica count',
-          };
+    if (desired > allowed) return limitedBy(byRate ? 'ScaleUpLimit' : 'TooManyReplicas', allowed);
   } else if (desired < current) {
     const limit = Math.min(current, scaleDownLimit(history, now, current, behavior.scaleDown));
     const byRate = limit > bounds.min;
     const allowed = Math.max(bounds.min, limit);
-    if (desired < allowed)
-      return byRate
-        ? {
-            replicas: allowed,
-            reason: 'ScaleDownLimit',
-            message: 'the desired replica count is decreasing faster than the maximum scale rate',
-          }
-        : {
-            replicas: allowed,
-            reason: 'TooFewReplicas',
-            message: 'the desired replica count is less than the minimum replica count',
-          };
+    if (desired < allowed) return limitedBy(byRate ? 'ScaleDownLimit' : 'TooFewReplicas', allowed);
   }
-  return {
-    replicas: desired,
-    reason: 'DesiredWithinRange',
-    message: 'the desired count is within the acceptable range',
-  };
+  return limitedBy('DesiredWithinRange', desired);
 }
 
 /**
@@ -387,37 +388,14 @@ export function normalizeWithoutBehavior(
   let highest = desired;
   for (const r of history.recommendations) if (r.at >= cutoff) highest = Math.max(highest, r.value);
   record(history.recommendations, desired, now, (r) => r.at < cutoff);
-  const stabilized: Limited = {
-    replicas: highest,
-    reason: 'ScaleDownStabilized',
-    message:
-      'recent recommendations were higher than current one, applying the highest recent recommendation',
-  };
+  const stabilized = limitedBy('ScaleDownStabilized', highest);
   const upLimit = Math.max(2 * current, 4);
   const max = Math.min(bounds.max, upLimit);
-  const limited: Limited =
+  const limited =
     highest < bounds.min
-      ? {
-          replicas: bounds.min,
-          reason: 'TooFewReplicas',
-          message: 'the desired replica count is less than the minimum replica count',
-        }
+      ? limitedBy('TooFewReplicas', bounds.min)
       : highest > max
-        ? bounds.max > upLimit
-          ? {
-              replicas: max,
-              reason: 'ScaleUpLimit',
-              message: 'the desired replica count is increasing faster than the maximum scale rate',
-            }
-          : {
-              replicas: max,
-              reason: 'TooManyReplicas',
-              message: 'the desired replica count is more than the maximum replica count',
-            }
-        : {
-            replicas: highest,
-            reason: 'DesiredWithinRange',
-            message: 'the desired count is within the acceptable range',
-          };
+        ? limitedBy(bounds.max > upLimit ? 'ScaleUpLimit' : 'TooManyReplicas', max)
+        : limitedBy('DesiredWithinRange', highest);
   return { stabilized, limited };
 }

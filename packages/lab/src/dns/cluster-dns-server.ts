@@ -10,8 +10,9 @@
 import { createServer, type Server } from 'node:http';
 import type { EndpointSlice, Service } from 'kube-proxy-ts/api/objects.js';
 import { createApiClient } from 'kube-proxy-ts/kube/api-client.js';
-import { loadClientConfig } from 'kube-proxy-ts/kube/client-config.js';
+import { loadClientConfig, type ClientConfig } from 'kube-proxy-ts/kube/client-config.js';
 import { Reflector, type ResourceSpec } from 'kube-proxy-ts/kube/reflector.js';
+import { ENDPOINT_SLICES, SERVICES } from 'kube-proxy-ts/kube/watches.js';
 import { systemClock } from 'kube-proxy-ts/util/clock.js';
 import type { Logger } from 'kube-proxy-ts/util/logger.js';
 import { startRelay, type Pipe } from '../cluster/relay.js';
@@ -19,13 +20,10 @@ import { ClusterRecords, CLUSTER_DOMAIN } from './records.js';
 import { respond } from './responder.js';
 import { startDnsServer, type DnsServer } from './server.js';
 
-/** Every Service, headless ones too (kube-proxy's own watch leaves them out: they have no ClusterIP). */
-const ALL_SERVICES: ResourceSpec = { name: 'services', path: '/api/v1/services', namespaced: true };
-const ALL_ENDPOINT_SLICES: ResourceSpec = {
-  name: 'endpointslices',
-  path: '/apis/discovery.k8s.io/v1/endpointslices',
-  namespaced: true,
-};
+/** One of kube-proxy's resources without its selectors: DNS needs headless Services and their slices too. */
+const everyObject = ({ name, path, namespaced }: ResourceSpec): ResourceSpec => ({ name, path, namespaced });
+const ALL_SERVICES = everyObject(SERVICES);
+const ALL_ENDPOINT_SLICES = everyObject(ENDPOINT_SLICES);
 
 export interface ClusterDnsOptions {
   readonly kubeconfig: string;
@@ -49,17 +47,20 @@ export interface ClusterDns {
   close(): Promise<void>;
 }
 
+function clientConfig(kubeconfig: string): ClientConfig {
+  const loaded = loadClientConfig({ kubeconfig });
+  if (!loaded.ok)
+    throw new Error(`--kubeconfig ${kubeconfig}: ${loaded.error.field ?? ''} ${loaded.error.message}`);
+  return loaded.config;
+}
+
 /** Reflectors that keep `records` to the API server's Services and EndpointSlices. */
 function followCluster(
+  config: ClientConfig,
   options: ClusterDnsOptions,
   records: ClusterRecords,
 ): { services: Reflector<Service>; slices: Reflector<EndpointSlice> } {
-  const loaded = loadClientConfig({ kubeconfig: options.kubeconfig });
-  if (!loaded.ok)
-    throw new Error(
-      `--kubeconfig ${options.kubeconfig}: ${loaded.error.field ?? ''} ${loaded.error.message}`,
-    );
-  const client = createApiClient(loaded.config, { clock: systemClock, userAgent: 'kube-proxy-ts-lab-dns' });
+  const client = createApiClient(config, { clock: systemClock, userAgent: 'kube-proxy-ts-lab-dns' });
   const common = { client, clock: systemClock, logger: options.logger };
   const services = new Reflector<Service>({
     ...common,
@@ -103,9 +104,10 @@ export async function startClusterDns(options: ClusterDnsOptions): Promise<Clust
     for (const c of closers.reverse()) await c();
   };
   try {
-    const { services, slices } = followCluster(options, records);
+    const config = clientConfig(options.kubeconfig);
+    const { services, slices } = followCluster(config, options, records);
     if (options.apiserverSocket !== undefined) {
-      const relay: Pipe = await startRelay(relayAddress(options.kubeconfig), options.apiserverSocket);
+      const relay: Pipe = await startRelay(relayAddress(config), options.apiserverSocket);
       closers.push(() => relay.close());
     }
     services.start();
@@ -142,10 +144,8 @@ export async function startClusterDns(options: ClusterDnsOptions): Promise<Clust
 }
 
 /** Where the kubeconfig's server is: the address the relay takes in this namespace. */
-function relayAddress(kubeconfig: string): { host: string; port: number } {
-  const loaded = loadClientConfig({ kubeconfig });
-  if (!loaded.ok) throw new Error(`--kubeconfig ${kubeconfig}: ${loaded.error.message}`);
-  const url = loaded.config.server;
+function relayAddress(config: ClientConfig): { host: string; port: number } {
+  const url = config.server;
   const port = url.port !== '' ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
   return { host: url.hostname.replace(/^\[|\]$/g, ''), port };
 }

@@ -50,6 +50,11 @@ export function normalizeName(name: string): string {
   return name.toLowerCase().replace(/\.$/, '');
 }
 
+/** `_<port>._<proto>.<base>`: where a named port's SRV records are. */
+function srvName(port: string, protocol: string | null | undefined, base: string): string {
+  return `_${port}._${(protocol ?? 'TCP').toLowerCase()}.${base}`;
+}
+
 function addressRecord(address: string): RecordData | undefined {
   if (isIPv4(address)) return { kind: 'A', address };
   if (isIPv6(address)) return { kind: 'AAAA', address };
@@ -106,8 +111,13 @@ function serviceRecords(b: IndexBuilder, svc: Service, slices: readonly Endpoint
   if (clusterIPs.length === 0) b.touch(base);
   for (const p of spec.ports ?? []) {
     if (!p.name || p.port === undefined) continue;
-    const srv = `_${p.name}._${(p.protocol ?? 'TCP').toLowerCase()}.${base}`;
-    b.add(srv, { kind: 'SRV', priority: 0, weight: 100, port: p.port, target: base });
+    b.add(srvName(p.name, p.protocol, base), {
+      kind: 'SRV',
+      priority: 0,
+      weight: 100,
+      port: p.port,
+      target: base,
+    });
   }
 }
 
@@ -133,7 +143,7 @@ function headlessRecords(
       }
       for (const p of slice.ports ?? []) {
         if (!p.name || p.port === undefined || p.port === null) continue;
-        const srv = `_${p.name}._${(p.protocol ?? 'TCP').toLowerCase()}.${base}`;
+        const srv = srvName(p.name, p.protocol, base);
         const list = srvTargets.get(srv) ?? [];
         list.push({ port: p.port, target: host });
         srvTargets.set(srv, list);
