@@ -1,17 +1,15 @@
 // `kube-proxy-ts lab trace FROM TO`: `trace` in the lab, in one step. FROM is a pod (NAME or NS/NAME) or
 // "client"; TO is web.svc, web.svc:80, http://web.svc/, IP:PORT, or NODE:NODEPORT (a node's name for its
-// address). Names resolve as FROM resolves them (its /etc/hosts, which the lab writes). The trace starts on every
+// address). Names resolve as FROM resolves them (its /etc/hosts and the cluster DNS, through getent). The trace starts on every
 // node (a packet from a pod enters its own node; a NodePort packet the node it is sent to; the others see nothing
 // and are left out), then one HTTP request is sent from FROM, and each node's path is printed.
 import { choiceFlag, REPORT_OUTPUTS } from 'kube-proxy-ts/cli/choice-flag.js';
 import { processOutput, runCommand, UsageError } from 'kube-proxy-ts/cli/command-line.js';
 import type { ParsedCommandLine } from 'kube-proxy-ts/cli/command-line.js';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { runTrace } from 'kube-proxy-ts/inspect/trace/session.js';
 import type { TraceReport } from 'kube-proxy-ts/inspect/trace/session.js';
 import { parseTraceTarget } from 'kube-proxy-ts/inspect/trace/target.js';
-import { etcNetnsDir, labPaths } from '../cluster/layout.js';
+import { labPaths } from '../cluster/layout.js';
 import { layoutOf } from '../cluster/state.js';
 import { readLabState, resolveTarget } from '../cluster/index.js';
 import { parseIPSloppy } from 'kube-proxy-ts/model/ip.js';
@@ -79,19 +77,18 @@ export function parseDestination(to: string): Destination | string {
   return { host, port };
 }
 
-/** A name from the hosts file the lab wrote for a namespace. */
-function lookUpHost(namespace: string, name: string): string | undefined {
-  let text: string;
-  try {
-    text = readFileSync(join(etcNetnsDir(namespace), 'hosts'), 'utf8');
-  } catch {
-    return undefined;
-  }
-  for (const line of text.split('\n')) {
-    const [ip, ...names] = line.trim().split(/\s+/);
-    if (ip && !ip.startsWith('#') && names.includes(name)) return ip;
-  }
-  return undefined;
+/**
+ * A name as FROM resolves it: its /etc/hosts, then the cluster DNS its resolv.conf names (getent asks both, in
+ * nsswitch's order, inside FROM's namespace, where `ip netns exec` mounts the lab's files over /etc).
+ */
+async function lookUpHost(
+  runner: CommandRunner,
+  namespace: string,
+  name: string,
+): Promise<string | undefined> {
+  const r = await runner.run('ip', ['netns', 'exec', namespace, 'getent', 'hosts', name]);
+  if (r.code !== 0) return undefined;
+  return r.stdout.trim().split(/\s+/)[0] || undefined;
 }
 
 export async function labTrace(
@@ -113,10 +110,13 @@ export async function labTrace(
   const dest = parseDestination(to);
   if (typeof dest === 'string') throw new Error(`TO ${dest}`);
   const node = layout.nodes.find((n) => n.name === dest.host);
-  const ip = parseIPSloppy(dest.host)?.text ?? node?.ip ?? lookUpHost(source.namespace, dest.host);
+  const ip =
+    parseIPSloppy(dest.host)?.text ??
+    node?.ip ??
+    (await lookUpHost(deps.runner, source.namespace, dest.host));
   if (ip === undefined)
     throw new Error(
-      `TO ${to}: ${dest.host} is no IP, node (${layout.nodes.map((n) => n.name).join(', ')}) or name in ${from}'s /etc/hosts`,
+      `TO ${to}: ${dest.host} is no IP, node (${layout.nodes.map((n) => n.name).join(', ')}) or name ${from} resolves (its /etc/hosts and cluster DNS)`,
     );
   const target = parseTraceTarget(`${ip.includes(':') ? `[${ip}]` : ip}:${dest.port}/tcp`);
   if (!target.ok) throw new Error(target.reason);
