@@ -1,19 +1,24 @@
-// `npm run e2e:upstream -- --mode nftables|nftables-flat|iptables [--conformance] [--only REGEX] [-o text|json]`:
-// brings up a two-node lab in that mode, runs the selected ports of upstream's e2e tests, prints the report, and
-// exits 0 only when every test that ran passed. Ctrl-C stops the run and takes the lab down.
+// `npm run e2e:upstream -- --mode nftables|nftables-flat|iptables [--conformance] [--only REGEX] [--parallel N]
+// [--kubeconfig PATH] [-o text|json]`: brings up a two-node lab in that mode (or, with --kubeconfig, uses a cluster
+// that is already up, such as a `lab up`, and takes --mode as the report's label), runs the selected ports of
+// upstream's e2e tests, prints the report, and exits 0 only when every test that ran passed. Ctrl-C stops the run
+// and takes the lab it brought up down.
 import { parseArgs } from 'node:util';
 import { selectTests } from './registry.js';
 import { notPortedResults, runTests } from './runner.js';
 import { formatJson, formatText, makeReport, reportPassed } from './report.js';
 import { isUpstreamMode, startUpstreamLab, UPSTREAM_MODES, type UpstreamMode } from './lab-session.js';
+import { Kube } from './kube.js';
 
-const USAGE = `usage: npm run e2e:upstream -- --mode ${UPSTREAM_MODES.join('|')} [--conformance] [--only REGEX] [-o text|json]`;
+const USAGE = `usage: npm run e2e:upstream -- --mode ${UPSTREAM_MODES.join('|')} [--conformance] [--only REGEX] [--parallel N] [--kubeconfig PATH] [-o text|json]`;
 
 interface Cli {
   readonly mode: UpstreamMode;
   readonly conformanceOnly: boolean;
   readonly only?: RegExp;
   readonly output: 'text' | 'json';
+  readonly parallel: number;
+  readonly kubeconfig?: string;
 }
 
 function usageError(message: string): never {
@@ -31,6 +36,8 @@ function parseCli(argv: string[]): Cli {
         conformance: { type: 'boolean', default: false },
         only: { type: 'string' },
         output: { type: 'string', short: 'o', default: 'text' },
+        parallel: { type: 'string', default: '1' },
+        kubeconfig: { type: 'string' },
       },
       strict: true,
     }));
@@ -46,7 +53,17 @@ function parseCli(argv: string[]): Cli {
   } catch (e) {
     usageError(`--only: ${e instanceof Error ? e.message : String(e)}`);
   }
-  return { mode, conformanceOnly: values.conformance, output: values.output, ...(only ? { only } : {}) };
+  const parallel = Number(values.parallel);
+  if (!Number.isInteger(parallel) || parallel < 1)
+    usageError('--parallel must be a whole number of at least 1');
+  return {
+    mode,
+    conformanceOnly: values.conformance,
+    output: values.output,
+    parallel,
+    ...(only ? { only } : {}),
+    ...(values.kubeconfig !== undefined ? { kubeconfig: values.kubeconfig } : {}),
+  };
 }
 
 async function main(): Promise<number> {
@@ -60,9 +77,13 @@ async function main(): Promise<number> {
   process.on('SIGINT', onSigint);
   const progress = (line: string): void => void process.stderr.write(`${line}\n`);
   try {
-    const lab = await startUpstreamLab(cli.mode, { signal: abort.signal, progress });
+    const lab =
+      cli.kubeconfig === undefined
+        ? await startUpstreamLab(cli.mode, { signal: abort.signal, progress })
+        : { kube: new Kube(cli.kubeconfig), stop: (): Promise<void> => Promise.resolve() };
     try {
-      const results = await runTests(lab.kube, selected.ported, { signal: abort.signal, progress });
+      const run = { signal: abort.signal, progress, parallel: cli.parallel };
+      const results = await runTests(lab.kube, selected.ported, run);
       const report = makeReport(cli.mode, [...results, ...notPortedResults(selected.notPorted)]);
       process.stdout.write(`${cli.output === 'json' ? formatJson(report) : formatText(report)}\n`);
       return reportPassed(report) && !abort.signal.aborted ? 0 : 1;

@@ -30,6 +30,11 @@ export interface PortedTest {
   readonly conformance: boolean;
   /** The upstream file, under kubernetes/kubernetes test/e2e/network/. */
   readonly file: string;
+  /**
+   * upstream's [Serial] or [Disruptive]: the test changes what other tests rely on (restarts a proxy, fills a
+   * table), so the runner runs it alone, after the others.
+   */
+  readonly serial?: boolean;
   run(ctx: UpstreamContext): Promise<void>;
 }
 

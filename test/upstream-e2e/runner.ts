@@ -21,6 +21,8 @@ export interface TestResult {
 
 export interface RunOptions {
   readonly signal: AbortSignal;
+  /** How many tests run at once (ginkgo -p); [Serial] tests always run alone, after the others. Default 1. */
+  readonly parallel?: number;
   /** Live progress (one line per step), e.g. to stderr; the report comes after. */
   readonly progress?: (line: string) => void;
 }
@@ -79,7 +81,7 @@ export async function runOne(
   const lines: string[] = [];
   const log = (line: string): void => {
     lines.push(line);
-    o.progress?.(`  ${line}`);
+    o.progress?.(`  ${namespace}: ${line}`);
   };
   const namespace = namespaceFor(test);
   const cleanups: (() => Promise<void>)[] = [];
@@ -118,12 +120,26 @@ export async function runTests(
   o: RunOptions,
 ): Promise<TestResult[]> {
   const nodes = await readySchedulableNodes(kube);
-  const results: TestResult[] = [];
-  for (const test of tests) {
-    if (o.signal.aborted) break;
-    results.push(await runOne(kube, test, nodes, o));
-  }
-  return results;
+  const byName = new Map<string, TestResult>();
+  const runAll = async (batch: readonly PortedTest[], width: number): Promise<void> => {
+    const queue = [...batch];
+    const worker = async (): Promise<void> => {
+      for (let t = queue.shift(); t !== undefined && !o.signal.aborted; t = queue.shift()) {
+        byName.set(t.name, await runOne(kube, t, nodes, o));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(width, batch.length)) }, worker));
+  };
+  await runAll(
+    tests.filter((t) => t.serial !== true),
+    o.parallel ?? 1,
+  );
+  await runAll(
+    tests.filter((t) => t.serial === true),
+    1,
+  );
+  // The report keeps the registry's order, whatever order the tests finished in.
+  return tests.flatMap((t) => byName.get(t.name) ?? []);
 }
 
 export function notPortedResults(tests: readonly NotPortedTest[]): TestResult[] {
