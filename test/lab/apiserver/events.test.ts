@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { defaultNodes, startApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
 import { EventRecorder } from '../../../packages/lab/src/controllers/events.js';
-import { systemClock } from '../../../packages/agent/src/util/clock.js';
+import { FakeClock, systemClock } from '../../../packages/agent/src/util/clock.js';
 import { SILENT_LOGGER } from '../../../packages/agent/src/util/logger.js';
 import { createApiClient } from '../../../packages/agent/src/kube/api-client.js';
 import { loadClientConfig } from '../../../packages/agent/src/kube/client-config.js';
@@ -266,4 +266,37 @@ describe('Events in the lab API server', toolOptions(['kubectl']), () => {
       await server.stop();
     }
   });
+});
+
+test("two controllers' events about objects of one name in one millisecond both land, with different names", async () => {
+  const clock = new FakeClock(1_700_000_000_000); // time stands still: every event in one millisecond
+  const s = await startApiServer({ tls: false, clock });
+  try {
+    const deployment = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web', namespace: 'default', uid: 'u1' },
+    };
+    const service = {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web', namespace: 'default', uid: 'u2' },
+    };
+    const fromDeployments = new EventRecorder(s.registry, clock, SILENT_LOGGER, {
+      component: 'deployment-controller',
+    });
+    const fromSlices = new EventRecorder(s.registry, clock, SILENT_LOGGER, {
+      component: 'endpoint-slice-controller',
+    });
+    fromDeployments.event(deployment, { type: 'Normal', reason: 'ScalingReplicaSet', message: 'scaled' });
+    fromSlices.event(service, { type: 'Normal', reason: 'TopologyAwareHintsEnabled', message: 'enabled' });
+    const events = s.store.list(resourceByKind('Event'), 'default') as {
+      reason?: string;
+      metadata: { name: string };
+    }[];
+    assert.deepEqual(events.map((e) => e.reason).sort(), ['ScalingReplicaSet', 'TopologyAwareHintsEnabled']);
+    assert.equal(new Set(events.map((e) => e.metadata.name)).size, 2);
+  } finally {
+    await s.stop();
+  }
 });

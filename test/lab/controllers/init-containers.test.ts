@@ -55,7 +55,9 @@ async function withServer(lifecycle: PodLifecycle, fn: (s: ApiServer) => Promise
 }
 
 const endpoints = (s: ApiServer): NonNullable<EndpointSlice['endpoints']> =>
-  (s.store.list(SLICE, 'default') as unknown as EndpointSlice[]).flatMap((x) => x.endpoints ?? []);
+  (s.store.list(SLICE, 'default') as unknown as EndpointSlice[])
+    .filter((x) => x.metadata.name !== 'kubernetes') // the API server's own slice
+    .flatMap((x) => x.endpoints ?? []);
 const condition = (pod: unknown, type: string): string | undefined =>
   str(
     arr(child(pod, 'status'), 'conditions').find((c) => str(c, 'type') === type),

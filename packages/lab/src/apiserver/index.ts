@@ -20,7 +20,15 @@ import {
 import { horizontalPodAutoscalerStrategy } from './autoscaling.js';
 import { DEFAULT_EVENT_RETENTION, eventStrategy, type EventRetention } from './events.js';
 import { createHandler, type ExtraRoute } from './http.js';
-import type { Cidr } from './ipnet.js';
+import { ipToBigInt, type Cidr } from './ipnet.js';
+import type { JsonObject } from './json.js';
+import {
+  KUBERNETES_SERVICE_NAME,
+  KUBERNETES_SERVICE_NAMESPACE,
+  kubernetesEndpoints,
+  kubernetesEndpointSlice,
+  kubernetesService,
+} from './kubernetes-service.js';
 import {
   configMapStrategy,
   daemonSetStrategy,
@@ -237,7 +245,44 @@ function openRegistry(
     const r = registry.create(nodeType, '', nodeObject(spec, i));
     if (!r.ok) throw new Error(`node ${spec.name}: ${r.error.message}`);
   }
+  createKubernetesService(store, registry, cidrs[0], store.list(nodeType)[0]);
   return { store, registry };
+}
+
+/**
+ * default/kubernetes and its EndpointSlice, as kube-apiserver makes them at start (kubernetes-service.ts), unless a
+ * restored store has them. The endpoint is the first node's InternalIP of the primary family; with no node, the
+ * Service has no EndpointSlice.
+ */
+function createKubernetesService(
+  store: ObjectStore,
+  registry: Registry,
+  primary: Cidr | undefined,
+  firstNode: JsonObject | undefined,
+): void {
+  if (primary === undefined) return;
+  const serviceType = resourceByKind('Service');
+  if (!store.get(serviceType, KUBERNETES_SERVICE_NAMESPACE, KUBERNETES_SERVICE_NAME)) {
+    const r = registry.create(serviceType, KUBERNETES_SERVICE_NAMESPACE, kubernetesService(primary));
+    if (!r.ok) throw new Error(`service default/kubernetes: ${r.error.message}`);
+  }
+  const address = nodeInternalIPs(firstNode).find((ip) => ipToBigInt(ip)?.family === primary.family);
+  if (address === undefined) return;
+  const endpoints: [string, JsonObject][] = [
+    ['EndpointSlice', kubernetesEndpointSlice(address, primary.family)],
+    ['Endpoints', kubernetesEndpoints(address)],
+  ];
+  for (const [kind, object] of endpoints) {
+    const type = resourceByKind(kind);
+    if (store.get(type, KUBERNETES_SERVICE_NAMESPACE, KUBERNETES_SERVICE_NAME)) continue;
+    const r = registry.create(type, KUBERNETES_SERVICE_NAMESPACE, object);
+    if (!r.ok) throw new Error(`${kind} default/kubernetes: ${r.error.message}`);
+  }
+}
+
+function nodeInternalIPs(node: JsonObject | undefined): string[] {
+  const status = node?.status as { addresses?: { type?: string; address?: string }[] } | undefined;
+  return (status?.addresses ?? []).flatMap((a) => (a.type === 'InternalIP' && a.address ? [a.address] : []));
 }
 
 /**

@@ -51,11 +51,13 @@ function referenceTo(obj: JsonObject, fieldPath: string | undefined): JsonObject
 const seconds = (ms: number): string =>
   new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 
+/** The last event-name timestamp given out, per API server (its registry). */
+const LAST_NANOS = new WeakMap<Registry, bigint>();
+
 export class EventRecorder {
   /** Aggregation key → the stored event's namespace/name, oldest first (a Map keeps insertion order). */
   private readonly recent = new Map<string, string>();
   private readonly failedReasons = new Set<string>();
-  private lastNanos = 0n;
 
   constructor(
     private readonly registry: Registry,
@@ -122,11 +124,16 @@ export class EventRecorder {
     return r.ok;
   }
 
-  /** Unique names within one millisecond: client-go's are nanoseconds, our clock has milliseconds. */
+  /**
+   * Unique names within one millisecond: client-go's are nanoseconds, our clock has milliseconds. Shared by every
+   * recorder of one API server: two controllers' events about objects of one name (Deployment web, Service web)
+   * in one millisecond would otherwise take the same name, and the second would be lost.
+   */
   private nanos(nowMs: number): bigint {
     let n = BigInt(nowMs) * 1_000_000n;
-    if (n <= this.lastNanos) n = this.lastNanos + 1n;
-    this.lastNanos = n;
+    const last = LAST_NANOS.get(this.registry) ?? 0n;
+    if (n <= last) n = last + 1n;
+    LAST_NANOS.set(this.registry, n);
     return n;
   }
 
