@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runTests } from './runner.js';
 import { NOT_PORTED_TESTS, PORTED_TESTS } from './registry.js';
+import { resultsTable } from './results-table.js';
 import type { Kube } from './kube.js';
 import type { PortedTest } from './registry-types.js';
 
@@ -91,4 +92,37 @@ test('a test both ported and listed as not ported is reported once, as ported', 
   for (const t of NOT_PORTED_TESTS) assert.ok(!ported.has(t.name), `${t.name} is ported and not ported`);
   const notPorted = new Set(NOT_PORTED_TESTS.map((t) => t.name));
   assert.equal(notPorted.size, NOT_PORTED_TESTS.length, 'each not-ported name once');
+});
+
+test('the results table: one row per test in each mode, not-ported reasons, and counts that keep API-only apart', () => {
+  const row = (name: string, outcome: string, extra: object = {}) => ({
+    name,
+    file: 'service.go',
+    conformance: false,
+    outcome,
+    ...extra,
+  });
+  const table = resultsTable([
+    {
+      mode: 'nftables',
+      results: [
+        row('a', 'passed'),
+        row('b', 'passed', { apiOnly: true }),
+        row('c', 'not-ported', { message: 'no cloud' }),
+      ],
+    },
+    {
+      mode: 'iptables',
+      results: [
+        row('a', 'failed', { message: 'timed out | twice' }),
+        row('b', 'passed', { apiOnly: true }),
+        row('c', 'not-ported', { message: 'no cloud' }),
+      ],
+    },
+  ]);
+  assert.match(table, /^\| a \| PASS \| FAIL: timed out \\\| twice \|$/m);
+  assert.match(table, /^\| b \(API only\) \| PASS \| PASS \|$/m);
+  assert.match(table, /^\| c \| no cloud \|$/m);
+  assert.match(table, /^\| nftables \| 1 \| 1 \| 0 \| 0 \| 1 \|$/m);
+  assert.match(table, /^\| iptables \| 0 \| 1 \| 1 \| 0 \| 1 \|$/m);
 });

@@ -1,0 +1,93 @@
+// `npm run --silent e2e:upstream:table -- REPORT.json…`: the docs' results table from the JSON reports of full
+// runs (one per mode, `npm run --silent e2e:upstream -- --mode MODE -o json > MODE.json`): one row per upstream
+// test, grouped by upstream file, with its outcome in each mode, then the counts per mode. Prints Markdown.
+import { readFileSync } from 'node:fs';
+
+interface ResultRow {
+  readonly name: string;
+  readonly file: string;
+  readonly conformance: boolean;
+  readonly outcome: string;
+  readonly apiOnly?: boolean;
+  readonly seconds?: number;
+  readonly message?: string;
+  readonly knownLabGap?: string;
+}
+
+interface ReportFile {
+  readonly mode: string;
+  readonly results: readonly ResultRow[];
+}
+
+/** A cell: PASS, FAIL (why, shortened), SKIPPED (why); not-ported tests get one reason column instead. */
+function cell(r: ResultRow | undefined): string {
+  if (r === undefined) return '—';
+  const why = (r.knownLabGap ?? r.message ?? '').split('\n')[0]?.replace(/\|/g, '\\|').slice(0, 120) ?? '';
+  switch (r.outcome) {
+    case 'passed':
+      return 'PASS';
+    case 'failed':
+      return `FAIL: ${why}`;
+    case 'skipped':
+      return `skipped: ${why}`;
+    default:
+      return r.outcome;
+  }
+}
+
+export function resultsTable(reports: readonly ReportFile[]): string {
+  const names = new Map<string, ResultRow>();
+  for (const rep of reports) for (const r of rep.results) if (!names.has(r.name)) names.set(r.name, r);
+  const byMode = reports.map((rep) => new Map(rep.results.map((r) => [r.name, r])));
+  const rows = [...names.values()];
+  const files = [...new Set(rows.map((r) => r.file))];
+  const out: string[] = [];
+  for (const file of files) {
+    const inFile = rows.filter((r) => r.file === file);
+    const ported = inFile.filter((r) => byMode.some((m) => m.get(r.name)?.outcome !== 'not-ported'));
+    const notPorted = inFile.filter((r) => !ported.includes(r));
+    out.push(`### ${file}`, '');
+    if (ported.length > 0) {
+      out.push(`| upstream test | ${reports.map((r) => r.mode).join(' | ')} |`);
+      out.push(`|---|${reports.map(() => '---').join('|')}|`);
+      for (const r of ported) {
+        const tag = r.apiOnly === true ? ' (API only)' : '';
+        out.push(`| ${r.name}${tag} | ${byMode.map((m) => cell(m.get(r.name))).join(' | ')} |`);
+      }
+      out.push('');
+    }
+    if (notPorted.length > 0) {
+      out.push('Not ported:', '', '| upstream test | why not |', '|---|---|');
+      for (const r of notPorted) out.push(`| ${r.name} | ${(r.message ?? '').replace(/\|/g, '\\|')} |`);
+      out.push('');
+    }
+  }
+  out.push(
+    '### Counts',
+    '',
+    '| mode | passed (proxy-dependent) | passed (API only) | failed | skipped | not ported |',
+  );
+  out.push('|---|---|---|---|---|---|');
+  for (const rep of reports) {
+    const count = (f: (r: ResultRow) => boolean): number => rep.results.filter(f).length;
+    out.push(
+      `| ${rep.mode} | ${count((r) => r.outcome === 'passed' && r.apiOnly !== true)} | ${count(
+        (r) => r.outcome === 'passed' && r.apiOnly === true,
+      )} | ${count((r) => r.outcome === 'failed')} | ${count((r) => r.outcome === 'skipped')} | ${count(
+        (r) => r.outcome === 'not-ported',
+      )} |`,
+    );
+  }
+  return out.join('\n');
+}
+
+function main(paths: readonly string[]): void {
+  if (paths.length === 0) {
+    process.stderr.write('usage: npm run --silent e2e:upstream:table -- REPORT.json…\n');
+    process.exit(2);
+  }
+  const reports = paths.map((p) => JSON.parse(readFileSync(p, 'utf8')) as ReportFile);
+  process.stdout.write(`${resultsTable(reports)}\n`);
+}
+
+if (process.argv[1]?.endsWith('results-table.ts')) main(process.argv.slice(2));
