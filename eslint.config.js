@@ -53,7 +53,7 @@ const LAYERS = {
 };
 
 // The lab's cluster code runs under its own CLI and never imports a CLI, its own or the agent's.
-const LAB_LAYERS = ['apiserver', 'cluster', 'controllers', 'oci', 'soak', 'web'];
+const LAB_LAYERS = ['apiserver', 'cluster', 'controllers', 'oci', 'soak', 'vm', 'web'];
 const LAB_NO_CLI = {
   group: ['kube-proxy-ts/cli/*', '**/cli/**'],
   message:

@@ -19,6 +19,12 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v mmdebstrap >/dev/null 2>&1 || need_apt+=(mmdebstrap)
 command -v umoci >/dev/null 2>&1 || need_apt+=(umoci)
 command -v runc >/dev/null 2>&1 || need_apt+=(runc)
+# Guests on Debian's kernel (packages/lab/src/vm/): QEMU (TCG emulation when there is no KVM), busybox-static and
+# cpio for the generated initramfs. The kernel is not installed: the first guest fetches it (apt-get download, cached
+# under /var/cache/kube-proxy-ts/vm).
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need_apt+=(qemu-system-x86)
+dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || need_apt+=(busybox-static)
+command -v cpio >/dev/null 2>&1 || need_apt+=(cpio)
 
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
