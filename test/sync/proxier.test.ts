@@ -261,4 +261,36 @@ describe('Proxier', () => {
     await syncAfter(proxier, () => proxier.onEndpointSliceAdd(slice('udp', ['198.18.10.3'], '1', 'UDP')));
     assert.deepEqual(conntrack, ['IPv4']);
   });
+
+  test('a deleted UDP Service triggers a conntrack pass given its ports (upstream #141371); TCP does not', async () => {
+    const passes: string[][] = [];
+    const { clock, proxier } = setup({
+      conntrack: {
+        reconcile: async (_f, serviceMap, _e, deleted) =>
+          void passes.push([
+            ...deleted.map((sp) => `${sp.nameString} ${sp.clusterIP}`),
+            `live=${serviceMap.size}`,
+          ]),
+      },
+    });
+    proxier.start();
+    const udp = service('udp', '198.19.0.2', 'UDP');
+    const tcp = service('tcp', '198.19.0.1');
+    proxier.onServiceAdd(tcp);
+    proxier.onServiceAdd(udp);
+    proxier.onServicesSynced();
+    await syncAfter(proxier, () => proxier.onEndpointSlicesSynced());
+    clock.advance(1_000);
+    await syncAfter(proxier, () => proxier.onServiceDelete(tcp));
+    assert.deepEqual(passes, [], 'a deleted TCP Service needs no conntrack pass');
+    clock.advance(1_000);
+    // The Service alone: its EndpointSlice may go in a later sync, or never had endpoints.
+    await syncAfter(proxier, () => proxier.onServiceDelete(udp));
+    assert.equal(passes.length, 1);
+    assert.match(passes[0]![0]!, /^ns\/udp:.* 198\.19\.0\.2$/);
+    assert.equal(passes[0]![1], 'live=0');
+    clock.advance(1_000);
+    await syncAfter(proxier, () => proxier.onServiceAdd(service('other', '198.19.0.3', 'UDP')));
+    assert.equal(passes.length, 1, 'the deleted ports were handed over once');
+  });
 });

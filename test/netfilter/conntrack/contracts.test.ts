@@ -13,7 +13,7 @@ test('ConntrackReconciler is a ConntrackSink and keeps the last pass', async () 
   const reconciler = new ConntrackReconciler({ runner: fake, clock: new FakeClock(), logger: SILENT_LOGGER });
   const sink: ConntrackSink = reconciler;
 
-  await sink.reconcile('IPv6', new Map(), new Map());
+  await sink.reconcile('IPv6', new Map(), new Map(), []);
   assert.equal(reconciler.lastResult?.family, 'IPv6');
   assert.equal(reconciler.lastResult?.deleted, 0);
 
@@ -30,6 +30,7 @@ test('ConntrackReconciler is a ConntrackSink and keeps the last pass', async () 
     'IPv4',
     new Map([[dns.key, dns]]),
     new Map([[dns.key, [endpoint('198.18.1.2', 5353)]]]),
+    [],
   );
   assert.equal(reconciler.lastResult?.family, 'IPv4');
   assert.equal(reconciler.lastResult?.deleted, 1);

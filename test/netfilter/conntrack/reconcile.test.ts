@@ -107,12 +107,24 @@ const CASES: Case[] = [
     flow: udp('198.18.50.8', 30053, '198.18.1.2', 5353),
   },
   {
-    name: 'service with no serving endpoints is skipped (ClusterIP)',
+    // upstream #139629: scaled to zero, the flow would keep its DNAT to the removed endpoint while the client sends.
+    name: 'service with no serving endpoints: a ClusterIP flow to a removed endpoint is deleted',
     flow: udp('198.18.100.20', 514, '198.18.1.99', 514),
+    want: { origDst: '198.18.100.20', origDstPort: 514, replySrc: '198.18.1.99', replySrcPort: 514 },
   },
   {
-    name: 'service with no serving endpoints is skipped (NodePort)',
+    name: 'service with no serving endpoints: a flow never DNATed (reply from the VIP) is deleted too',
+    flow: udp('198.18.100.20', 514, '198.18.100.20', 514),
+    want: { origDst: '198.18.100.20', origDstPort: 514, replySrc: '198.18.100.20', replySrcPort: 514 },
+  },
+  {
+    name: 'service with no serving endpoints: a DNATed NodePort flow is deleted, by port alone',
     flow: udp('198.18.50.7', 30514, '198.18.1.99', 514),
+    want: { origDstPort: 30514, replySrc: '198.18.1.99', replySrcPort: 514 },
+  },
+  {
+    name: 'service with no serving endpoints: a flow to its NodePort number that was never DNATed is kept',
+    flow: udp('198.18.77.1', 30514, '198.18.77.1', 30514),
   },
   { name: 'TCP is never touched', flow: udp('198.18.100.30', 80, '198.18.1.99', 8080, 'tcp') },
   {
@@ -210,5 +222,68 @@ describe('planStaleFlowDeletions', () => {
       '--reply-port-src',
       '5353',
     ]);
+  });
+
+  // upstream #141371: a deleted Service's ports are no longer in the map, so the reconciler is given them.
+  describe('deleted service ports', () => {
+    const GONE = servicePort('ns', 'gone', {
+      clusterIP: '198.18.100.40',
+      port: 8125,
+      nodePort: 30125,
+      externalIPs: ['198.18.200.4'],
+    });
+    const toRemoved = udp('198.18.100.40', 8125, '198.18.1.60', 8125);
+
+    test('without them a deleted Service is unknown and its flows stay (the bug)', () => {
+      const plan = planStaleFlowDeletions('IPv4', SERVICES, ENDPOINTS, [toRemoved]);
+      assert.deepEqual(plan.deletions, []);
+    });
+
+    test('its ClusterIP, external IP and DNATed NodePort flows are deleted; an undNATed NodePort-number flow is kept', () => {
+      const flows = [
+        toRemoved,
+        udp('198.18.200.4', 8125, '198.18.1.60', 8125),
+        udp('198.18.50.7', 30125, '198.18.1.60', 8125),
+        udp('198.18.77.1', 30125, '198.18.77.1', 30125),
+      ];
+      const plan = planStaleFlowDeletions('IPv4', SERVICES, ENDPOINTS, flows, [GONE]);
+      assert.deepEqual(plan.deletions, [
+        {
+          family: 'IPv4',
+          protocol: 'udp',
+          origDst: '198.18.100.40',
+          origDstPort: 8125,
+          replySrc: '198.18.1.60',
+          replySrcPort: 8125,
+        },
+        {
+          family: 'IPv4',
+          protocol: 'udp',
+          origDst: '198.18.200.4',
+          origDstPort: 8125,
+          replySrc: '198.18.1.60',
+          replySrcPort: 8125,
+        },
+        { family: 'IPv4', protocol: 'udp', origDstPort: 30125, replySrc: '198.18.1.60', replySrcPort: 8125 },
+      ]);
+    });
+
+    test('a live port with the same frontend or NodePort wins: its serving endpoints are kept', () => {
+      const reused = servicePort('ns', 'new', { clusterIP: '198.18.100.40', port: 8125, nodePort: 30125 });
+      const services = new Map([[reused.key, reused]]);
+      const eps = new Map([[reused.key, [endpoint('198.18.1.61', 8125)]]]);
+      const live = udp('198.18.100.40', 8125, '198.18.1.61', 8125);
+      const liveNodePort = udp('198.18.50.7', 30125, '198.18.1.61', 8125);
+      const plan = planStaleFlowDeletions('IPv4', services, eps, [live, liveNodePort, toRemoved], [GONE]);
+      assert.equal(plan.staleFlows, 1);
+      assert.equal(plan.deletions[0]?.replySrc, '198.18.1.60');
+    });
+
+    test('TCP and the other family are ignored', () => {
+      const tcp = servicePort('ns', 'gone-tcp', { clusterIP: '198.18.100.40', port: 8125, protocol: 'TCP' });
+      const v6 = servicePort('ns', 'gone6', { family: 'IPv6', clusterIP: '198.18.100.40', port: 8125 });
+      const plan = planStaleFlowDeletions('IPv4', SERVICES, ENDPOINTS, [toRemoved], [tcp, v6]);
+      assert.deepEqual(plan.deletions, []);
+    });
   });
 });

@@ -85,6 +85,7 @@ export async function pass(
   family: IPFamily,
   services: readonly ServicePort[],
   endpoints: readonly (readonly Endpoint[])[],
+  deletedServicePorts: readonly ServicePort[] = [],
 ): Promise<Pass> {
   const reports: [IPFamily, number, number][] = [];
   const result = await reconcileConntrack(
@@ -97,6 +98,7 @@ export async function pass(
     family,
     new Map(services.map((sp) => [sp.key, sp])),
     new Map(services.map((sp, i) => [sp.key, endpoints[i] ?? []])),
+    deletedServicePorts,
   );
   return { result, reports };
 }
@@ -115,6 +117,32 @@ function flow(sport: number, dst: string, dport: number, ep: string, src = CLIEN
 const DNS = servicePort('kube-system', 'dns', { clusterIP: DNS_VIP, port: 53, nodePort: 30053 });
 
 export const RECONCILE_CASES: readonly ConntrackTableCase[] = [
+  {
+    // upstream kubernetes/kubernetes#139628, fixed by #139629
+    name: 'scaled to zero: the ClusterIP flow and the DNATed NodePort flow to the removed endpoint go',
+    async run(t) {
+      await t.insert(flow(40000, DNS_VIP, 53, OLD_EP));
+      await t.insert(flow(40001, NODE_IPS[0]!, 30053, OLD_EP, '198.18.0.20'));
+      await t.insert({ ...flow(40002, '198.18.77.1', 30053, '198.18.77.1'), replySport: 30053 }); // not DNATed
+      const { result } = await pass(t.runner, 'IPv4', [DNS], [[]]);
+      assert.equal(result.error, undefined);
+      assert.equal(result.deleted, 2);
+      assert.deepEqual(await remainingFlows(t.runner, 'IPv4'), ['40002→198.18.77.1:30053']);
+    },
+  },
+  {
+    // upstream kubernetes/kubernetes#141371
+    name: 'a deleted Service: its flows go, given as a deleted port; a live Service’s stay',
+    async run(t) {
+      const gone = servicePort('ns', 'statsd', { clusterIP: '198.18.100.40', port: 8125 });
+      await t.insert(flow(40000, '198.18.100.40', 8125, OLD_EP));
+      await t.insert(flow(40001, DNS_VIP, 53, NEW_EP));
+      const { result } = await pass(t.runner, 'IPv4', [DNS], [[endpoint(NEW_EP, 5353)]], [gone]);
+      assert.equal(result.error, undefined);
+      assert.equal(result.deleted, 1);
+      assert.deepEqual(await remainingFlows(t.runner, 'IPv4'), [`40001→${NEW_EP}:5353`]);
+    },
+  },
   {
     name: 'a stale flow to a ClusterIP goes; the live one stays; the pass is reported',
     async run(t) {

@@ -14,6 +14,11 @@ export type ServicePortMap = Map<string, ServicePort>;
 export interface UpdateServiceMapResult {
   /** "ns/name" of every Service whose ports changed since the last checkout. */
   readonly updatedServices: ReadonlySet<string>;
+  /**
+   * Ports that left the map (their Service deleted, or the port removed from it), as they were: the conntrack
+   * reconciler needs their frontends, which the map no longer has (upstream #141371's DeletedServices).
+   */
+  readonly deletedServicePorts: readonly ServicePort[];
 }
 
 /** A Service (or part of one) that was not used, and why; the caller logs it once and counts it. */
@@ -96,14 +101,19 @@ export class ServiceChangeTracker {
   /** Applies every accumulated change to `live`, empties the tracker, sets pending to 0. */
   checkout(live: ServicePortMap): UpdateServiceMapResult {
     const updatedServices = new Set<string>();
+    const deletedServicePorts: ServicePort[] = [];
     for (const [name, change] of this.#items) {
       updatedServices.add(name);
-      for (const key of change.previous.keys()) if (!change.current.has(key)) live.delete(key);
+      for (const [key, sp] of change.previous) {
+        if (change.current.has(key)) continue;
+        live.delete(key);
+        deletedServicePorts.push(sp);
+      }
       for (const [key, sp] of change.current) live.set(key, sp);
     }
     this.#items.clear();
     this.#metrics.servicesPending(0);
-    return { updatedServices };
+    return { updatedServices, deletedServicePorts };
   }
 
   #portMap(name: string, svc: Service | undefined, report: boolean): ReadonlyMap<string, ServicePort> {

@@ -46,6 +46,8 @@ export interface ConntrackSink {
     family: IPFamily,
     serviceMap: ReadonlyMap<string, ServicePort>,
     endpointsMap: EndpointsMap,
+    /** UDP ports deleted since the last pass (their frontends are no longer in serviceMap). */
+    deletedServicePorts: readonly ServicePort[],
   ): Promise<void>;
 }
 
@@ -97,6 +99,8 @@ export class Proxier {
   /** When the last full sync started (the hourly resync asks for the next one). */
   private lastFullSync = 0;
   private conntrackCleanupPending = false;
+  /** UDP ports deleted since the last conntrack pass, by key (a port deleted and re-added is live again). */
+  private readonly deletedUdpPorts = new Map<string, ServicePort>();
   private canaryTimer: TimerHandle | undefined;
   private stopped = false;
   private readonly listeners: ((e: ProxierSyncEvent) => void)[] = [];
@@ -251,6 +255,15 @@ export class Proxier {
     const services = this.serviceChanges.checkout(this.serviceMap);
     const endpoints = this.endpointsChanges.checkout(this.endpointsMap);
     if (endpoints.conntrackCleanupRequired) this.conntrackCleanupPending = true;
+    // A deleted UDP Service's flows keep their DNAT while the client sends (upstream #141371): clean them too.
+    for (const sp of services.deletedServicePorts) {
+      if (sp.protocol !== 'UDP') continue;
+      this.deletedUdpPorts.set(sp.key, sp);
+      this.conntrackCleanupPending = true;
+    }
+    // A port deleted and added back is live again (walking the few deleted ports, not the whole map).
+    for (const key of this.deletedUdpPorts.keys())
+      if (this.serviceMap.has(key)) this.deletedUdpPorts.delete(key);
     const changedServices = new Set([...services.updatedServices, ...endpoints.updatedServices]);
     // >=: the runner's max timer fires exactly one period after the last run, and that run must be full. Every
     // other reason for a full sync is the backend's to know; it says in its result which kind it ran.
@@ -300,8 +313,10 @@ export class Proxier {
     }
     if (this.conntrackCleanupPending && this.opts.conntrack) {
       this.conntrackCleanupPending = false;
+      const deleted = [...this.deletedUdpPorts.values()];
+      this.deletedUdpPorts.clear();
       try {
-        await this.opts.conntrack.reconcile(this.family, this.serviceMap, this.endpointsMap);
+        await this.opts.conntrack.reconcile(this.family, this.serviceMap, this.endpointsMap, deleted);
       } catch (error) {
         logger.error('conntrack cleanup failed', {
           ipFamily: this.family,

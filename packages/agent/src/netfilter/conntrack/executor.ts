@@ -59,6 +59,7 @@ export async function reconcileConntrack(
   family: IPFamily,
   serviceMap: ReadonlyMap<string, ServicePort>,
   endpointsMap: ReadonlyMap<string, readonly Endpoint[]>,
+  deletedServicePorts: readonly ServicePort[] = [],
 ): Promise<ConntrackReconcileResult> {
   const cmd = o.command ?? 'conntrack';
   const timeoutMs = o.timeoutMs ?? 30_000;
@@ -84,7 +85,7 @@ export async function reconcileConntrack(
       fields: { ipFamily: family, count: listing.skipped.length, first: listing.skipped[0] },
     }));
   }
-  const plan = planStaleFlowDeletions(family, serviceMap, endpointsMap, listing.flows);
+  const plan = planStaleFlowDeletions(family, serviceMap, endpointsMap, listing.flows, deletedServicePorts);
   if (plan.deletions.length === 0) {
     return finish({ listed: listing.flows.length, deletions: [], deleted: 0, skippedLines: listing.skipped });
   }
@@ -161,7 +162,8 @@ export class ConntrackReconciler {
     family: IPFamily,
     serviceMap: ReadonlyMap<string, ServicePort>,
     endpointsMap: ReadonlyMap<string, readonly Endpoint[]>,
+    deletedServicePorts: readonly ServicePort[] = [],
   ): Promise<void> {
-    this.#last = await reconcileConntrack(this.#o, family, serviceMap, endpointsMap);
+    this.#last = await reconcileConntrack(this.#o, family, serviceMap, endpointsMap, deletedServicePorts);
   }
 }
