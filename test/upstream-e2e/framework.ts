@@ -70,3 +70,26 @@ export async function poll(
     await delay(intervalMs, signal); // the poll's pace, as upstream's; the deadline bounds it
   }
 }
+
+/** wait.ForeverTestTimeout: the 30 s upstream gives short waits (WaitForServiceEndpointsNum, WaitForPodToDisappear). */
+export const FOREVER_TEST_TIMEOUT_MS = 30_000;
+/** f.Timeouts.PodDelete: how long a deleted pod may take to be gone. */
+export const POD_DELETE_TIMEOUT_MS = 5 * 60_000;
+/** framework.RestartNodeReadyAgainTimeout. */
+export const RESTART_NODE_READY_AGAIN_TIMEOUT_MS = 5 * 60_000;
+/** e2eservice.RespondingTimeout: how long a Service may take to respond (or to go). */
+export const RESPONDING_TIMEOUT_MS = 2 * 60_000;
+
+/** e2eskipper.Skipf: the test finds the cluster lacks what it needs; the report says skipped, with the reason. */
+export class UpstreamSkip extends Error {
+  override readonly name = 'UpstreamSkip';
+}
+
+export function skipf(message: string): never {
+  throw new UpstreamSkip(message);
+}
+
+/** e2eendpointslice.ControllerUpdateTimeout: how long an EndpointSlice change may take (WaitForEndpointCount). */
+export const CONTROLLER_UPDATE_TIMEOUT_MS = 2 * 60_000;
+/** e2eservice.KubeProxyEndpointLagTimeout: how long a node's proxy may take to notice an endpoint change. */
+export const KUBE_PROXY_ENDPOINT_LAG_TIMEOUT_MS = 30_000;

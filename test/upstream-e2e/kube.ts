@@ -1,7 +1,7 @@
 // The client the ported tests use in place of client-go: real kubectl against the lab's API server, with JSON in
 // and out, so each call is the one upstream makes (Create, Get, Update, Delete, List) and `kubectl exec` is
 // upstream's RunHostCmd.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 
 export interface CommandResult {
   readonly code: number;
@@ -84,6 +84,58 @@ export class Kube {
   /** Delete, waiting as kubectl does for the object to be gone (a pod's graceful termination included). */
   async delete(namespace: string, resource: string, name: string): Promise<void> {
     await this.mustRun(['-n', namespace, 'delete', resource, name, '--wait=true', '--timeout=5m']);
+  }
+
+  /**
+   * watchtools.Until over a ListWatch: watches `path(resourceVersion)` (a watch=1 URL, streamed by `kubectl get
+   * --raw`) from `resourceVersion`, feeding each event to `condition` until it returns true (→ true) or `timeoutMs`
+   * passes (→ false). A watch the server ends is opened again from the last event seen, as the retry watcher does.
+   */
+  async watchUntil(
+    path: (resourceVersion: string) => string,
+    resourceVersion: string,
+    timeoutMs: number,
+    condition: (type: string, object: KubeObject) => boolean,
+  ): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    let rv = resourceVersion;
+    while (Date.now() < deadline) {
+      const child = spawn('kubectl', ['get', '--raw', path(rv)], {
+        env: { ...process.env, KUBECONFIG: this.kubeconfig },
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
+      const met = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()));
+        let buffered = '';
+        let done = false;
+        child.stdout.on('data', (chunk: Buffer) => {
+          buffered += chunk.toString();
+          let nl: number;
+          while (!done && (nl = buffered.indexOf('\n')) >= 0) {
+            const line = buffered.slice(0, nl).trim();
+            buffered = buffered.slice(nl + 1);
+            if (line === '') continue;
+            const event = JSON.parse(line) as { type?: string; object?: KubeObject };
+            const object = event.object ?? {};
+            rv = fieldString(object, 'metadata', 'resourceVersion') || rv;
+            if (condition(event.type ?? '', object)) {
+              done = true;
+              clearTimeout(timer);
+              resolve(true);
+            }
+          }
+        });
+        child.on('close', () => {
+          clearTimeout(timer);
+          resolve(false);
+        });
+      });
+      child.kill();
+      if (met) return true;
+      // The server ended the watch: open it again after a second, as the retry watcher backs off.
+      if (Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+    return false;
   }
 
   /** RunHostCmd: `sh -c cmd` in the pod's first container; the result carries stdout and the exit code. */

@@ -1,6 +1,7 @@
 // The cluster the ported tests run against: the lab's own startLab (what `lab up` runs), in process, with two
-// nodes and the chosen proxy mode, taken in turn with the other lab suites (labTurn), and always taken down again
-// (lab.stop, then `lab down` for whatever a failed stop left) before the turn is given back.
+// nodes in two zones (or as many nodes and zones as asked), IPv4 or dual-stack, and the chosen proxy mode, taken in
+// turn with the other lab suites (labTurn), and always taken down again (lab.stop, then `lab down` for whatever a
+// failed stop left) before the turn is given back.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,10 +33,26 @@ function labOptions(mode: UpstreamMode): {
   return { mode: 'nftables', nftablesLayout: mode === 'nftables-flat' ? 'flat' : 'upstream' };
 }
 
-export async function startUpstreamLab(
-  mode: UpstreamMode,
-  o: { readonly signal?: AbortSignal; readonly progress?: (line: string) => void } = {},
-): Promise<UpstreamLab> {
+/** `--ip-family`: the lab's families (dual: IPv4 primary, IPv6 from 2001:db8::/32). */
+export const UPSTREAM_IP_FAMILIES = ['ipv4', 'dual'] as const;
+export type UpstreamIPFamily = (typeof UPSTREAM_IP_FAMILIES)[number];
+
+/** The lab the runner brings up unless told otherwise: two nodes, one per zone. */
+export const DEFAULT_UPSTREAM_NODES = 2;
+export const DEFAULT_UPSTREAM_ZONES: readonly string[] = ['zone-a', 'zone-b'];
+
+export interface UpstreamLabOptions {
+  readonly signal?: AbortSignal;
+  readonly progress?: (line: string) => void;
+  /** `lab up --ip-family`; default ipv4. */
+  readonly ipFamily?: UpstreamIPFamily;
+  /** `lab up --nodes`; default 2. */
+  readonly nodes?: number;
+  /** `lab up --zones`: the nodes' zone labels, round robin; default zone-a, zone-b. */
+  readonly zones?: readonly string[];
+}
+
+export async function startUpstreamLab(mode: UpstreamMode, o: UpstreamLabOptions = {}): Promise<UpstreamLab> {
   const releaseTurn = await labTurn();
   const prefix = runPrefix();
   const stateDir = join(mkdtempSync(join(tmpdir(), `${prefix}-`)), 'state');
@@ -52,8 +69,10 @@ export async function startUpstreamLab(
     })());
   try {
     lab = await startLab({
-      nodes: 2,
+      nodes: o.nodes ?? DEFAULT_UPSTREAM_NODES,
       ...labOptions(mode),
+      ipFamily: o.ipFamily ?? 'ipv4',
+      zones: o.zones ?? DEFAULT_UPSTREAM_ZONES,
       stateDir,
       prefix,
       workload: false,

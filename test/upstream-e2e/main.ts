@@ -1,16 +1,30 @@
 // `npm run e2e:upstream -- --mode nftables|nftables-flat|iptables [--conformance] [--only REGEX] [--parallel N]
-// [--kubeconfig PATH] [-o text|json]`: brings up a two-node lab in that mode (or, with --kubeconfig, uses a cluster
-// that is already up, such as a `lab up`, and takes --mode as the report's label), runs the selected ports of
-// upstream's e2e tests, prints the report, and exits 0 only when every test that ran passed. Ctrl-C stops the run
-// and takes the lab it brought up down.
+// [--ip-family ipv4|dual] [--nodes N] [--zones A,B,…] [--kubeconfig PATH] [-o text|json]`: brings up a lab in that
+// mode (default: dual-stack, two nodes in zones zone-a and zone-b, so every ported test that needs only that runs)
+// or, with --kubeconfig, uses a cluster that is already up, such as a `lab up`, and takes --mode as the report's
+// label (what the cluster offers is found out, not taken from the flags). Runs the selected ports of upstream's e2e
+// tests, prints the report (tests whose requirement the cluster does not meet: SKIPPED, with the reason), and exits
+// 0 only when every test that ran passed. Ctrl-C stops the run and takes the lab it brought up down.
 import { parseArgs } from 'node:util';
 import { selectTests } from './registry.js';
 import { notPortedResults, runTests } from './runner.js';
 import { formatJson, formatText, makeReport, reportPassed } from './report.js';
-import { isUpstreamMode, startUpstreamLab, UPSTREAM_MODES, type UpstreamMode } from './lab-session.js';
+import {
+  DEFAULT_UPSTREAM_NODES,
+  DEFAULT_UPSTREAM_ZONES,
+  isUpstreamMode,
+  startUpstreamLab,
+  UPSTREAM_IP_FAMILIES,
+  UPSTREAM_MODES,
+  type UpstreamIPFamily,
+  type UpstreamMode,
+} from './lab-session.js';
 import { Kube } from './kube.js';
 
-const USAGE = `usage: npm run e2e:upstream -- --mode ${UPSTREAM_MODES.join('|')} [--conformance] [--only REGEX] [--parallel N] [--kubeconfig PATH] [-o text|json]`;
+const USAGE = `usage: npm run e2e:upstream -- --mode ${UPSTREAM_MODES.join('|')} [--conformance] [--only REGEX] [--parallel N] [--ip-family ${UPSTREAM_IP_FAMILIES.join('|')}] [--nodes N] [--zones A,B,…] [--kubeconfig PATH] [-o text|json]`;
+
+/** The lab's families when --ip-family is not given: dual-stack, so the dual-stack ports run in the same lab. */
+const DEFAULT_IP_FAMILY: UpstreamIPFamily = 'dual';
 
 interface Cli {
   readonly mode: UpstreamMode;
@@ -19,6 +33,9 @@ interface Cli {
   readonly output: 'text' | 'json';
   readonly parallel: number;
   readonly kubeconfig?: string;
+  readonly ipFamily: UpstreamIPFamily;
+  readonly nodes: number;
+  readonly zones: readonly string[];
 }
 
 function usageError(message: string): never {
@@ -38,6 +55,9 @@ function parseCli(argv: string[]): Cli {
         output: { type: 'string', short: 'o', default: 'text' },
         parallel: { type: 'string', default: '1' },
         kubeconfig: { type: 'string' },
+        'ip-family': { type: 'string', default: DEFAULT_IP_FAMILY },
+        nodes: { type: 'string', default: String(DEFAULT_UPSTREAM_NODES) },
+        zones: { type: 'string', default: DEFAULT_UPSTREAM_ZONES.join(',') },
       },
       strict: true,
     }));
@@ -56,8 +76,21 @@ function parseCli(argv: string[]): Cli {
   const parallel = Number(values.parallel);
   if (!Number.isInteger(parallel) || parallel < 1)
     usageError('--parallel must be a whole number of at least 1');
+  const ipFamily = values['ip-family'];
+  if (!(UPSTREAM_IP_FAMILIES as readonly string[]).includes(ipFamily))
+    usageError(`--ip-family must be one of ${UPSTREAM_IP_FAMILIES.join(', ')}`);
+  const nodes = Number(values.nodes);
+  if (!Number.isInteger(nodes) || nodes < 1) usageError('--nodes must be a whole number of at least 1');
+  const zones = values.zones.split(',').filter((z) => z !== '');
+  if (values.kubeconfig !== undefined && argv.some((a) => /^--(ip-family|nodes|zones)\b/.test(a)))
+    usageError(
+      '--ip-family, --nodes and --zones shape a lab the run brings up; with --kubeconfig the cluster is what it is',
+    );
   return {
     mode,
+    ipFamily: ipFamily as UpstreamIPFamily,
+    nodes,
+    zones,
     conformanceOnly: values.conformance,
     output: values.output,
     parallel,
@@ -79,7 +112,13 @@ async function main(): Promise<number> {
   try {
     const lab =
       cli.kubeconfig === undefined
-        ? await startUpstreamLab(cli.mode, { signal: abort.signal, progress })
+        ? await startUpstreamLab(cli.mode, {
+            signal: abort.signal,
+            progress,
+            ipFamily: cli.ipFamily,
+            nodes: cli.nodes,
+            zones: cli.zones,
+          })
         : { kube: new Kube(cli.kubeconfig), stop: (): Promise<void> => Promise.resolve() };
     try {
       const run = { signal: abort.signal, progress, parallel: cli.parallel };

@@ -20,13 +20,14 @@ function safeHost(host: string): string {
   return host;
 }
 
-export function reachabilityCommand(host: string, port: number, protocol: Protocol): string {
+/** `echo hostName | nc [-t|-u] -w WAIT HOST PORT` with the host's tools; `waitSeconds` is nc's -w (2 here upstream). */
+export function reachabilityCommand(host: string, port: number, protocol: Protocol, waitSeconds = 2): string {
   const h = safeHost(host);
   if (protocol === 'TCP') {
     const url = h.includes(':') ? `telnet://[${h}]:${port}` : `telnet://${h}:${port}`;
-    return `echo hostName | curl -s --connect-timeout 2 --max-time 2 ${url}`;
+    return `echo hostName | curl -s --connect-timeout ${waitSeconds} --max-time ${waitSeconds} ${url}`;
   }
-  return `bash -c 'exec 3<>/dev/udp/${h}/${port} && echo hostName >&3 && timeout 2 dd bs=65536 count=1 <&3 2>/dev/null'`;
+  return `bash -c 'exec 3<>/dev/udp/${h}/${port} && echo hostName >&3 && timeout ${waitSeconds} dd bs=65536 count=1 <&3 2>/dev/null'`;
 }
 
 /** One attempt: did HOST:PORT answer the exec pod with anything? */
@@ -103,7 +104,12 @@ async function checkPortsReachability(
   for (const sp of servicePorts(svc)) {
     await mustReach(ctx, execPod, name, sp.port, sp.protocol);
     await mustReach(ctx, execPod, clusterIP, sp.port, sp.protocol);
-    if (!withNodePorts) continue;
+    if (!withNodePorts) {
+      // checkClusterIPServiceReachability: every external IP too, on the service port.
+      for (const externalIP of fieldArray(svc, 'spec', 'externalIPs'))
+        await mustReach(ctx, execPod, String(externalIP), sp.port, sp.protocol);
+      continue;
+    }
     for (const node of ctx.nodes.slice(0, 2))
       await mustReach(ctx, execPod, node.internalIP, sp.nodePort, sp.protocol);
   }

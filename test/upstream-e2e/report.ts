@@ -6,7 +6,13 @@ import type { TestResult } from './runner.js';
 export interface Report {
   readonly mode: string;
   readonly results: readonly TestResult[];
-  readonly summary: { readonly passed: number; readonly failed: number; readonly notPorted: number };
+  readonly summary: {
+    readonly passed: number;
+    readonly failed: number;
+    readonly notPorted: number;
+    /** Ported tests the cluster could not run (a requirement unmet): neither passed nor failed. */
+    readonly skipped: number;
+  };
 }
 
 export function makeReport(mode: string, results: readonly TestResult[]): Report {
@@ -14,7 +20,12 @@ export function makeReport(mode: string, results: readonly TestResult[]): Report
   return {
     mode,
     results,
-    summary: { passed: count('passed'), failed: count('failed'), notPorted: count('not-ported') },
+    summary: {
+      passed: count('passed'),
+      failed: count('failed'),
+      notPorted: count('not-ported'),
+      skipped: count('skipped'),
+    },
   };
 }
 
@@ -23,14 +34,19 @@ export function reportPassed(r: Report): boolean {
   return r.summary.failed === 0 && r.summary.passed > 0;
 }
 
-const LABEL = { passed: 'PASS      ', failed: 'FAIL      ', 'not-ported': 'NOT PORTED' } as const;
+const LABEL = {
+  passed: 'PASS      ',
+  failed: 'FAIL      ',
+  'not-ported': 'NOT PORTED',
+  skipped: 'SKIPPED   ',
+} as const;
 
 export function formatText(r: Report): string {
   const lines = [`upstream e2e on the lab, mode ${r.mode}:`];
   for (const t of r.results) {
     const time = t.seconds === undefined ? '' : ` (${t.seconds} s)`;
     lines.push(`${LABEL[t.outcome]} ${t.name}${time}`);
-    if (t.outcome === 'not-ported') lines.push(`           ${t.message ?? ''}`);
+    if (t.outcome === 'not-ported' || t.outcome === 'skipped') lines.push(`           ${t.message ?? ''}`);
     if (t.outcome === 'failed') {
       const gap = KNOWN_LAB_GAPS[t.name];
       if (gap !== undefined) lines.push(`           known lab gap: ${gap}`);
@@ -39,7 +55,7 @@ export function formatText(r: Report): string {
     }
   }
   const s = r.summary;
-  lines.push(`${s.passed} passed, ${s.failed} failed, ${s.notPorted} not ported`);
+  lines.push(`${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped, ${s.notPorted} not ported`);
   return lines.join('\n');
 }
 

@@ -7,6 +7,7 @@ import { NOT_PORTED_TESTS, PORTED_TESTS } from './registry.js';
 import { resultsTable } from './results-table.js';
 import type { Kube } from './kube.js';
 import type { PortedTest } from './registry-types.js';
+import { skipf } from './framework.js';
 
 const READY_NODE = {
   metadata: { name: 'n1' },
@@ -125,4 +126,163 @@ test('the results table: one row per test in each mode, not-ported reasons, and 
   assert.match(table, /^\| c \| no cloud \|$/m);
   assert.match(table, /^\| nftables \| 1 \| 1 \| 0 \| 0 \| 1 \|$/m);
   assert.match(table, /^\| iptables \| 0 \| 1 \| 1 \| 0 \| 1 \|$/m);
+});
+
+/**
+ * A fake kubectl whose nodes are `nodes`, whose ServiceCIDRs are `cidrs` and whose kube-proxy ConfigMap holds
+ * `proxyConfig` (none when undefined); it records the namespaces created.
+ */
+function clusterKube(
+  nodes: readonly object[],
+  cidrs: readonly string[],
+  proxyConfig?: string,
+): { kube: Kube; namespaces: string[] } {
+  const namespaces: string[] = [];
+  const ok = { code: 0, stdout: '', stderr: '' };
+  const kube = {
+    list: (_ns: string, resource: string) =>
+      Promise.resolve(
+        resource === 'nodes'
+          ? nodes
+          : [{ spec: { cidrs } }].filter(() => resource.startsWith('servicecidrs')),
+      ),
+    json: () => Promise.reject(new Error('no dry run here')),
+    get: (ns: string, resource: string, name: string) =>
+      proxyConfig !== undefined && `${ns}/${resource}/${name}` === 'kube-system/configmap/kube-proxy'
+        ? Promise.resolve({ data: { 'config.conf': proxyConfig } })
+        : Promise.reject(new Error('not found')),
+    mustRun: (args: readonly string[]) => {
+      if (args[0] === 'create' && args[1] === 'namespace') namespaces.push(String(args[2]));
+      return Promise.resolve('');
+    },
+    run: () => Promise.resolve(ok),
+  } as unknown as Kube;
+  return { kube, namespaces };
+}
+
+function node(name: string, ips: readonly string[], zone?: string, controlPlane = false): object {
+  const labels: Record<string, string> = {};
+  if (zone !== undefined) labels['topology.kubernetes.io/zone'] = zone;
+  if (controlPlane) labels['node-role.kubernetes.io/control-plane'] = '';
+  return {
+    metadata: { name, labels },
+    spec: {},
+    status: {
+      conditions: [{ type: 'Ready', status: 'True' }],
+      addresses: ips.map((address) => ({ type: 'InternalIP', address })),
+    },
+  };
+}
+
+function requiring(
+  name: string,
+  requires: PortedTest['requires'],
+  ran: string[],
+  file = 'service.go',
+): PortedTest {
+  return {
+    name,
+    conformance: false,
+    file,
+    ...(requires ? { requires } : {}),
+    run: () => {
+      ran.push(name);
+      return Promise.resolve();
+    },
+  };
+}
+
+test('a test whose requirement the cluster does not meet is skipped with the reason, never run, never passed', async () => {
+  const ipv4Zoned = clusterKube(
+    [node('a', ['198.18.0.10'], 'zone-a', true), node('b', ['198.18.0.11'], 'zone-b')],
+    ['198.19.0.0/16'],
+  );
+  const ran: string[] = [];
+  const tests = [
+    requiring('plain', undefined, ran),
+    requiring('dual', ['dual-stack'], ran),
+    requiring('zoned', ['zones'], ran),
+    requiring('three', ['three-zones'], ran),
+    requiring('hints', ['zones', 'worker-zones'], ran),
+  ];
+  const results = await runTests(ipv4Zoned.kube, tests, { signal: new AbortController().signal });
+  assert.deepEqual(
+    results.map((r) => [r.name, r.outcome]),
+    [
+      ['plain', 'passed'],
+      ['dual', 'skipped'],
+      ['zoned', 'passed'],
+      ['three', 'skipped'],
+      ['hints', 'skipped'],
+    ],
+  );
+  assert.deepEqual(ran, ['plain', 'zoned']);
+  assert.match(results[1]?.message ?? '', /dual-stack/);
+  assert.match(results[3]?.message ?? '', /at least 3 zones, the cluster has 2/);
+  assert.match(results[4]?.message ?? '', /control-plane/);
+});
+
+test('a dual-stack cluster (both families on nodes and in the ServiceCIDRs) runs dual-stack tests', async () => {
+  const ran: string[] = [];
+  const dual = clusterKube(
+    [
+      node('a', ['198.18.0.10', '2001:db8::10'], 'zone-a'),
+      node('b', ['198.18.0.11', '2001:db8::11'], 'zone-b'),
+    ],
+    ['198.19.0.0/16', '2001:db8:ff::/112'],
+  );
+  const results = await runTests(
+    dual.kube,
+    [requiring('dual', ['dual-stack'], ran), requiring('hints', ['worker-zones'], ran)],
+    {
+      signal: new AbortController().signal,
+    },
+  );
+  assert.deepEqual(
+    results.map((r) => r.outcome),
+    ['passed', 'passed'],
+  );
+  // Nodes of both families but a single-family Service range (and no dry run to say otherwise): not dual-stack.
+  const halfway = clusterKube([node('a', ['198.18.0.10', '2001:db8::10'])], ['198.19.0.0/16']);
+  const [r] = await runTests(halfway.kube, [requiring('dual', ['dual-stack'], [])], {
+    signal: new AbortController().signal,
+  });
+  assert.equal(r?.outcome, 'skipped');
+});
+
+test("a test that finds the cluster lacking (upstream's Skipf) is reported skipped; namespaces are valid names", async () => {
+  const { kube, namespaces } = clusterKube([node('a', ['198.18.0.10'])], []);
+  const skipping: PortedTest = {
+    name: 'skips',
+    conformance: false,
+    file: 'traffic_distribution.go',
+    run: () => skipf('need at least 3 zones'),
+  };
+  const [r] = await runTests(kube, [skipping], { signal: new AbortController().signal });
+  assert.deepEqual([r?.outcome, r?.message], ['skipped', 'need at least 3 zones']);
+  assert.match(namespaces[0] ?? '', /^traffic-distribution-[0-9a-f]{4}$/);
+});
+
+test('localhost NodePort tests run only where kube-proxy is configured for iptables mode with localhostNodePorts', async () => {
+  const nodes = [node('a', ['198.18.0.10'])];
+  const outcome = async (proxyConfig?: string): Promise<string | undefined> => {
+    const { kube } = clusterKube(nodes, [], proxyConfig);
+    const [r] = await runTests(kube, [requiring('lnp', ['localhost-nodeports'], [])], {
+      signal: new AbortController().signal,
+    });
+    return r?.outcome;
+  };
+  assert.equal(await outcome('kind: KubeProxyConfiguration\nmode: iptables\n'), 'passed');
+  assert.equal(await outcome('kind: KubeProxyConfiguration\nmode: ""\n'), 'passed');
+  assert.equal(await outcome('kind: KubeProxyConfiguration\nmode: nftables\n'), 'skipped');
+  assert.equal(await outcome('mode: iptables\niptables:\n  localhostNodePorts: false\n'), 'skipped');
+  assert.equal(await outcome(undefined), 'skipped');
+});
+
+test('every API-only ending names a ported test, and the proxy-dependent ones are the rest', () => {
+  const apiOnly = PORTED_TESTS.filter((t) => t.apiOnly === true);
+  assert.equal(apiOnly.length, 16, apiOnly.map((t) => t.name).join('\n'));
+  assert.ok(
+    PORTED_TESTS.some((t) => t.apiOnly !== true && /should serve a basic endpoint from pods/.test(t.name)),
+  );
 });

@@ -215,3 +215,42 @@ test('lab watch: counters per node, the last sync’s duration from the histogra
   view.record('worker', undefined);
   assert.match(view.render(), /^worker\s+-.*no answer$/m);
 });
+
+test('fieldRef env: status.podIPs and status.hostIPs are every address, comma-separated, as the kubelet writes them', () => {
+  const pod = {
+    metadata: { name: 'netserver-0' },
+    spec: { nodeName: 'worker', hostNetwork: true },
+    status: {
+      hostIP: '198.18.0.11',
+      hostIPs: [{ ip: '198.18.0.11' }, { ip: '2001:db8::11' }],
+      podIP: '198.18.0.11',
+      podIPs: [{ ip: '198.18.0.11' }, { ip: '2001:db8::11' }],
+    },
+  };
+  const ref = (name: string, fieldPath: string): object => ({ name, valueFrom: { fieldRef: { fieldPath } } });
+  // upstream's netserver pods with hostNetwork endpoints: --udp-listen-addresses=$(HOST_IP),$(POD_IPS).
+  const r = resolveContainer(
+    pod,
+    {
+      name: 'webserver',
+      image: 'registry.k8s.io/e2e-test-images/agnhost:2.53',
+      args: ['netexec', '--udp-listen-addresses=$(HOST_IP),$(POD_IPS)'],
+      env: [
+        ref('HOST_IP', 'status.hostIP'),
+        ref('POD_IPS', 'status.podIPs'),
+        ref('HOST_IPS', 'status.hostIPs'),
+      ],
+    },
+    [],
+  );
+  assert.equal(r.env.POD_IPS, '198.18.0.11,2001:db8::11');
+  assert.equal(r.env.HOST_IPS, '198.18.0.11,2001:db8::11');
+  assert.equal(r.argv?.at(-1), '--udp-listen-addresses=198.18.0.11,198.18.0.11,2001:db8::11');
+  // A status with only the single field (an older writer): the list is that one address.
+  const single = resolveContainer(
+    { metadata: { name: 'p' }, status: { podIP: '198.18.1.5' } },
+    { name: 'c', image: 'busybox', env: [ref('POD_IPS', 'status.podIPs')] },
+    [],
+  );
+  assert.equal(single.env.POD_IPS, '198.18.1.5');
+});

@@ -106,6 +106,16 @@ const randomSuffix = (n: number): string => {
   return s;
 };
 
+/** Copies the request's metadata.labels and metadata.annotations onto `next` (absent in the request: removed). */
+function carryLabelsAndAnnotations(next: JsonObject, proposed: JsonObject): void {
+  const meta = { ...metaOf(next) };
+  const asked = metaOf(proposed);
+  for (const f of ['labels', 'annotations'])
+    if (asked[f] !== undefined) meta[f] = cloneJson(asked[f]);
+    else delete meta[f];
+  next.metadata = meta;
+}
+
 export class Registry {
   constructor(
     readonly store: ObjectStore,
@@ -314,8 +324,11 @@ export class Registry {
     const curMeta = metaOf(current);
     let next: JsonObject;
     if (sub === 'status') {
-      // The status subresource changes only .status; everything else stays as stored.
+      // The status subresource changes only .status; everything else stays as stored. A Service's labels and
+      // annotations follow the request too: upstream's serviceStatusStrategy resets only .spec (its
+      // GetResetFields), so a status patch may annotate (the "service status lifecycle" conformance test does).
       next = { ...cloneJson(current), status: cloneJson(proposed.status) };
+      if (t.kind === 'Service') carryLabelsAndAnnotations(next, proposed);
     } else {
       next = proposed;
       // The main resource never changes status through an update (upstream's PrepareForUpdate).

@@ -54,6 +54,15 @@ export interface ResolvedContainer {
 /** The executables that mean "this checkout's kube-proxy-ts" (deploy/'s image and kubeadm's kube-proxy). */
 const KUBE_PROXY_EXECUTABLES = new Set(['kube-proxy-ts', 'kube-proxy']);
 
+/** status.podIPs / status.hostIPs as the kubelet gives them to env: the ips joined by ",", else the single field. */
+function ipList(pod: JsonObject, list: string, single: string): string | undefined {
+  const status = child(pod, 'status');
+  const ips = arr(status, list)
+    .map((e) => str(e, 'ip'))
+    .filter((ip): ip is string => ip !== undefined && ip !== '');
+  return ips.length > 0 ? ips.join(',') : str(status, single);
+}
+
 function fieldValue(pod: JsonObject, path: string): string | undefined {
   const meta = child(pod, 'metadata');
   switch (path) {
@@ -71,6 +80,11 @@ function fieldValue(pod: JsonObject, path: string): string | undefined {
       return str(child(pod, 'status'), 'podIP');
     case 'status.hostIP':
       return str(child(pod, 'status'), 'hostIP');
+    // The downward API's lists: every address, comma-separated, as the kubelet writes them.
+    case 'status.podIPs':
+      return ipList(pod, 'podIPs', 'podIP');
+    case 'status.hostIPs':
+      return ipList(pod, 'hostIPs', 'hostIP');
     default:
       return undefined;
   }

@@ -72,6 +72,18 @@ export function readinessProbeOf(container: JsonObject): ReadinessProbe | undefi
   return undefined;
 }
 
+/** A container's lifecycle.preStop exec hook (the command the kubelet runs before SIGTERM), if it has one. */
+export function preStopOf(container: JsonObject): readonly string[] | undefined {
+  const lifecycle = container.lifecycle;
+  if (typeof lifecycle !== 'object' || lifecycle === null || Array.isArray(lifecycle)) return undefined;
+  const exec = ((lifecycle as JsonObject).preStop as JsonObject | undefined)?.exec as JsonObject | undefined;
+  if (!exec || !Array.isArray(exec.command)) return undefined;
+  return exec.command.filter((w): w is string => typeof w === 'string');
+}
+
+/** The kubelet's minimumGracePeriodInSeconds: what SIGTERM still gets after a preStop hook used the rest. */
+const MIN_GRACE_AFTER_PRESTOP_MS = 2_000;
+
 export class ContainerProcess {
   restartCount = 0;
   /** Whether the readiness probe last passed (no probe: ready while running). */
@@ -100,6 +112,7 @@ export class ContainerProcess {
     private readonly events: ContainerEvents,
     private readonly logger: Logger,
     private readonly probe?: ReadinessProbe,
+    private readonly preStop?: readonly string[],
   ) {
     this.dir = join(podDir, 'containers', spec.name);
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
@@ -174,15 +187,19 @@ export class ContainerProcess {
     return this.running && (this.probe === undefined || this.probeReady);
   }
 
-  /** Probes while this run lasts; a change of the answer is a change kubectl sees (READY, the pod's Ready). */
+  /**
+   * Probes while this run lasts, its termination included (the kubelet keeps readiness probes running while a
+   * container drains: an agnhost netexec answering /readyz 503 after SIGTERM leaves its Service's ready endpoints
+   * then); a change of the answer is a change kubectl sees (READY, the pod's Ready).
+   */
   private scheduleProbe(run: Promise<CommandResult>, delayMs: number): void {
     const probe = this.probe;
     if (!probe) return;
     this.probeTimer = setTimeout(() => {
       void (async () => {
-        if (this.current !== run || this.stopping) return;
+        if (this.current !== run) return;
         const ok = await this.runProbe(probe);
-        if (this.current !== run || this.stopping) return;
+        if (this.current !== run) return;
         if (ok !== this.probeReady) {
           this.probeReady = ok;
           this.events.changed();
@@ -307,11 +324,19 @@ export class ContainerProcess {
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
-    if (this.probeTimer) clearTimeout(this.probeTimer);
+    // The readiness probe goes on until the process has ended (exited() stops it).
     const running = this.current;
     if (!running) return;
+    // As the kubelet's killContainer: the preStop hook first, within the grace period; SIGTERM then gets what is
+    // left of it (at least 2 s).
+    let grace = graceMs;
+    if (this.preStop && this.preStop.length > 0) {
+      const started = Date.now();
+      await this.runner.run('ip', ['netns', 'exec', this.namespace, ...this.preStop], { timeoutMs: graceMs });
+      grace = Math.max(MIN_GRACE_AFTER_PRESTOP_MS, graceMs - (Date.now() - started));
+    }
     const pid = this.pid();
-    await terminate(this.runner, pid, running, graceMs);
+    await terminate(this.runner, pid, running, grace);
   }
 
   /** SIGTERM without stopping: the restart policy decides what follows (a config file change does this). */

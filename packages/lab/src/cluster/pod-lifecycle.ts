@@ -28,7 +28,7 @@ import {
   type VolumeMapping,
 } from './container-spec.js';
 import { imageContainerArgv, type ImageRuntime } from './image-runtime.js';
-import { ContainerProcess, readinessProbeOf, type RestartPolicy } from './containers.js';
+import { ContainerProcess, preStopOf, readinessProbeOf, type RestartPolicy } from './containers.js';
 import {
   appFirst,
   declaredContainers,
@@ -523,6 +523,7 @@ class NamespaceKubelet implements NamespacePodLifecycle {
       { started: (c) => this.o.containerStarted?.(s.pod, c), changed },
       this.o.logger,
       readinessProbeOf(d.spec),
+      preStopOf(d.spec),
     );
   }
 

@@ -1,0 +1,83 @@
+// The lab kubelet's preStop exec hook (containers.ts), as the kubelet's killContainer runs it: the hook first, in
+// the container's namespace, and SIGTERM only once it has ended, so a server behind a `sleep` hook keeps serving
+// while its Pod terminates (upstream's "should create endpoints for unready pods" relies on that). Processes are
+// faked at the CommandRunner seam; every wait is for an observed call.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { CommandResult, CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import { SILENT_LOGGER } from '../../../packages/agent/src/util/logger.js';
+import { ContainerProcess, preStopOf } from '../../../packages/lab/src/cluster/containers.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'kpts-prestop-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const DONE: CommandResult = { code: 0, stdout: '', stderr: '' };
+
+/** One long-running process; the preStop hook ends when the test says so; every call is recorded in order. */
+class HookRuntime implements CommandRunner {
+  readonly calls: string[] = [];
+  private endProcess: ((r: CommandResult) => void) | undefined;
+  private endHook: ((r: CommandResult) => void) | undefined;
+  private hookStarted: (() => void) | undefined;
+  readonly hookRunning = new Promise<void>((resolve) => (this.hookStarted = resolve));
+
+  run(
+    cmd: string,
+    args: readonly string[],
+    options?: { env?: Record<string, string> },
+  ): Promise<CommandResult> {
+    if (cmd === 'kill') {
+      this.calls.push(`kill ${args[1] ?? ''}`);
+      this.endProcess?.({ code: 143, stdout: '', stderr: '' });
+      return Promise.resolve(DONE);
+    }
+    if (cmd === 'ip') {
+      this.calls.push(args.join(' '));
+      this.hookStarted?.();
+      return new Promise((resolve) => (this.endHook = resolve));
+    }
+    writeFileSync(options?.env?.KPTS_PIDFILE ?? join(dir, 'pid'), '4242\n');
+    return new Promise((resolve) => (this.endProcess = resolve));
+  }
+
+  finishHook(): void {
+    this.endHook?.(DONE);
+  }
+}
+
+test('preStopOf reads lifecycle.preStop.exec.command, and nothing else', () => {
+  const spec = { lifecycle: { preStop: { exec: { command: ['/bin/sleep', '100'] } } } };
+  assert.deepEqual(preStopOf(spec), ['/bin/sleep', '100']);
+  assert.equal(preStopOf({}), undefined);
+  assert.equal(preStopOf({ lifecycle: { preStop: { httpGet: { port: 80 } } } }), undefined);
+});
+
+test('a container with a preStop hook gets SIGTERM only after the hook ran in its namespace', async () => {
+  const runtime = new HookRuntime();
+  const container = new ContainerProcess(
+    runtime,
+    'kpts-test-pod',
+    { name: 'web', image: 'agnhost', argv: ['netexec'], env: {}, stdin: false, stdinOnce: false, tty: false },
+    mkdtempSync(join(dir, 'pod-')),
+    'Always',
+    'p_default',
+    { changed: () => undefined },
+    SILENT_LOGGER,
+    undefined,
+    ['/bin/sleep', '100'],
+  );
+  container.start();
+  const stopped = container.stop(100_000);
+  await runtime.hookRunning;
+  assert.deepEqual(
+    runtime.calls,
+    ['netns exec kpts-test-pod /bin/sleep 100'],
+    'no SIGTERM while the hook runs',
+  );
+  runtime.finishHook();
+  await stopped;
+  assert.deepEqual(runtime.calls, ['netns exec kpts-test-pod /bin/sleep 100', 'kill TERM']);
+});
