@@ -32,6 +32,7 @@ import { familyOf, POD_TCP_PORT, POD_UDP_PORT } from './objects.js';
 import type { EndpointConditions, SliceEndpoint } from './objects.js';
 import type { BackgroundTraffic, RequestOutcome, TrafficSpec } from './traffic.js';
 import { sendRequests, startTraffic } from './traffic.js';
+import { scaledTimeout } from '../../helpers/wait-for.js';
 
 /** Upstream's default masquerade bit. */
 const MASQUERADE_BIT = 14;
@@ -191,9 +192,11 @@ export class TestCluster {
               tcpPorts: [POD_TCP_PORT],
               udpPorts: [POD_UDP_PORT],
               stateDir: cluster.stateDir,
-              maxLifetimeSeconds: 600,
+              // A bound for a leaked server, which must outlast the suite: scaled (KPTS_TIMEOUT_SCALE) where the
+              // suite runs slower, as in a guest (test/vm/in-guest.ts), or its servers die mid-run.
+              maxLifetimeSeconds: scaledTimeout(600_000) / 1000,
               // Six Node processes start at once on a shared 2-core machine: be patient.
-              readyTimeoutMs: 60_000,
+              readyTimeoutMs: scaledTimeout(60_000),
             }),
           ),
       );

@@ -5,11 +5,14 @@ import { join } from 'node:path';
 import type { CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
 import { startInNamespace } from '../../../packages/netns/src/exec.js';
 import type { RequestOutcome } from '../traffic-client.js';
+import { scaledTimeout } from '../../helpers/wait-for.js';
 
 export type { RequestOutcome };
 
 const CLIENT_SCRIPT = new URL('../traffic-client.ts', import.meta.url).pathname;
 const TSX_IMPORT = import.meta.resolve('tsx');
+/** The client's start-up allowance in its hard ceiling (scaled where Node.js starts slowly, as in a guest). */
+const CLIENT_START_MS = scaledTimeout(30_000);
 
 export interface TrafficSpec {
   readonly proto: 'http' | 'udp';
@@ -81,7 +84,7 @@ export async function sendRequests(
 ): Promise<RequestOutcome[]> {
   const proc = startInNamespace(runner, namespace, process.execPath, clientArgs(spec), {
     // A hard ceiling so a wedged client cannot hang the suite: every request's own timeout, plus start-up.
-    timeoutMs: 30_000 + spec.count * ((spec.timeoutMs ?? 2000) + (spec.intervalMs ?? 0)),
+    timeoutMs: CLIENT_START_MS + spec.count * ((spec.timeoutMs ?? 2000) + (spec.intervalMs ?? 0)),
   });
   const result = await proc.exited;
   if (result.code !== 0)
@@ -113,7 +116,7 @@ export function startTraffic(
     process.execPath,
     clientArgs(spec, ['--out', out, '--stop-file', stopFile]),
     {
-      timeoutMs: 30_000 + spec.count * ((spec.timeoutMs ?? 2000) + (spec.intervalMs ?? 0)),
+      timeoutMs: CLIENT_START_MS + spec.count * ((spec.timeoutMs ?? 2000) + (spec.intervalMs ?? 0)),
     },
   );
   const read = () =>

@@ -3,6 +3,7 @@
 // same whether the lab stopped cleanly, hung, or was killed.
 import { existsSync } from 'node:fs';
 import { hostCommandRunner, type CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
+import { sweepGuests } from '../vm/cleanup.js';
 import { DEFAULT_PREFIX, labPaths, prefixLockFile } from './layout.js';
 import { acquireLabLock, processAlive, readLabState, readLockHolder } from './state.js';
 import { removeLabLeftovers, removeStateDir } from './teardown.js';
@@ -12,6 +13,8 @@ export interface DownReport {
   readonly stoppedPid?: number;
   readonly killed: boolean;
   readonly namespaces: readonly string[];
+  /** Guests' state directories swept (their QEMU killed, their taps and files removed). */
+  readonly guests: readonly string[];
   readonly errors: readonly string[];
 }
 
@@ -61,9 +64,25 @@ export async function labDown(
   const ownsPrefix = acquireLabLock(prefixLockFile(prefix));
   if (!ownsPrefix.ok) {
     const why = `namespace prefix ${prefix} belongs to a running lab (process ${ownsPrefix.holder}); not sweeping it`;
-    return { ...(stoppedPid !== undefined ? { stoppedPid } : {}), killed, namespaces: [], errors: [why] };
+    return {
+      ...(stoppedPid !== undefined ? { stoppedPid } : {}),
+      killed,
+      namespaces: [],
+      guests: [],
+      errors: [why],
+    };
   }
   const lock = existsSync(stateDir) ? acquireLabLock(paths.lockFile) : undefined;
+  // Guests first: their QEMU holds a tap in a lab namespace. The lab is stopped and its lock is ours, so every
+  // guest under it is a leftover, whether or not its recorded owner's pid is alive again (pids are reused).
+  let guests: string[] = [];
+  const guestErrors: string[] = [];
+  try {
+    guests = await sweepGuests(paths.guestsDir, { all: true });
+  } catch (e) {
+    guestErrors.push(`guests under ${paths.guestsDir}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (guests.length > 0) progress(`removed ${guests.length} guests (QEMU, taps, state)`);
   const r = await removeLabLeftovers(runner, prefix);
   if (r.namespaces.length > 0)
     progress(`removed ${r.namespaces.length} namespaces (and everything running in them)`);
@@ -75,6 +94,7 @@ export async function labDown(
     ...(stoppedPid !== undefined ? { stoppedPid } : {}),
     killed,
     namespaces: r.namespaces,
-    errors: r.errors,
+    guests,
+    errors: [...guestErrors, ...r.errors],
   };
 }

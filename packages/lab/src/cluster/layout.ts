@@ -185,6 +185,8 @@ export interface LabPaths {
   nodeXtablesLock(node: string): string;
   /** Where `iptables`, `iptables-save`, … name one back end for the proxies (`lab up --iptables legacy|nft`). */
   iptablesBinDir(backend: string): string;
+  /** Guests' state directories (packages/lab/src/vm/), one per guest: `lab down` sweeps them (issue 29). */
+  readonly guestsDir: string;
   podDir(): string;
 }
 
@@ -206,6 +208,7 @@ export function labPaths(stateDir: string): LabPaths {
     relayLog: (node) => join(nodeDir(node), 'relay.log'),
     nodeXtablesLock: (node) => join(nodeDir(node), 'xtables.lock'),
     iptablesBinDir: (backend) => join(stateDir, `iptables-${backend}`, 'bin'),
+    guestsDir: join(stateDir, 'guests'),
     podDir: () => join(stateDir, 'pods'),
   };
 }

@@ -47,7 +47,17 @@ export const ON_DEMAND_MODULES = [
   'nft_masq',
   'nft_numgen',
   'nft_reject_inet',
+  // kube-proxy's tables are of family ip and ip6, whose reject and fib are modules of their own (the inet ones
+  // above serve only inet tables): without them `reject` in an ip table fails with ENOENT.
+  'nft_reject_ipv4',
+  'nft_reject_ipv6',
   'nft_fib_inet',
+  'nft_fib_ipv4',
+  'nft_fib_ipv6',
+  'nft_objref',
+  'nft_redir',
+  'nft_hash',
+  'nft_log',
   'nft_compat',
   'nft_limit',
   'nf_conntrack_netlink',
@@ -61,6 +71,10 @@ export const ON_DEMAND_MODULES = [
   'ip6table_nat',
   'ip6table_mangle',
   'ip6table_raw',
+  // -p tcp/udp with --dport/--sport (in 6.1 a module, not part of x_tables).
+  'xt_tcpudp',
+  'xt_state',
+  'xt_NFLOG',
   'xt_comment',
   'xt_mark',
   'xt_conntrack',
