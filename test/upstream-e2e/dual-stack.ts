@@ -1,9 +1,19 @@
 // Ports of kubernetes/kubernetes test/e2e/network/dual_stack.go ("[sig-network] [Feature:IPv6DualStack]"): the
 // node, pod and Service checks of a dual-stack cluster (each `requires: ['dual-stack']`, as upstream's feature
-// label keeps them to dual-stack jobs). Registered through topology.ts's lists.
+// label keeps them to dual-stack jobs), and its "Granular Checks: Services Secondary IP Family": networking.go's
+// Granular Checks on an EnableDualStack config, dialling SecondaryClusterIP and SecondaryNodeIP (networking.ts's
+// checks, given the secondary family). Registered through topology.ts's lists.
 import { expect, fail, poll } from './framework.js';
 import { field, fieldArray, fieldString, type KubeObject } from './kube.js';
 import { TestJig } from './jig.js';
+import {
+  granularCheck,
+  hostNetworkEndpoints,
+  largeRequests,
+  sessionAffinity,
+  updateEndpoints,
+  type Source,
+} from './networking.js';
 import { agnhostPod } from './pods.js';
 import type { NotPortedTest, PortedTest, Requirement, UpstreamContext } from './registry-types.js';
 import { ServerTest } from './service-nodes-hosts.js';
@@ -17,6 +27,18 @@ const DUAL: readonly Requirement[] = ['dual-stack'];
 function dual(it: string, run: (ctx: UpstreamContext) => Promise<void>): PortedTest {
   return { name: `${DESCRIBE} ${it}`, conformance: false, file: FILE, requires: DUAL, run };
 }
+
+/** A Granular Checks: Services Secondary IP Family test, dialling the secondary family. */
+function secondary(it: string, run: (ctx: UpstreamContext) => Promise<void>): PortedTest {
+  return { name: `${GRANULAR} ${it}`, conformance: false, file: FILE, requires: DUAL, run };
+}
+
+/** dual_stack.go's hostNetwork test: pod-Service over http only, then node-Service over http and udp. */
+const SECONDARY_HOST_NETWORK_CHECKS: readonly (readonly [Source, 'http' | 'udp'])[] = [
+  ['pod', 'http'],
+  ['node', 'http'],
+  ['node', 'udp'],
+];
 
 async function atLeastOneDualStackNode(ctx: UpstreamContext): Promise<void> {
   let found = false;
@@ -208,16 +230,32 @@ export const DUAL_STACK_TESTS: readonly PortedTest[] = [
     'should create service with ipv6,v4 cluster ip',
     serviceFamiliesTest('ipv6ipv4clusterip', 'RequireDualStack', ['IPv6', 'IPv4']),
   ),
+  ...(['pod', 'node', 'endpoint'] as const).flatMap((source) =>
+    (['http', 'udp'] as const).map((protocol) =>
+      secondary(`should function for ${source}-Service: ${protocol}`, (ctx) =>
+        granularCheck(ctx, source, protocol, 'secondary'),
+      ),
+    ),
+  ),
+  secondary('should update endpoints: http', (ctx) => updateEndpoints(ctx, 'http', 'secondary')),
+  secondary('should update endpoints: udp', (ctx) => updateEndpoints(ctx, 'udp', 'secondary')),
+  secondary('should function for client IP based session affinity: http [LinuxOnly]', (ctx) =>
+    sessionAffinity(ctx, 'http', 'secondary'),
+  ),
+  secondary('should function for client IP based session affinity: udp [LinuxOnly]', (ctx) =>
+    sessionAffinity(ctx, 'udp', 'secondary'),
+  ),
+  secondary('should be able to handle large requests: http', (ctx) =>
+    largeRequests(ctx, 'http', 'secondary'),
+  ),
+  secondary('should be able to handle large requests: udp', (ctx) => largeRequests(ctx, 'udp', 'secondary')),
+  {
+    ...secondary('should function for service endpoints using hostNetwork', (ctx) =>
+      hostNetworkEndpoints(ctx, 'secondary', SECONDARY_HOST_NETWORK_CHECKS),
+    ),
+    serial: true, // fixed ports in the nodes' namespace, as networking.go's twin (run alone)
+  },
 ];
-
-const GRANULAR_REASON =
-  'needs e2enetwork.NewNetworkingTestConfig(EnableDualStack) (SecondaryClusterIP, SecondaryNodeIP: the netserver ' +
-  "pods' Services dialled on their second family); networking-config.ts, networking.go's port, has no dual-stack " +
-  'option yet: port on top of it once it has';
-
-function granular(it: string, reason = GRANULAR_REASON): NotPortedTest {
-  return { name: `${GRANULAR} ${it}`, conformance: false, file: FILE, reason };
-}
 
 export const DUAL_STACK_NOT_PORTED: readonly NotPortedTest[] = [
   {
@@ -227,21 +265,11 @@ export const DUAL_STACK_NOT_PORTED: readonly NotPortedTest[] = [
     reason:
       "pod to pod over both families (no Service, not proxy-dependent); its servers run agnhost test-webserver, which the lab's agnhost lacks",
   },
-  granular('should function for pod-Service: http'),
-  granular('should function for pod-Service: udp'),
-  granular(
-    'should function for pod-Service: sctp [Feature:SCTPConnectivity]',
-    "SCTP: the lab's agnhost netexec serves no SCTP, and the nodes share the host's kernel (sctp module)",
-  ),
-  granular('should function for node-Service: http'),
-  granular('should function for node-Service: udp'),
-  granular('should function for endpoint-Service: http'),
-  granular('should function for endpoint-Service: udp'),
-  granular('should update endpoints: http'),
-  granular('should update endpoints: udp'),
-  granular('should function for client IP based session affinity: http [LinuxOnly]'),
-  granular('should function for client IP based session affinity: udp [LinuxOnly]'),
-  granular('should be able to handle large requests: http'),
-  granular('should be able to handle large requests: udp'),
-  granular('should function for service endpoints using hostNetwork'),
+  {
+    name: `${GRANULAR} should function for pod-Service: sctp [Feature:SCTPConnectivity]`,
+    conformance: false,
+    file: FILE,
+    reason:
+      "SCTP: the lab's agnhost netexec serves no SCTP, and the nodes share the host's kernel (sctp module)",
+  },
 ];

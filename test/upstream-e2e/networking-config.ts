@@ -46,7 +46,18 @@ export interface NetworkingOptions {
   readonly hostNetwork?: boolean;
   /** EndpointsUseHostNetwork: the netserver pods run in their node's network namespace. */
   readonly endpointsHostNetwork?: boolean;
+  /**
+   * EnableDualStack: both Services are created RequireDualStack, and SecondaryClusterIP and SecondaryNodeIP (the
+   * other family's) are filled in.
+   */
+  readonly dualStack?: boolean;
 }
+
+/**
+ * Which family a check dials: the Services' first ClusterIP's (ClusterIP, NodeIP) or, on an EnableDualStack
+ * config, the other one (SecondaryClusterIP, SecondaryNodeIP: dual_stack.go's Granular Checks).
+ */
+export type Family = 'primary' | 'secondary';
 
 interface PodView {
   readonly name: string;
@@ -99,7 +110,7 @@ function joinHostPort(host: string, port: number): string {
 
 /** The IPs and names here come from the API; anything else must not reach a shell. */
 function safe(word: string): string {
-  if (!/^[A-Za-z0-9.:%?=_/-]*$/.test(word))
+  if (!/^[A-Za-z0-9.:%?=_/[\]-]*$/.test(word))
     throw new Error(`refusing to put ${JSON.stringify(word)} in a command`);
   return word;
 }
@@ -206,6 +217,9 @@ export class NetworkingTestConfig {
   maxTries = 0;
   clusterIP = '';
   nodeIP = '';
+  /** EnableDualStack only: the NodePort Service's second ClusterIP, and the first node InternalIP of its family. */
+  secondaryClusterIP = '';
+  secondaryNodeIP = '';
   nodeHTTPPort = 0;
   nodeUDPPort = 0;
   private readonly selector: Readonly<Record<string, string>>;
@@ -254,11 +268,15 @@ export class NetworkingTestConfig {
     }
     this.clusterIP = fieldString(this.nodePortService, 'spec', 'clusterIP');
     // The first InternalIP of the ClusterIP's family (lab nodes have no ExternalIP, and upstream prefers one only
-    // with PreferExternalAddresses).
+    // with PreferExternalAddresses); FirstAddressByTypeAndFamily gives "" where no node has one.
     const v6 = this.clusterIP.includes(':');
-    this.nodeIP =
-      this.nodes.flatMap((n) => n.internalIPs).find((ip) => ip.includes(':') === v6) ??
-      fail('no node InternalIP');
+    const firstInternalIP = (ipv6: boolean): string =>
+      this.nodes.flatMap((n) => n.internalIPs).find((ip) => ip.includes(':') === ipv6) ?? '';
+    this.nodeIP = firstInternalIP(v6) || fail('no node InternalIP');
+    if (this.options.dualStack) {
+      this.secondaryClusterIP = String(fieldArray(this.nodePortService, 'spec', 'clusterIPs')[1] ?? '');
+      this.secondaryNodeIP = firstInternalIP(!v6);
+    }
 
     ctx.step('Waiting for NodePort service to expose endpoint');
     await this.mustHaveEndpoints(NODE_PORT_SERVICE_NAME, epCount);
@@ -385,8 +403,27 @@ export class NetworkingTestConfig {
         ],
         selector: { ...this.selector },
         sessionAffinity: sessionAffinity ? 'ClientIP' : 'None',
+        ...(this.options.dualStack ? { ipFamilyPolicy: 'RequireDualStack' } : {}),
       },
     };
+  }
+
+  /** ClusterIP or SecondaryClusterIP. */
+  clusterIPOf(family: Family): string {
+    return family === 'primary' ? this.clusterIP : this.secondaryClusterIP;
+  }
+
+  /** NodeIP or SecondaryNodeIP. */
+  nodeIPOf(family: Family): string {
+    return family === 'primary' ? this.nodeIP : this.secondaryNodeIP;
+  }
+
+  /** The session-affinity Service's Spec.ClusterIP, or its Spec.ClusterIPs[1]. */
+  sessionAffinityIPOf(family: Family): string {
+    const ips = fieldArray(this.sessionAffinityService, 'spec', 'clusterIPs');
+    return family === 'primary'
+      ? fieldString(this.sessionAffinityService, 'spec', 'clusterIP')
+      : String(ips[1] ?? '');
   }
 
   /** The netserver pods' selector, for a second Service over them (createSecondNodePortService). */
@@ -563,7 +600,7 @@ export class NetworkingTestConfig {
     const cmd =
       protocol === 'udp'
         ? reachabilityCommand(targetIP, targetPort, 'UDP', 1)
-        : `curl -g -q -s --max-time 15 --connect-timeout 1 http://${safe(joinHostPort(targetIP, targetPort))}/hostName`;
+        : `curl -g -q -s --max-time 15 --connect-timeout 1 'http://${safe(joinHostPort(targetIP, targetPort))}/hostName'`;
     const filterCmd = `${cmd} | grep -v '^\\s*$'`;
     const eps = new Set<string>();
     ctx.log(

@@ -14,6 +14,7 @@ import {
   NetworkingTestConfig,
   SESSION_AFFINITY_CHECKS,
   type DialError,
+  type Family,
 } from './networking-config.js';
 import { agnhostPod, podIsReady, waitForPod } from './pods.js';
 import type { NotPortedTest, PortedTest, UpstreamContext } from './registry-types.js';
@@ -50,15 +51,19 @@ async function checkKubeProxyURLs(ctx: UpstreamContext): Promise<void> {
 }
 
 /** Where a Granular Check dials from: the test container pod, the node (hostNetwork pod), the first endpoint. */
-type Source = 'pod' | 'node' | 'endpoint';
+export type Source = 'pod' | 'node' | 'endpoint';
 
-/** One dial loop from `source` to ip:port expecting every endpoint's hostname, with upstream's step text. */
+/**
+ * One dial loop from `source` to ip:port expecting every endpoint's hostname, with upstream's step text (a node
+ * source is named by its NodeIP of `family`).
+ */
 async function dialAllEndpoints(
   ctx: UpstreamContext,
   config: NetworkingTestConfig,
   source: Source,
   protocol: 'http' | 'udp',
   target: { readonly ip: string; readonly port: number; readonly what: string },
+  family: Family = 'primary',
 ): Promise<void> {
   const t = {
     protocol,
@@ -70,7 +75,7 @@ async function dialAllEndpoints(
   const expected = config.endpointHostnames();
   const from = {
     pod: config.testContainerPod.name,
-    node: `${config.nodeIP} (node)`,
+    node: `${config.nodeIPOf(family)} (node)`,
     endpoint: `${config.endpointPods[0]?.name ?? ''} (endpoint)`,
   }[source];
   ctx.step(`dialing(${protocol}) ${from} --> ${target.ip}:${target.port} (${target.what})`);
@@ -86,29 +91,43 @@ function servicePorts(config: NetworkingTestConfig, protocol: 'http' | 'udp'): [
     : [CLUSTER_UDP_PORT, config.nodeUDPPort];
 }
 
-/** What pod-, node- and endpoint-Service check: every endpoint through the ClusterIP, then the first node's NodePort. */
+/**
+ * What pod-, node- and endpoint-Service check: every endpoint through the ClusterIP, then the first node's NodePort
+ * (of `family`: dual_stack.go's Secondary IP Family checks dial SecondaryClusterIP and SecondaryNodeIP).
+ */
 async function dialClusterIPAndNodePort(
   ctx: UpstreamContext,
   config: NetworkingTestConfig,
   source: Source,
   protocol: 'http' | 'udp',
+  family: Family = 'primary',
 ): Promise<void> {
   const [clusterPort, nodePort] = servicePorts(config, protocol);
-  await dialAllEndpoints(ctx, config, source, protocol, {
-    ip: config.clusterIP,
-    port: clusterPort,
-    what: 'config.clusterIP',
-  });
-  await dialAllEndpoints(ctx, config, source, protocol, {
-    ip: config.nodeIP,
-    port: nodePort,
-    what: 'nodeIP',
-  });
+  const targets = [
+    { ip: config.clusterIPOf(family), port: clusterPort, what: 'config.clusterIP' },
+    { ip: config.nodeIPOf(family), port: nodePort, what: 'nodeIP' },
+  ];
+  for (const target of targets) await dialAllEndpoints(ctx, config, source, protocol, target, family);
 }
 
-async function granularCheck(ctx: UpstreamContext, source: Source, protocol: 'http' | 'udp'): Promise<void> {
-  const config = await NetworkingTestConfig.create(ctx, { hostNetwork: source === 'node' });
-  await dialClusterIPAndNodePort(ctx, config, source, protocol);
+/** A config with EnableDualStack when the checks dial the secondary family. */
+function createConfig(
+  ctx: UpstreamContext,
+  family: Family,
+  options: { hostNetwork?: boolean; endpointsHostNetwork?: boolean } = {},
+): Promise<NetworkingTestConfig> {
+  return NetworkingTestConfig.create(ctx, { ...options, dualStack: family === 'secondary' });
+}
+
+/** pod-, node- and endpoint-Service: http and udp, of `family`. */
+export async function granularCheck(
+  ctx: UpstreamContext,
+  source: Source,
+  protocol: 'http' | 'udp',
+  family: Family = 'primary',
+): Promise<void> {
+  const config = await createConfig(ctx, family, { hostNetwork: source === 'node' });
+  await dialClusterIPAndNodePort(ctx, config, source, protocol, family);
 }
 
 /** createSecondNodePortService: a NodePort Service, http 80 → 8083 only, over the same pods; it and its NodePort. */
@@ -152,27 +171,31 @@ async function multipleEndpointServices(ctx: UpstreamContext): Promise<void> {
   await dial('nodeIP', config.nodeIP, svc2.httpPort);
 }
 
-async function updateEndpoints(ctx: UpstreamContext, protocol: 'http' | 'udp'): Promise<void> {
-  const config = await NetworkingTestConfig.create(ctx);
+/** should update endpoints: every endpoint through the ClusterIP (of `family`), then again after one is deleted. */
+export async function updateEndpoints(
+  ctx: UpstreamContext,
+  protocol: 'http' | 'udp',
+  family: Family = 'primary',
+): Promise<void> {
+  const config = await createConfig(ctx, family);
   const [port] = servicePorts(config, protocol);
+  const clusterIP = config.clusterIPOf(family);
   const t = {
     protocol,
-    targetIP: config.clusterIP,
+    targetIP: clusterIP,
     targetPort: port,
     maxTries: config.maxTries,
     minTries: 0,
   };
   const from = config.testContainerPod.name;
-  ctx.step(`dialing(${protocol}) ${from} --> ${config.clusterIP}:${port} (config.clusterIP)`);
+  ctx.step(`dialing(${protocol}) ${from} --> ${clusterIP}:${port} (config.clusterIP)`);
   must(
     await config.dialFromTestContainer(t, config.endpointHostnames()),
     'failed dialing endpoint (initial)',
   );
   ctx.step('Deleting a pod which, will be replaced with a new endpoint');
   await config.deleteNetProxyPod();
-  ctx.step(
-    `dialing(${protocol}) ${from} --> ${config.clusterIP}:${port} (config.clusterIP) (endpoint recovery)`,
-  );
+  ctx.step(`dialing(${protocol}) ${from} --> ${clusterIP}:${port} (config.clusterIP) (endpoint recovery)`);
   must(
     await config.dialFromTestContainer({ ...t, minTries: config.maxTries }, config.endpointHostnames()),
     'failed dialing endpoint (recovery)',
@@ -221,9 +244,17 @@ async function basicNodePortUDP(ctx: UpstreamContext): Promise<void> {
   if (err !== undefined) fail(`Failure validating that nodePort service WAS forwarding properly: ${err}`);
 }
 
-async function sessionAffinity(ctx: UpstreamContext, protocol: 'http' | 'udp'): Promise<void> {
-  const config = await NetworkingTestConfig.create(ctx);
-  const ip = fieldString(config.sessionAffinityService, 'spec', 'clusterIP');
+/**
+ * client IP based session affinity: one endpoint only, through the session-affinity Service (its ClusterIPs[1]
+ * for the secondary family).
+ */
+export async function sessionAffinity(
+  ctx: UpstreamContext,
+  protocol: 'http' | 'udp',
+  family: Family = 'primary',
+): Promise<void> {
+  const config = await createConfig(ctx, family);
+  const ip = config.sessionAffinityIPOf(family);
   const [port] = servicePorts(config, protocol);
   ctx.step(`dialing(${protocol}) ${config.testContainerPod.name} --> ${ip}:${port}`);
   // Check if number of endpoints returned are exactly one.
@@ -236,24 +267,31 @@ async function sessionAffinity(ctx: UpstreamContext, protocol: 'http' | 'udp'): 
 const LARGE_HTTP_MESSAGE = '42'.repeat(1000);
 const LARGE_UDP_MESSAGE = `n${'o'.repeat(1999)}`;
 
-async function largeRequests(ctx: UpstreamContext, protocol: 'http' | 'udp'): Promise<void> {
-  const config = await NetworkingTestConfig.create(ctx);
-  await dialLarge(ctx, config, protocol);
+/** should be able to handle large requests: the echo of a large message through the ClusterIP of `family`. */
+export async function largeRequests(
+  ctx: UpstreamContext,
+  protocol: 'http' | 'udp',
+  family: Family = 'primary',
+): Promise<void> {
+  const config = await createConfig(ctx, family);
+  await dialLarge(ctx, config, protocol, family);
 }
 
 async function dialLarge(
   ctx: UpstreamContext,
   config: NetworkingTestConfig,
   protocol: 'http' | 'udp',
+  family: Family,
 ): Promise<void> {
   const [port] = servicePorts(config, protocol);
+  const clusterIP = config.clusterIPOf(family);
   ctx.step(
-    `dialing(${protocol}) ${config.testContainerPod.name} --> ${config.clusterIP}:${port} (config.clusterIP)`,
+    `dialing(${protocol}) ${config.testContainerPod.name} --> ${clusterIP}:${port} (config.clusterIP)`,
   );
   const message = protocol === 'http' ? LARGE_HTTP_MESSAGE : LARGE_UDP_MESSAGE;
   const t = {
     protocol,
-    targetIP: config.clusterIP,
+    targetIP: clusterIP,
     targetPort: port,
     maxTries: config.maxTries,
     minTries: 0,
@@ -261,18 +299,32 @@ async function dialLarge(
   must(await config.dialEchoFromTestContainer(t, message));
 }
 
-/** should function for service endpoints using hostNetwork: every check above, with netserver pods on hostNetwork. */
-async function hostNetworkEndpoints(ctx: UpstreamContext): Promise<void> {
-  const config = await NetworkingTestConfig.create(ctx, { hostNetwork: true, endpointsHostNetwork: true });
-  for (const source of ['pod', 'node'] as const)
-    for (const protocol of ['http', 'udp'] as const) {
-      ctx.step(`${source}-Service(hostNetwork): ${protocol}`);
-      await dialClusterIPAndNodePort(ctx, config, source, protocol);
-    }
+/** networking.go's hostNetwork checks: pod- and node-Service, each over http and udp. */
+const HOST_NETWORK_CHECKS: readonly (readonly [Source, 'http' | 'udp'])[] = [
+  ['pod', 'http'],
+  ['pod', 'udp'],
+  ['node', 'http'],
+  ['node', 'udp'],
+];
+
+/**
+ * should function for service endpoints using hostNetwork: the `checks` (pod- and node-Service over http, udp),
+ * then the large requests, with netserver pods on hostNetwork, through the addresses of `family`.
+ */
+export async function hostNetworkEndpoints(
+  ctx: UpstreamContext,
+  family: Family = 'primary',
+  checks = HOST_NETWORK_CHECKS,
+): Promise<void> {
+  const config = await createConfig(ctx, family, { hostNetwork: true, endpointsHostNetwork: true });
+  for (const [source, protocol] of checks) {
+    ctx.step(`${source}-Service(hostNetwork): ${protocol}`);
+    await dialClusterIPAndNodePort(ctx, config, source, protocol, family);
+  }
   ctx.step('handle large requests: http(hostNetwork)');
-  await dialLarge(ctx, config, 'http');
+  await dialLarge(ctx, config, 'http', family);
   ctx.step('handle large requests: udp(hostNetwork)');
-  await dialLarge(ctx, config, 'udp');
+  await dialLarge(ctx, config, 'udp', family);
 }
 
 /**
@@ -385,7 +437,14 @@ export const NETWORKING_TESTS: readonly PortedTest[] = [
   ),
   ported(`${GRANULAR} should be able to handle large requests: http`, (ctx) => largeRequests(ctx, 'http')),
   ported(`${GRANULAR} should be able to handle large requests: udp`, (ctx) => largeRequests(ctx, 'udp')),
-  ported(`${GRANULAR} should function for service endpoints using hostNetwork`, hostNetworkEndpoints),
+  {
+    ...ported(`${GRANULAR} should function for service endpoints using hostNetwork`, (ctx) =>
+      hostNetworkEndpoints(ctx),
+    ),
+    // Its netexec servers bind fixed ports (8083, 8081) in the nodes' namespace, as dual_stack.go's twin does:
+    // run alone, so the two never collide in a parallel run.
+    serial: true,
+  },
   {
     ...ported(
       `${NETWORKING} should recreate its iptables rules if they are deleted [Disruptive]`,

@@ -14,6 +14,7 @@ const SVC = resourceByKind('Service');
 const SERVICE_CIDR = resourceByKind('ServiceCIDR');
 const POD = resourceByKind('Pod');
 const SLICE = resourceByKind('EndpointSlice');
+const ENDPOINTS = resourceByKind('Endpoints');
 const V4_RANGE = '198.19.0.0/16';
 const V6_RANGE = '2001:db8:ff::/112';
 
@@ -207,7 +208,7 @@ describe('Service IP families on a dual-stack API server (IPv4 primary)', () => 
       assert.doesNotMatch(flip.message, /no more than one IP/, 'no second IPv4 address was given out for it');
     }));
 
-  test('Pods get an address of each family; a dual-stack Service gets an EndpointSlice of each', () =>
+  test('Pods get an address of each family; a dual-stack Service gets an EndpointSlice of each, and Endpoints of its primary family only', () =>
     withServer(RANGE, async (s) => {
       created(s, 'web', { ipFamilyPolicy: 'RequireDualStack' });
       // Pods of their own (no Deployment): what is under test is the addresses and the slices.
@@ -242,6 +243,11 @@ describe('Service IP families on a dual-stack API server (IPv4 primary)', () => 
       assert.deepEqual([...slices.keys()].sort(), ['IPv4', 'IPv6']);
       assert.deepEqual(slices.get('IPv4'), podIPs.map((p) => p[0]).sort());
       assert.deepEqual(slices.get('IPv6'), podIPs.map((p) => p[1]).sort());
+      // Endpoints are single family (upstream's controller, and e2e's WaitForServiceEndpointsNum counts them).
+      const endpointIPs = arr(s.store.get(ENDPOINTS, 'default', 'web'), 'subsets').flatMap((ss) =>
+        [...arr(ss, 'addresses'), ...arr(ss, 'notReadyAddresses')].map((a) => str(a, 'ip') ?? ''),
+      );
+      assert.deepEqual(endpointIPs.sort(), podIPs.map((p) => p[0]).sort());
       // Back to one family: the IPv6 slice goes.
       const down = update(s, 'web', (spec) => (spec.ipFamilyPolicy = 'SingleStack'));
       assert.ok(down.ok, down.ok ? '' : down.message);

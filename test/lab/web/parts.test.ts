@@ -129,6 +129,11 @@ test('a capture reads both backends inside the node, without counters, and says 
     kubeProxyIptables('# x\n*nat\n:KUBE-SERVICES - [3:4]\n-A KUBE-SERVICES -j KUBE-NODEPORTS\nCOMMIT\n'),
     ['*nat', ':KUBE-SERVICES -', '-A KUBE-SERVICES -j KUBE-NODEPORTS', 'COMMIT'],
   );
+  // The kubelet's chains, which every lab node has, are not kube-proxy's.
+  assert.deepEqual(
+    kubeProxyIptables('*mangle\n:KUBE-IPTABLES-HINT - [0:0]\n:KUBE-KUBELET-CANARY - [0:0]\nCOMMIT\n'),
+    [],
+  );
   assert.equal(withoutCounters(':INPUT ACCEPT [1:2]'), ':INPUT ACCEPT');
 });
 

@@ -6,7 +6,11 @@
 import type { NftablesLayoutName } from 'kube-proxy-ts/config/nftables-layout.js';
 import { mkdirSync, renameSync, writeFileSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { hostCommandRunner, type CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
+import {
+  hostCommandRunner,
+  netnsCommandRunner,
+  type CommandRunner,
+} from 'kube-proxy-ts/netfilter/command.js';
 import { SILENT_LOGGER, type Logger } from 'kube-proxy-ts/util/logger.js';
 import { defaultNodes, startApiServer, type ApiServer } from '../apiserver/index.js';
 import { child, num, str } from '../apiserver/json.js';
@@ -32,6 +36,7 @@ import {
 } from './layout.js';
 import { clusterCIDRs, serviceCIDRs } from './layout.js';
 import type { LabIPFamily, LabLayout, LabNodeLayout, LabPaths } from './layout.js';
+import { KubeletIptables } from './kubelet-iptables.js';
 import { fetchProxyMetrics, metricValue } from './metrics.js';
 import { buildLabNetwork } from './network.js';
 import { nodeEnvironment, prepareIptablesBinDir, type IptablesBackendName } from './node-env.js';
@@ -379,6 +384,7 @@ async function buildLab(options: LabOptions, c: LabContext): Promise<Lab> {
     image = await openImageRuntime(runner, options.image, paths.stateDir);
   }
   await buildLabNetwork(runner, layout);
+  startKubeletIptables(options, c);
 
   const hosts = new LabHosts(layout, logger);
   const proxies = new ProxyProcesses(paths, logger);
@@ -536,6 +542,26 @@ function startKubeProxy(
       },
     ),
   );
+}
+
+/**
+ * Each node's kubelet iptables chains (kubelet-iptables.ts): made in the node's namespace, with the proxies' back
+ * end and the node's xtables lock, and kept there by a background check until the lab stops.
+ */
+function startKubeletIptables(options: LabOptions, c: LabContext): void {
+  for (const n of c.layout.nodes) {
+    // The lock file's directory (nodeHandles makes it too, later).
+    mkdirSync(c.paths.nodeDir(n.name), { recursive: true, mode: 0o700 });
+    const kubelet = new KubeletIptables({
+      node: n.name,
+      commands: netnsCommandRunner(n.namespace, c.runner),
+      variant: options.iptables ?? 'auto',
+      lockFile: c.paths.nodeXtablesLock(n.name),
+      logger: c.logger.child({ component: 'kubelet-iptables', node: n.name }),
+    });
+    kubelet.start();
+    c.teardown.cleanups.push(() => kubelet.stop());
+  }
 }
 
 /** Deployment kube-system/coredns behind Service kube-dns (cluster-dns.ts): the pods' nameserver. */

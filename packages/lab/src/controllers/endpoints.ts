@@ -1,8 +1,10 @@
 // Endpoints (core/v1), mirrored from each Service's EndpointSlices, for `kubectl get endpoints` and the tools
 // that still read them. Upstream's endpoints controller computes them from the Pods; here the slices are the one
 // source, so the two can never disagree: every slice's ports make one subset, ready endpoints go to addresses and
-// the others to notReadyAddresses (upstream's publishNotReadyAddresses aside). A Service without slices (no
-// selector) keeps whatever Endpoints someone wrote by hand.
+// the others to notReadyAddresses (upstream's publishNotReadyAddresses aside). Endpoints are single family, as
+// upstream's controller makes them: a dual-stack Service's hold its primary family's addresses only (its first
+// ipFamilies entry), the other family's are in its slices alone. A Service without slices (no selector) keeps
+// whatever Endpoints someone wrote by hand.
 import type { Logger } from 'kube-proxy-ts/util/logger.js';
 import { LABEL_SERVICE_NAME } from 'kube-proxy-ts/api/objects.js';
 import { arr, child, isObject, jsonEqual, num, str, type JsonObject } from '../apiserver/json.js';
@@ -58,6 +60,19 @@ export function subsetsFromSlices(slices: readonly JsonObject[]): JsonObject[] {
     }));
 }
 
+/**
+ * The family of a Service's Endpoints: its first ipFamilies entry, else its ClusterIP's; undefined when it names
+ * neither (then every slice counts).
+ */
+export function primaryFamily(svc: JsonObject): 'IPv4' | 'IPv6' | undefined {
+  const spec = child(svc, 'spec');
+  const first = arr(spec, 'ipFamilies')[0];
+  if (first === 'IPv4' || first === 'IPv6') return first;
+  const ip = str(spec, 'clusterIP') ?? '';
+  if (ip === '' || ip === 'None') return undefined;
+  return ip.includes(':') ? 'IPv6' : 'IPv4';
+}
+
 export class EndpointsController {
   readonly queue: WorkQueue;
   private readonly unsubscribe: () => void;
@@ -92,12 +107,14 @@ export class EndpointsController {
       return;
     }
     if (current && !ours) return;
+    const family = primaryFamily(svc);
     const slices = reg.store
       .list(SLICE, ns)
       .filter(
         (s) =>
           child(meta(s), 'labels')[LABEL_SERVICE_NAME] === name &&
-          child(meta(s), 'labels')[LABEL_MANAGED_BY] === CONTROLLER_NAME,
+          child(meta(s), 'labels')[LABEL_MANAGED_BY] === CONTROLLER_NAME &&
+          (family === undefined || str(s, 'addressType') === family),
       );
     const subsets = subsetsFromSlices(slices);
     const labels = { ...child(meta(svc), 'labels'), [ENDPOINTS_MANAGED_BY]: MANAGER };

@@ -7,6 +7,7 @@
 // old one's leave (each mode cleans up the other's leftovers). Counters are cut out of the text (they move with
 // traffic, not with syncs), so the diff shows what the proxy wrote, nothing else.
 import type { CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
+import { KUBE_IPTABLES_HINT, KUBE_KUBELET_CANARY } from '../cluster/kubelet-iptables.js';
 import { diffLines, type LineDiff } from './line-diff.js';
 
 /**
@@ -36,10 +37,13 @@ export function withoutCounters(line: string): string {
   return line.replace(/counter packets \d+ bytes \d+/g, 'counter').replace(/^(:\S+ \S+) \[\d+:\d+\]$/, '$1');
 }
 
-/** iptables-save's text without its dated comments; empty when it holds no kube-proxy chain. */
+/** The kubelet's chains (cluster/kubelet-iptables.ts): every node has them, whichever mode its proxy runs. */
+const KUBELET_CHAINS = new RegExp(`\\b(${KUBE_IPTABLES_HINT}|${KUBE_KUBELET_CANARY})\\b`, 'g');
+
+/** iptables-save's text without its dated comments; empty when it holds no kube-proxy chain (kubelet's aside). */
 export function kubeProxyIptables(text: string): string[] {
   const lines = text.split('\n').filter((l) => l !== '' && !l.startsWith('#'));
-  return lines.some((l) => l.includes('KUBE-')) ? lines.map(withoutCounters) : [];
+  return lines.some((l) => l.replace(KUBELET_CHAINS, '').includes('KUBE-')) ? lines.map(withoutCounters) : [];
 }
 
 async function readIptables(
