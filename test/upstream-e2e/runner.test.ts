@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runTests } from './runner.js';
 import { NOT_PORTED_TESTS, PORTED_TESTS } from './registry.js';
-import { resultsTable } from './results-table.js';
+import { mergeByMode, resultsTable } from './results-table.js';
 import type { Kube } from './kube.js';
 import type { PortedTest } from './registry-types.js';
 import { skipf } from './framework.js';
@@ -110,6 +110,7 @@ test('the results table: one row per test in each mode, not-ported reasons, and 
         row('a', 'passed'),
         row('b', 'passed', { apiOnly: true }),
         row('c', 'not-ported', { message: 'no cloud' }),
+        { ...row('own', 'passed'), file: 'kube-proxy-ts' },
       ],
     },
     {
@@ -124,8 +125,8 @@ test('the results table: one row per test in each mode, not-ported reasons, and 
   assert.match(table, /^\| a \| PASS \| FAIL: timed out \\\| twice \|$/m);
   assert.match(table, /^\| b \(API only\) \| PASS \| PASS \|$/m);
   assert.match(table, /^\| c \| no cloud \|$/m);
-  assert.match(table, /^\| nftables \| 1 \| 1 \| 0 \| 0 \| 1 \|$/m);
-  assert.match(table, /^\| iptables \| 0 \| 1 \| 1 \| 0 \| 1 \|$/m);
+  assert.match(table, /^\| nftables \| 1 \| 1 \| 0 \| 0 \| 1 \| 1 \|$/m);
+  assert.match(table, /^\| iptables \| 0 \| 1 \| 1 \| 0 \| 1 \| 0 \|$/m);
 });
 
 /**
@@ -284,5 +285,21 @@ test('every API-only ending names a ported test, and the proxy-dependent ones ar
   assert.equal(apiOnly.length, 16, apiOnly.map((t) => t.name).join('\n'));
   assert.ok(
     PORTED_TESTS.some((t) => t.apiOnly !== true && /should serve a basic endpoint from pods/.test(t.name)),
+  );
+});
+
+test('reports of one mode merge: a later narrow run replaces the results of the tests it ran', () => {
+  const row = (name: string, outcome: string) => ({ name, file: 'service.go', conformance: false, outcome });
+  const merged = mergeByMode([
+    { mode: 'nftables', results: [row('a', 'failed'), row('b', 'passed'), row('c', 'skipped')] },
+    { mode: 'iptables', results: [row('a', 'passed')] },
+    { mode: 'nftables', results: [row('a', 'passed'), row('c', 'passed'), row('b', 'not-ported')] },
+  ]);
+  assert.deepEqual(
+    merged.map((m) => [m.mode, m.results.map((r) => `${r.name}:${r.outcome}`)]),
+    [
+      ['nftables', ['a:passed', 'b:passed', 'c:passed']],
+      ['iptables', ['a:passed']],
+    ],
   );
 });
