@@ -6,20 +6,11 @@
 // (docs/vm-nodes.md): npm run test:guest -- --env KPTS_DATAPLANE_BACKENDS=… test/dataplane/scenarios.test.ts
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { GUEST_TOOLS } from './guest-tools.js';
 import { kernelOptions } from '../helpers/kernel.js';
 import { runTestFiles, withTestGuest } from './in-guest.js';
 
-const TOOLS = [
-  'ip',
-  'nft',
-  'iptables-legacy',
-  'qemu-system-x86_64',
-  'setpriv',
-  'cpio',
-  'depmod',
-  'apt-get',
-  'dpkg-deb',
-];
+const TOOLS = [...GUEST_TOOLS, 'ip', 'nft', 'iptables-legacy'];
 const SCENARIO = 'a ClusterIP Service with three backends: 60 requests from a pod reach all three';
 
 describe('the dataplane scenarios in a guest on Debian kernel', kernelOptions(TOOLS), () => {

@@ -8,9 +8,10 @@ import { join } from 'node:path';
 import { sweepGuests } from '../../packages/lab/src/vm/cleanup.js';
 import { startGuest, type Guest } from '../../packages/lab/src/vm/guest.js';
 import { AGENT_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
+import { GUEST_TOOLS } from './guest-tools.js';
 import { kernelOptions } from '../helpers/kernel.js';
 
-const TOOLS = ['qemu-system-x86_64', 'setpriv', 'cpio', 'depmod', 'apt-get', 'dpkg-deb', 'conntrack'];
+const TOOLS = [...GUEST_TOOLS, 'conntrack'];
 const options = kernelOptions(TOOLS);
 const REPO_ROOT = new URL('../..', import.meta.url).pathname;
 

@@ -11,20 +11,11 @@ import { hostCommandRunner } from '../../packages/agent/src/netfilter/command.js
 import { listNamespaces } from '../../packages/netns/src/namespace.js';
 import { processAlive, sweepGuests } from '../../packages/lab/src/vm/cleanup.js';
 import { startGuest, type Guest } from '../../packages/lab/src/vm/guest.js';
+import { GUEST_TOOLS } from './guest-tools.js';
 import { kernelOptions, runPrefix, sweepNamespaces } from '../helpers/kernel.js';
 import { waitFor } from '../helpers/wait-for.js';
 
-const TOOLS = [
-  'ip',
-  'nft',
-  'qemu-system-x86_64',
-  'setpriv',
-  'cpio',
-  'depmod',
-  'apt-get',
-  'dpkg-deb',
-  '/bin/busybox',
-];
+const TOOLS = [...GUEST_TOOLS, 'ip', 'nft', '/bin/busybox'];
 const options = kernelOptions(TOOLS);
 
 // A fixed amount of work, timed inside the process (its startup is measured apart).
