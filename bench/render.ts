@@ -4,7 +4,8 @@
 // - the CLI itself (dist/src/cli/main.js), stdout a pipe this process drains: the wall time a user waits;
 // - renderCommand in-process with the same arguments, timing its stages: reading (file and parse), the model
 //   (trackers → snapshot), rendering, and handing the text to stdout until it has drained.
-// Run with `npm run bench` (its own section and table), or alone:
+// Then render's text at 10,000 Services, both layouts, loaded by `nft -f` into a fresh network namespace
+// (bench/render-load.ts). Run with `npm run bench` (its own section and tables), or alone:
 //   npm run build; KPTS_BENCH_MODES=render node dist/bench/main.js
 import { spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
@@ -95,6 +96,8 @@ const CASES: readonly RenderCase[] = [
   { mode: 'iptables', format: 'json', services: 100_000, targetS: 15 },
 ];
 const ENDPOINTS_PER_SERVICE = 10;
+/** The size whose render output is also loaded by nft (bench/render-load.ts); one size: each load takes seconds. */
+const LOAD_SERVICES = 10_000;
 
 interface StageTimes {
   readonly phases: Partial<Record<RenderPhase, number>>;
@@ -224,6 +227,10 @@ export async function runRenderBench(): Promise<void> {
     const widths = header.map((_, i) => Math.max(...lines.map((l) => (l[i] ?? '').length)));
     console.log('\nrender -f DUMP (CLI wall = process start to exit, its output drained through a pipe)');
     for (const l of lines) console.log(l.map((cell, i) => cell.padStart(widths[i] ?? 0)).join('  '));
+    // What nft makes of render's text (bench/render-load.ts), on the 10,000-Service JSON dump written above.
+    const loadDump = join(dir, `dump-${LOAD_SERVICES}.json`);
+    if (dumps.has(loadDump))
+      await (await import('./render-load.js')).runRenderLoadBench(loadDump, LOAD_SERVICES, dir);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

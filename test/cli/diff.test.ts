@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { diffCommand } from '../../packages/agent/src/cli/diff.js';
 import { renderCommand } from '../../packages/agent/src/cli/render.js';
+import { nftOperationLines } from '../backends/nftables/helpers.js';
 import { CLUSTER_CIDR, SERVICE_CIDR, workload, workloadList } from '../helpers/one-endpoint-workload.js';
 import { AGENT_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 import { recordingFileIO } from '../helpers/command-io.js';
@@ -54,17 +55,19 @@ async function runCLI(argv: readonly string[]): Promise<{ code: number; stdout: 
 }
 
 /**
- * The whole ruleset's size as `render` counts it for the same file and flags: its lines, less the comment block
- * of jump commands that iptables mode appends (which the restore input does not hold).
+ * The whole ruleset's size as `render` prints it for the same file and flags: its operations (nftables), or its
+ * lines less the comment block of jump commands that iptables mode appends (which the restore input does not hold).
  */
 function renderedSize(mode: 'nftables' | 'iptables', argv: string[], files: Record<string, string>): string {
   const { io, printed } = recordingFileIO(files, 'host-name');
   const code = renderCommand(['--proxy-mode', mode, ...argv], io);
   assert.equal(code, 0, printed.stderr);
-  return printed.stdout
-    .split('\n')
-    .filter((l) => l !== '' && !l.startsWith('#'))
-    .length.toLocaleString('en-US');
+  // nftables: its operations (render writes a set's elements as one statement; diff counts each).
+  const size =
+    mode === 'nftables'
+      ? nftOperationLines(printed.stdout).length
+      : printed.stdout.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
+  return size.toLocaleString('en-US');
 }
 
 const HEADER = /^(nftables|iptables): /;

@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { renderCommand } from '../../packages/agent/src/cli/render.js';
+import { nftOperationLines } from '../backends/nftables/helpers.js';
 import { recordingFileIO } from '../helpers/command-io.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
 
@@ -35,7 +36,8 @@ describe('render --proxy-mode nftables', () => {
     const { code, stdout, stderr } = run(BASE);
     assert.equal(code, 0, stderr);
     const web = nftChainBase('svc/web/tcp/http');
-    const lines = stdout.split('\n');
+    // One line per operation (render writes a set's elements as one statement; checked below).
+    const lines = nftOperationLines(stdout);
     // The ClusterIP is one service-ips element pointing at the per-service chain ...
     assert.ok(
       lines.includes(
@@ -69,17 +71,35 @@ describe('render --proxy-mode nftables', () => {
     assert.equal(stderr, '');
   });
 
+  test("writes a set's elements as one statement, after the set and every chain they jump to", () => {
+    const { code, stdout, stderr } = run(BASE);
+    assert.equal(code, 0, stderr);
+    const written = stdout.split('\n');
+    const statements = written.filter((l) => l.startsWith('add element ip kube-proxy service-ips '));
+    assert.equal(statements.length, 1, stdout);
+    const statement = statements[0] ?? '';
+    const elements = nftOperationLines(statement);
+    assert.ok(elements.length >= 2, statement);
+    const at = written.indexOf(statement);
+    assert.ok(written.findIndex((l) => l.startsWith('add map ip kube-proxy service-ips ')) < at);
+    for (const element of elements) {
+      const target = / : goto (\S+) \}$/.exec(element)?.[1];
+      assert.ok(target !== undefined, element);
+      const made = written.findIndex((l) => l === `add chain ip kube-proxy ${target}`);
+      assert.ok(made >= 0 && made < at, `chain ${target} is made before the statement that jumps to it`);
+    }
+  });
+
   test('the hostname decides which endpoints are local', () => {
     const asControlPlane = run([...BASE, '--hostname-override', 'Control-Plane', '--node-ip', '198.18.0.2']);
     assert.equal(asControlPlane.code, 0, asControlPlane.stderr);
+    const lines = nftOperationLines(asControlPlane.stdout);
     const dns = nftChainBase('svc/dns/udp/dns');
     // control-plane has the dns endpoint, so its NodePort goes to the external chain and on to local endpoints.
     assert.ok(
-      asControlPlane.stdout.includes(
-        `add element ip kube-proxy service-nodeports { udp . 30053 : goto external-${dns} }`,
-      ),
+      lines.includes(`add element ip kube-proxy service-nodeports { udp . 30053 : goto external-${dns} }`),
     );
-    assert.ok(asControlPlane.stdout.includes('add element ip kube-proxy nodeport-ips { 198.18.0.2 }'));
+    assert.ok(lines.includes('add element ip kube-proxy nodeport-ips { 198.18.0.2 }'));
   });
 
   test('IPv6 renders the ip6 table', () => {
@@ -94,7 +114,9 @@ spec: {clusterIP: "2001:db8::10", ipFamilies: [IPv6], ports: [{port: 80}]}
     });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^add table ip6 kube-proxy/m);
-    assert.ok(r.stdout.includes('add element ip6 kube-proxy cluster-ips { 2001:db8::10 }'));
+    assert.ok(
+      nftOperationLines(r.stdout).includes('add element ip6 kube-proxy cluster-ips { 2001:db8::10 }'),
+    );
   });
 
   test('bad documents are reported and the rest is still rendered', () => {
@@ -144,7 +166,7 @@ describe('render --nftables-layout flat', () => {
   test('the ClusterIP dispatches through a shared chain by endpoint count, endpoints by slot', () => {
     const r = run(FLAT);
     assert.equal(r.code, 0, r.stderr);
-    const lines = r.stdout.split('\n');
+    const lines = nftOperationLines(r.stdout);
     assert.ok(
       lines.includes(
         'add element ip kube-proxy service-ips { 198.19.0.10 . tcp . 80 : goto dispatch-tcp-3 }',

@@ -11,6 +11,7 @@ import { testNode } from '../helpers/model-values.js';
 import { snapshotFromObjects } from '../../packages/agent/src/sync/snapshot.js';
 import { renderIptablesRestore } from '../../packages/agent/src/backends/iptables/render-cache.js';
 import { renderFullSyncTransaction } from '../../packages/agent/src/backends/nftables/backend.js';
+import { nftOperationLines } from '../backends/nftables/helpers.js';
 import type { NodeNetworkConfig } from '../../packages/agent/src/sync/backend.js';
 import {
   CLUSTER_CIDR,
@@ -217,7 +218,7 @@ describe('diff: the whole ruleset', () => {
     assert.deepEqual(
       r.backends.map((b) => b.total),
       [
-        lines(renderFullSyncTransaction(snapshot, nftTarget.node)).length,
+        nftOperationLines(renderFullSyncTransaction(snapshot, nftTarget.node)).length,
         lines(renderIptablesRestore(snapshot, iptTarget.node, iptTarget.iptables)).length,
       ],
     );

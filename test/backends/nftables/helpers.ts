@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import type { EndpointSlice, Service } from '../../../packages/agent/src/api/objects.js';
 import type { LocalTrafficDetector } from '../../../packages/agent/src/model/local-detector.js';
 import { nodePortAddressesFor } from '../../../packages/agent/src/model/nodeport-addresses.js';
+import { elementLines } from '../../../packages/agent/src/netfilter/nft/parse.js';
 import type { NodeNetworkConfig } from '../../../packages/agent/src/sync/backend.js';
 
 import { VECTORS_DIR } from '../../helpers/vectors.js';
@@ -60,6 +61,19 @@ export function nodeConfigFromVector(c: ProxierConfig): NodeNetworkConfig {
   };
 }
 
+/**
+ * The text's operations, one line each as serializeOperations (and upstream's vectors) write them: blank and `#`
+ * lines dropped, a statement of several elements (render's and the executor's text) split into one line per
+ * element, in its order.
+ */
+export function nftOperationLines(text: string): string[] {
+  return text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'))
+    .flatMap(elementLines);
+}
+
 const TYPE_ORDER = ['table', 'chain', 'rule', 'set', 'map', 'element'];
 
 /**
@@ -68,10 +82,7 @@ const TYPE_ORDER = ['table', 'chain', 'rule', 'set', 'map', 'element'];
  * other lines with the same name sort by their full text.
  */
 export function normaliseNft(text: string): string {
-  const lines = text
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '' && !l.startsWith('#'));
+  const lines = nftOperationLines(text);
   const keyed = lines.map((line) => {
     const words = line.split(' ');
     return { line, type: TYPE_ORDER.indexOf(words[1] ?? ''), name: words[4] ?? '' };

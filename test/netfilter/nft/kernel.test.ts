@@ -148,6 +148,50 @@ describe('nft in a network namespace', suite.options, () => {
     );
   });
 
+  test('element operations gathered per set: changed values, removals and a key added then deleted', async () => {
+    const exec = new NftCommandExecutor(ref, commands);
+    await resetTable(exec, true);
+    const element = (verb: 'add' | 'delete', ip: string, chain?: string): NftOperation => ({
+      verb,
+      object: {
+        kind: 'element',
+        set: 'm',
+        key: [ip, 'tcp', '80'],
+        ...(chain !== undefined ? { value: [`goto ${chain}`] } : {}),
+      },
+    });
+    await exec.run(
+      new NftTransaction()
+        .add('add', { kind: 'map', name: 'm', type: 'ipv4_addr . inet_proto . inet_service : verdict' })
+        .add('add', { kind: 'chain', name: 'a' })
+        .add('add', { kind: 'chain', name: 'b' })
+        .addValidated(['198.18.0.1', '198.18.0.2', '198.18.0.3'].map((ip) => element('add', ip, 'a'))),
+    );
+    // As the planner writes them: a changed value is delete + add of its key, interleaved with other keys. The
+    // key added and then deleted in the same run exists only between the two: if its delete were written first,
+    // nft would refuse the whole transaction (no such element).
+    await exec.run(
+      new NftTransaction().addValidated([
+        element('delete', '198.18.0.1'),
+        element('add', '198.18.0.1', 'b'),
+        element('delete', '198.18.0.2'),
+        element('add', '198.18.0.2', 'b'),
+        element('add', '198.18.0.5', 'a'),
+        element('delete', '198.18.0.3'),
+        element('delete', '198.18.0.5'),
+        element('add', '198.18.0.4', 'b'),
+      ]),
+    );
+    const held = (await exec.listElements('map', 'm'))
+      .map((e) => `${e.key.join(' . ')} : ${(e.value ?? []).join(' . ')}`)
+      .sort();
+    assert.deepEqual(held, [
+      '198.18.0.1 . tcp . 80 : goto b',
+      '198.18.0.2 . tcp . 80 : goto b',
+      '198.18.0.4 . tcp . 80 : goto b',
+    ]);
+  });
+
   test('hostile comments and malformed input still give a transaction nft accepts', async () => {
     const exec = new NftCommandExecutor(ref, commands);
     await resetTable(exec, true);

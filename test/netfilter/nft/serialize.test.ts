@@ -6,7 +6,7 @@ import {
   NFT_VERBS,
   VERBS_BY_KIND,
 } from '../../../packages/agent/src/netfilter/nft/objects.js';
-import { parseOperationLine } from '../../../packages/agent/src/netfilter/nft/parse.js';
+import { parseOperationLine, parseOperations } from '../../../packages/agent/src/netfilter/nft/parse.js';
 import { goQuote, quoteComment } from '../../../packages/agent/src/netfilter/nft/quote.js';
 import { parseNftError } from '../../../packages/agent/src/netfilter/nft/executor.js';
 import {
@@ -204,14 +204,13 @@ describe("serializeTransaction (the executor's text)", () => {
     el('add', 'service-ips', '198.18.0.5 . tcp . 80', 'drop'),
   ];
 
-  test('runs of element operations with the same verb and set share one line, in order', () => {
+  test("a set's element operations between two other operations share one statement, removals first", () => {
     const t = serializeTransaction(ref, ops);
     assert.deepEqual(t.text.split('\n'), [
       'add chain ip kube-proxy c',
-      'add element ip kube-proxy service-ips { 198.18.0.1 . tcp . 80 : goto c, 198.18.0.2 . tcp . 80 comment "ns/s:p" : goto c }',
-      'add element ip kube-proxy cluster-ips { 198.18.0.1 }',
+      'add element ip kube-proxy service-ips { 198.18.0.1 . tcp . 80 : goto c, 198.18.0.2 . tcp . 80 comment "ns/s:p" : goto c, 198.18.0.5 . tcp . 80 : drop }',
       'delete element ip kube-proxy cluster-ips { 198.18.0.3, 198.18.0.4 }',
-      'add element ip kube-proxy service-ips { 198.18.0.5 . tcp . 80 : drop }',
+      'add element ip kube-proxy cluster-ips { 198.18.0.1 }',
       '',
     ]);
     // Each element is exactly what its own line would hold.
@@ -220,6 +219,86 @@ describe("serializeTransaction (the executor's text)", () => {
       own[2],
       'add element ip kube-proxy service-ips { 198.18.0.2 . tcp . 80 comment "ns/s:p" : goto c }',
     );
+  });
+
+  test('elements never move across another operation: a set exists before them, a chain before its verdicts', () => {
+    const t = serializeTransaction(ref, [
+      el('add', 'cluster-ips', '198.18.0.1'),
+      { verb: 'add', object: { kind: 'chain', name: 'later' } },
+      el('add', 'service-ips', '198.18.0.1 . tcp . 80', 'goto later'),
+      { verb: 'flush', object: { kind: 'set', name: 'cluster-ips' } },
+      el('add', 'cluster-ips', '198.18.0.2'),
+    ]);
+    assert.deepEqual(t.text.split('\n'), [
+      'add element ip kube-proxy cluster-ips { 198.18.0.1 }',
+      'add chain ip kube-proxy later',
+      'add element ip kube-proxy service-ips { 198.18.0.1 . tcp . 80 : goto later }',
+      'flush set ip kube-proxy cluster-ips',
+      'add element ip kube-proxy cluster-ips { 198.18.0.2 }',
+      '',
+    ]);
+  });
+
+  test('a key deleted and added back keeps that order; one added and then deleted is written in its order', () => {
+    // A changed value (delete + add of one key) and a removal of another key, interleaved as the planner writes.
+    const changed = serializeTransaction(ref, [
+      el('delete', 'service-ips', '198.18.0.1 . tcp . 80'),
+      el('add', 'service-ips', '198.18.0.1 . tcp . 80', 'goto b'),
+      el('delete', 'service-ips', '198.18.0.2 . tcp . 80'),
+      el('add', 'service-ips', '198.18.0.2 . tcp . 80', 'goto b'),
+      el('delete', 'service-ips', '198.18.0.3 . tcp . 80'),
+    ]);
+    assert.deepEqual(changed.text.split('\n'), [
+      'delete element ip kube-proxy service-ips { 198.18.0.1 . tcp . 80, 198.18.0.2 . tcp . 80, 198.18.0.3 . tcp . 80 }',
+      'add element ip kube-proxy service-ips { 198.18.0.1 . tcp . 80 : goto b, 198.18.0.2 . tcp . 80 : goto b }',
+      '',
+    ]);
+    // Deleting a key added earlier in the run must stay after that add: the group is written there.
+    const readded = serializeTransaction(ref, [
+      el('add', 'cluster-ips', '198.18.0.1'),
+      el('add', 'cluster-ips', '198.18.0.2'),
+      el('delete', 'cluster-ips', '198.18.0.9'),
+      el('delete', 'cluster-ips', '198.18.0.1'),
+      el('add', 'cluster-ips', '198.18.0.3'),
+    ]);
+    assert.deepEqual(readded.text.split('\n'), [
+      'delete element ip kube-proxy cluster-ips { 198.18.0.9 }',
+      'add element ip kube-proxy cluster-ips { 198.18.0.1, 198.18.0.2 }',
+      'delete element ip kube-proxy cluster-ips { 198.18.0.1 }',
+      'add element ip kube-proxy cluster-ips { 198.18.0.3 }',
+      '',
+    ]);
+  });
+
+  test('parsed back, the text is the same operations on the same sets, each key in its order', () => {
+    const mixed: NftOperation[] = [
+      { verb: 'add', object: { kind: 'chain', name: 'c' } },
+      ...ops.slice(1),
+      el('delete', 'service-ips', '198.18.0.1 . tcp . 80'),
+      el('add', 'service-ips', '198.18.0.1 . tcp . 80', 'goto c', 'a, b'),
+    ];
+    const parsed = parseOperations(serializeTransaction(ref, mixed).text);
+    assert.deepEqual(parsed.errors, []);
+    const bySet = (list: readonly NftOperation[]): Map<string, string[]> => {
+      const out = new Map<string, string[]>();
+      for (const op of list) {
+        const set = op.object.kind === 'element' ? op.object.set : '';
+        out.set(set, [...(out.get(set) ?? []), writeOperation(ref, op)]);
+      }
+      return out;
+    };
+    // Same operations; per set, every key's operations in their order (removals of other keys may come first).
+    assert.deepEqual(
+      [...parsed.ops.map((o) => writeOperation(ref, o))].sort(),
+      mixed.map((o) => writeOperation(ref, o)).sort(),
+    );
+    for (const [set, written] of bySet(parsed.ops)) {
+      const wanted = bySet(mixed).get(set) ?? [];
+      for (const key of new Set(written.map((l) => /\{ (\S+)/.exec(l)?.[1]))) {
+        const of = (l: string[]): string[] => l.filter((x) => /\{ (\S+)/.exec(x)?.[1] === key);
+        assert.deepEqual(of(written), of(wanted), `${set} ${key ?? ''}`);
+      }
+    }
   });
 
   test('a line holds at most ELEMENTS_PER_LINE elements', () => {
@@ -233,17 +312,19 @@ describe("serializeTransaction (the executor's text)", () => {
 
   test("nft's line and column of an error name the element's operation", () => {
     const t = serializeTransaction(ref, ops);
-    const line2 = t.text.split('\n')[1] ?? '';
+    const written = t.text.split('\n');
     // nft marks the element's key: 1-based column of its first character.
-    const col = (needle: string): number => line2.indexOf(needle) + 1;
+    const col = (line: number, needle: string): number => (written[line - 1] ?? '').indexOf(needle) + 1;
     assert.equal(t.operationAt(1, 1), 0);
-    assert.equal(t.operationAt(2, col('198.18.0.1')), 1);
-    assert.equal(t.operationAt(2, col('198.18.0.2')), 2);
-    assert.equal(t.operationAt(3, 30), 3);
-    assert.equal(t.operationAt(4, (t.text.split('\n')[3] ?? '').indexOf('198.18.0.4') + 1), 5);
+    assert.equal(t.operationAt(2, col(2, '198.18.0.1')), 1);
+    assert.equal(t.operationAt(2, col(2, '198.18.0.2')), 2);
+    // The third element of that statement is the last operation, moved up to its set's statement.
+    assert.equal(t.operationAt(2, col(2, '198.18.0.5')), 6);
+    assert.equal(t.operationAt(3, col(3, '198.18.0.4')), 5);
+    assert.equal(t.operationAt(4, 30), 3);
     assert.equal(t.operationAt(9, 1), undefined);
     const e = parseNftError(
-      `/dev/stdin:2:${col('198.18.0.2')}-${col('198.18.0.2') + 20}: Error: Could not process rule: File exists\n`,
+      `/dev/stdin:2:${col(2, '198.18.0.2')}-${col(2, '198.18.0.2') + 20}: Error: Could not process rule: File exists\n`,
       ops,
       1,
       (l, c) => t.operationAt(l, c),

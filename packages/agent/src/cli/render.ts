@@ -26,6 +26,9 @@ Services, EndpointSlices and (optionally) this node's Node object in FILE (JSON:
 after another; or multi-document YAML; "-" reads stdin). Nothing is applied. Pipe it to 'nft -c -f -' or
 'iptables-restore --test' to check it.
 
+nftables mode writes the text as the agent gives it to nft: a set's elements as one statement (up to 1,000 at a
+time, 'add element ip kube-proxy service-ips { e1, e2, ... }'), which nft loads faster than one per element.
+
 iptables mode ends with a comment block: the commands that ensure the jumps from PREROUTING, OUTPUT,
 POSTROUTING, INPUT and FORWARD into the KUBE-* chains, which kube-proxy makes apart from the restore input (as
 upstream does). The restore input alone moves no packets; apply it with 'iptables-restore --noflush', then run

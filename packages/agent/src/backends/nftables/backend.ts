@@ -8,7 +8,7 @@ import type { NftExecutor, NftListing, NftRunStats } from '../../netfilter/nft/e
 import { NftCommandExecutor } from '../../netfilter/nft/executor.js';
 import type { NftExecutors } from '../../netfilter/nft/choose-executor.js';
 import type { NftElement, NftOperation } from '../../netfilter/nft/objects.js';
-import { serializeOperations } from '../../netfilter/nft/serialize.js';
+import { serializeTransaction } from '../../netfilter/nft/serialize.js';
 import { NftTransaction } from '../../netfilter/nft/transaction.js';
 import type { FeatureGates } from '../../model/feature-gates.js';
 import type { IPFamily } from '../../model/ip.js';
@@ -333,7 +333,10 @@ export class NftablesBackend implements ProxyBackend {
   }
 }
 
-/** The text a fresh node would apply for `snapshot` (`kube-proxy-ts render`): a first full sync on an empty table. */
+/**
+ * The text a fresh node would apply for `snapshot` (`kube-proxy-ts render`): a first full sync on an empty table,
+ * written as the executor writes it for nft (a set's elements in few statements: serializeTransaction).
+ */
 export function renderFullSyncTransaction(
   snapshot: ProxySnapshot,
   node: NodeNetworkConfig,
@@ -344,7 +347,7 @@ export function renderFullSyncTransaction(
   const plan = planner.planFull(snapshot, emptyKernel(layout.elementContainers), 0, true);
   const tx = newTransaction(plan);
   if (tx.error) throw tx.error;
-  return serializeOperations({ family: nftFamilyOf(node.family), table: TABLE_NAME }, tx.operations);
+  return serializeTransaction({ family: nftFamilyOf(node.family), table: TABLE_NAME }, tx.operations).text;
 }
 
 /** Removes both kube-proxy tables (ip and ip6); a missing table is not an error. Returns the failures. */

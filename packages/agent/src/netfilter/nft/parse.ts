@@ -154,16 +154,57 @@ export function parseOperationLine(
   return { op: { verb, object }, family, table };
 }
 
-/** Parses a dump or transaction text (blank lines and `#` comments ignored). */
+/**
+ * The elements of `{ e1, e2, … }` (without the braces), split at the commas between them: a comment is quoted and
+ * may hold a comma; keys and values never do.
+ */
+function splitElements(list: string): string[] {
+  const parts: string[] = [];
+  let from = 0;
+  let quoted = false;
+  for (let i = 0; i < list.length; i++) {
+    const c = list[i];
+    if (quoted) {
+      if (c === '\\') i++;
+      else if (c === '"') quoted = false;
+    } else if (c === '"') quoted = true;
+    else if (c === ',' && list[i + 1] === ' ') {
+      parts.push(list.slice(from, i));
+      from = i + 2;
+    }
+  }
+  parts.push(list.slice(from));
+  return parts;
+}
+
+const ELEMENT_STATEMENT = /^(\S+ element \S+ \S+ \S+) \{ (.*) \}$/;
+
+/**
+ * A statement of several elements (`add element … SET { e1, e2 }`, as serializeTransaction writes them) as one
+ * line per element, each as serializeOperations writes it; any other line as it is.
+ */
+export function elementLines(line: string): string[] {
+  const statement = ELEMENT_STATEMENT.exec(line);
+  if (statement === null) return [line];
+  const [, head = '', list = ''] = statement;
+  return splitElements(list).map((element) => `${head} { ${element} }`);
+}
+
+/**
+ * Parses a dump or transaction text (blank lines and `#` comments ignored); a statement of several elements gives
+ * one operation per element.
+ */
 export function parseOperations(text: string): { ops: NftOperation[]; errors: string[] } {
   const ops: NftOperation[] = [];
   const errors: string[] = [];
   for (const raw of text.split('\n')) {
-    const line = raw.trim();
-    if (line === '' || line.startsWith('#')) continue;
-    const r = parseOperationLine(line);
-    if (typeof r === 'string') errors.push(r);
-    else ops.push(r.op);
+    const trimmed = raw.trim();
+    if (trimmed === '' || trimmed.startsWith('#')) continue;
+    for (const line of elementLines(trimmed)) {
+      const r = parseOperationLine(line);
+      if (typeof r === 'string') errors.push(r);
+      else ops.push(r.op);
+    }
   }
   return { ops, errors };
 }
