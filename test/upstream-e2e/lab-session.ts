@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
 import { labDown } from '../../packages/lab/src/cluster/down.js';
+import { API_OUTAGE_MS } from '../../packages/lab/src/cluster/relay.js';
 import { labTurn } from '../e2e/helpers/lab-turn.js';
 import { runPrefix } from '../helpers/kernel.js';
 import { Kube } from './kube.js';
@@ -23,6 +24,8 @@ export interface UpstreamLab {
   readonly lab: Lab;
   /** Stops the lab, removes its leftovers, gives the turn back; safe to call twice. */
   stop(): Promise<void>;
+  /** Restarts the lab's API server (`lab apiserver-restart`'s outage) and resolves once it serves again. */
+  restartApiServer(): Promise<void>;
 }
 
 function labOptions(mode: UpstreamMode): {
@@ -50,6 +53,8 @@ export interface UpstreamLabOptions {
   readonly nodes?: number;
   /** `lab up --zones`: the nodes' zone labels, round robin; default zone-a, zone-b. */
   readonly zones?: readonly string[];
+  /** `lab up --control-plane-taint`: kubeadm's NoSchedule taint on the control-plane node; default untainted. */
+  readonly controlPlaneTaint?: boolean;
 }
 
 export async function startUpstreamLab(mode: UpstreamMode, o: UpstreamLabOptions = {}): Promise<UpstreamLab> {
@@ -73,6 +78,7 @@ export async function startUpstreamLab(mode: UpstreamMode, o: UpstreamLabOptions
       ...labOptions(mode),
       ipFamily: o.ipFamily ?? 'ipv4',
       zones: o.zones ?? DEFAULT_UPSTREAM_ZONES,
+      ...(o.controlPlaneTaint === true ? { controlPlaneTaint: true } : {}),
       stateDir,
       prefix,
       workload: false,
@@ -84,5 +90,11 @@ export async function startUpstreamLab(mode: UpstreamMode, o: UpstreamLabOptions
     await stop();
     throw e;
   }
-  return { kube: new Kube(lab.kubeconfigPath), lab, stop };
+  const running = lab;
+  return {
+    kube: new Kube(lab.kubeconfigPath),
+    lab,
+    stop,
+    restartApiServer: () => running.apiServerRestart(API_OUTAGE_MS),
+  };
 }

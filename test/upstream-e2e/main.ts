@@ -1,6 +1,8 @@
 // `npm run e2e:upstream -- --mode nftables|nftables-flat|iptables [--conformance] [--only REGEX] [--parallel N]
-// [--ip-family ipv4|dual] [--nodes N] [--zones A,B,…] [--kubeconfig PATH] [-o text|json]`: brings up a lab in that
-// mode (default: dual-stack, two nodes in zones zone-a and zone-b, so every ported test that needs only that runs)
+// [--ip-family ipv4|dual] [--nodes N] [--zones A,B,…] [--control-plane-taint] [--kubeconfig PATH] [-o text|json]`:
+// brings up a lab in that mode (default: dual-stack, two nodes in zones zone-a and zone-b, so every ported test that
+// needs only that runs; --control-plane-taint taints the control-plane node as kubeadm does, for the tests that
+// need every schedulable node to be a worker)
 // or, with --kubeconfig, uses a cluster that is already up, such as a `lab up`, and takes --mode as the report's
 // label (what the cluster offers is found out, not taken from the flags). Runs the selected ports of upstream's e2e
 // tests, prints the report (tests whose requirement the cluster does not meet: SKIPPED, with the reason), and exits
@@ -21,7 +23,7 @@ import {
 } from './lab-session.js';
 import { Kube } from './kube.js';
 
-const USAGE = `usage: npm run e2e:upstream -- --mode ${UPSTREAM_MODES.join('|')} [--conformance] [--only REGEX] [--parallel N] [--ip-family ${UPSTREAM_IP_FAMILIES.join('|')}] [--nodes N] [--zones A,B,…] [--kubeconfig PATH] [-o text|json]`;
+const USAGE = `usage: npm run e2e:upstream -- --mode ${UPSTREAM_MODES.join('|')} [--conformance] [--only REGEX] [--parallel N] [--ip-family ${UPSTREAM_IP_FAMILIES.join('|')}] [--nodes N] [--zones A,B,…] [--control-plane-taint] [--kubeconfig PATH] [-o text|json]`;
 
 /** The lab's families when --ip-family is not given: dual-stack, so the dual-stack ports run in the same lab. */
 const DEFAULT_IP_FAMILY: UpstreamIPFamily = 'dual';
@@ -36,6 +38,7 @@ interface Cli {
   readonly ipFamily: UpstreamIPFamily;
   readonly nodes: number;
   readonly zones: readonly string[];
+  readonly controlPlaneTaint: boolean;
 }
 
 function usageError(message: string): never {
@@ -58,6 +61,7 @@ function parseCli(argv: string[]): Cli {
         'ip-family': { type: 'string', default: DEFAULT_IP_FAMILY },
         nodes: { type: 'string', default: String(DEFAULT_UPSTREAM_NODES) },
         zones: { type: 'string', default: DEFAULT_UPSTREAM_ZONES.join(',') },
+        'control-plane-taint': { type: 'boolean', default: false },
       },
       strict: true,
     }));
@@ -82,15 +86,21 @@ function parseCli(argv: string[]): Cli {
   const nodes = Number(values.nodes);
   if (!Number.isInteger(nodes) || nodes < 1) usageError('--nodes must be a whole number of at least 1');
   const zones = values.zones.split(',').filter((z) => z !== '');
-  if (values.kubeconfig !== undefined && argv.some((a) => /^--(ip-family|nodes|zones)\b/.test(a)))
+  if (
+    values.kubeconfig !== undefined &&
+    argv.some((a) => /^--(ip-family|nodes|zones|control-plane-taint)\b/.test(a))
+  )
     usageError(
-      '--ip-family, --nodes and --zones shape a lab the run brings up; with --kubeconfig the cluster is what it is',
+      '--ip-family, --nodes, --zones and --control-plane-taint shape a lab the run brings up; with --kubeconfig the cluster is what it is',
     );
+  if (values['control-plane-taint'] && nodes < 2)
+    usageError('--control-plane-taint needs --nodes 2 or more (3 for workers in 2 zones)');
   return {
     mode,
     ipFamily: ipFamily as UpstreamIPFamily,
     nodes,
     zones,
+    controlPlaneTaint: values['control-plane-taint'],
     conformanceOnly: values.conformance,
     output: values.output,
     parallel,
@@ -118,10 +128,16 @@ async function main(): Promise<number> {
             ipFamily: cli.ipFamily,
             nodes: cli.nodes,
             zones: cli.zones,
+            controlPlaneTaint: cli.controlPlaneTaint,
           })
         : { kube: new Kube(cli.kubeconfig), stop: (): Promise<void> => Promise.resolve() };
     try {
-      const run = { signal: abort.signal, progress, parallel: cli.parallel };
+      const run = {
+        signal: abort.signal,
+        progress,
+        parallel: cli.parallel,
+        ...('restartApiServer' in lab ? { restartApiServer: () => lab.restartApiServer() } : {}),
+      };
       const results = await runTests(lab.kube, selected.ported, run);
       const report = makeReport(cli.mode, [...results, ...notPortedResults(selected.notPorted)]);
       process.stdout.write(`${cli.output === 'json' ? formatJson(report) : formatText(report)}\n`);

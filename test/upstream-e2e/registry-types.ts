@@ -61,6 +61,11 @@ export interface UpstreamContext {
   step(what: string): void;
   /** ginkgo.DeferCleanup: run after the test, last registered first, whatever happened. */
   defer(cleanup: () => Promise<void>): void;
+  /**
+   * Restarts the cluster's API server and resolves once it serves again (upstream's restartApiserver); present
+   * only when the runner brought the lab up itself.
+   */
+  readonly restartApiServer?: () => Promise<void>;
 }
 
 export interface PortedTest {

@@ -2,7 +2,7 @@
 // alone and after the others, results in the registry's order, and not-ported lists that drop what is ported.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { runTests } from './runner.js';
+import { readySchedulableNodes, runTests } from './runner.js';
 import { NOT_PORTED_TESTS, PORTED_TESTS } from './registry.js';
 import { mergeByMode, resultsTable } from './results-table.js';
 import type { Kube } from './kube.js';
@@ -249,6 +249,61 @@ test('a dual-stack cluster (both families on nodes and in the ServiceCIDRs) runs
     signal: new AbortController().signal,
   });
   assert.equal(r?.outcome, 'skipped');
+});
+
+/** `node(…)` with taints on its spec, as `kubectl taint` leaves them. */
+function tainted(n: object, taints: readonly { key: string; effect: string; value?: string }[]): object {
+  return { ...n, spec: { taints } };
+}
+
+const CONTROL_PLANE_NOSCHEDULE = { key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' };
+
+test('the ready schedulable nodes leave out NoSchedule and NoExecute taints, cordoned and not-ready nodes', async () => {
+  const notReady = node('f', ['198.18.0.15']) as { status: object };
+  const { kube } = clusterKube(
+    [
+      tainted(node('a', ['198.18.0.10'], 'zone-a', true), [CONTROL_PLANE_NOSCHEDULE]),
+      node('b', ['198.18.0.11'], 'zone-b'),
+      tainted(node('c', ['198.18.0.12'], 'zone-a'), [{ key: 'soft', effect: 'PreferNoSchedule' }]),
+      tainted(node('d', ['198.18.0.13'], 'zone-a'), [{ key: 'gone', value: 'yes', effect: 'NoExecute' }]),
+      { ...node('e', ['198.18.0.14']), spec: { unschedulable: true } },
+      { ...notReady, status: { ...notReady.status, conditions: [{ type: 'Ready', status: 'False' }] } },
+    ],
+    [],
+  );
+  const nodes = await readySchedulableNodes(kube);
+  // PreferNoSchedule only steers the scheduler: upstream keeps such a node.
+  assert.deepEqual(
+    nodes.map((n) => n.name),
+    ['b', 'c'],
+  );
+  assert.deepEqual(nodes[0], {
+    name: 'b',
+    internalIP: '198.18.0.11',
+    internalIPs: ['198.18.0.11'],
+    zone: 'zone-b',
+  });
+});
+
+test('with the control-plane node tainted (a kubeadm cluster, `--control-plane-taint`) the hints test runs', async () => {
+  const ran: string[] = [];
+  const hints = (): PortedTest => requiring('hints', ['zones', 'worker-zones'], ran, 'topology_hints.go');
+  const signal = new AbortController().signal;
+  const cp = node('control-plane', ['198.18.0.10'], 'zone-a', true);
+  const workers = [node('worker', ['198.18.0.11'], 'zone-b'), node('worker2', ['198.18.0.12'], 'zone-a')];
+  const untaintedLab = clusterKube([cp, ...workers], []);
+  const [skipped] = await runTests(untaintedLab.kube, [hints()], { signal });
+  assert.equal(skipped?.outcome, 'skipped');
+  assert.match(skipped?.message ?? '', /--control-plane-taint/);
+  const taintedLab = clusterKube([tainted(cp, [CONTROL_PLANE_NOSCHEDULE]), ...workers], []);
+  const [passed] = await runTests(taintedLab.kube, [hints()], { signal });
+  assert.equal(passed?.outcome, 'passed');
+  assert.deepEqual(ran, ['hints']);
+  // Tainted, but its one worker leaves a single zone: still skipped.
+  const oneWorker = clusterKube([tainted(cp, [CONTROL_PLANE_NOSCHEDULE]), workers[0] as object], []);
+  const [single] = await runTests(oneWorker.kube, [hints()], { signal });
+  assert.equal(single?.outcome, 'skipped');
+  assert.match(single?.message ?? '', /in at least 2 zones/);
 });
 
 test("a test that finds the cluster lacking (upstream's Skipf) is reported skipped; namespaces are valid names", async () => {

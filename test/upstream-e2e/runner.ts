@@ -36,32 +36,58 @@ export interface RunOptions {
   readonly parallel?: number;
   /** Live progress (one line per step), e.g. to stderr; the report comes after. */
   readonly progress?: (line: string) => void;
+  /** Restarts the API server (the runner's own lab); handed to the tests' context. */
+  readonly restartApiServer?: () => Promise<void>;
 }
 
-/** e2enode.GetReadySchedulableNodes: Ready, not cordoned, by name, with their InternalIP. */
+/**
+ * Whether a Pod with no tolerations may be scheduled on or keep running on the node: no taint with effect
+ * NoSchedule or NoExecute (a test's Pods tolerate none; PreferNoSchedule only steers). Upstream's
+ * isNodeUntainted, for the plain Pod e2enode.GetReadySchedulableNodes checks against.
+ */
+export function untainted(node: unknown): boolean {
+  return !fieldArray(node, 'spec', 'taints').some((t) => {
+    const effect = field(t, 'effect');
+    return effect === 'NoSchedule' || effect === 'NoExecute';
+  });
+}
+
+/** Ready, not cordoned, and untainted: where a test's Pods without tolerations can go. */
+export function readySchedulable(node: unknown): boolean {
+  return (
+    field(node, 'spec', 'unschedulable') !== true &&
+    untainted(node) &&
+    fieldArray(node, 'status', 'conditions').some(
+      (c) => field(c, 'type') === 'Ready' && field(c, 'status') === 'True',
+    )
+  );
+}
+
+/** The view of a Node the tests get: its name, InternalIPs, zone and whether it is a control-plane node. */
+function nodeView(n: unknown): NodeView {
+  const internalIPs = fieldArray(n, 'status', 'addresses')
+    .filter((a) => field(a, 'type') === 'InternalIP')
+    .map((a) => fieldString(a, 'address'));
+  const zone = fieldString(n, 'metadata', 'labels', ZONE_LABEL);
+  const controlPlane = field(n, 'metadata', 'labels', CONTROL_PLANE_LABEL) !== undefined;
+  return {
+    name: fieldString(n, 'metadata', 'name'),
+    internalIP: internalIPs[0] ?? '',
+    internalIPs,
+    ...(zone !== '' ? { zone } : {}),
+    ...(controlPlane ? { controlPlane } : {}),
+  };
+}
+
+/**
+ * e2enode.GetReadySchedulableNodes: Ready, not cordoned, without a NoSchedule or NoExecute taint (so a tainted
+ * control-plane node is left out, as upstream leaves it out), by name, with their InternalIPs.
+ */
 export async function readySchedulableNodes(kube: Kube): Promise<NodeView[]> {
   const nodes = await kube.list('', 'nodes');
   return nodes
-    .filter((n) => field(n, 'spec', 'unschedulable') !== true)
-    .filter((n) =>
-      fieldArray(n, 'status', 'conditions').some(
-        (c) => field(c, 'type') === 'Ready' && field(c, 'status') === 'True',
-      ),
-    )
-    .map((n) => {
-      const internalIPs = fieldArray(n, 'status', 'addresses')
-        .filter((a) => field(a, 'type') === 'InternalIP')
-        .map((a) => fieldString(a, 'address'));
-      const zone = fieldString(n, 'metadata', 'labels', ZONE_LABEL);
-      const controlPlane = field(n, 'metadata', 'labels', CONTROL_PLANE_LABEL) !== undefined;
-      return {
-        name: fieldString(n, 'metadata', 'name'),
-        internalIP: internalIPs[0] ?? '',
-        internalIPs,
-        ...(zone !== '' ? { zone } : {}),
-        ...(controlPlane ? { controlPlane } : {}),
-      };
-    })
+    .filter(readySchedulable)
+    .map(nodeView)
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
@@ -141,7 +167,7 @@ function unmet(r: Requirement, offer: ClusterOffer): string | undefined {
         : `needs nodes in at least 2 zones, the cluster has ${zones} (\`--zones\`)`;
     case 'worker-zones':
       if (offer.schedulableControlPlane)
-        return 'needs every schedulable node to be a worker: a pod on the (untainted) control-plane node is an endpoint in a zone topology-mode Auto does not weigh, so hints cannot be given as the test expects';
+        return 'needs every schedulable node to be a worker: a pod on the (untainted) control-plane node is an endpoint in a zone topology-mode Auto does not weigh, so hints cannot be given as the test expects (a lab: `--control-plane-taint`, with `--nodes 3` or more for workers in 2 zones)';
       return offer.workerZones >= 2
         ? undefined
         : `needs worker nodes in at least 2 zones (topology-mode Auto weighs only those), the cluster has ${offer.workerZones}`;
@@ -221,6 +247,7 @@ export async function runOne(
     log,
     step: (what) => log(`STEP: ${what}`),
     defer: (cleanup) => void cleanups.push(cleanup),
+    ...(o.restartApiServer ? { restartApiServer: o.restartApiServer } : {}),
   };
   o.progress?.(`[It] ${test.name} (namespace ${namespace})`);
   let failure: string | undefined;

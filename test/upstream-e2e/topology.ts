@@ -637,7 +637,8 @@ async function distributeEndpointsEvenly(ctx: UpstreamContext): Promise<void> {
     },
   });
   // CheckRunningOnAllNodes: a ready pod of the DaemonSet on every node it can be scheduled to (here: every ready
-  // schedulable node; the lab's nodes carry no taints).
+  // schedulable node; those leave out a node with a NoSchedule taint, such as a tainted control-plane node, which
+  // the DaemonSet's Pods do not tolerate).
   const schedulable = ctx.nodes;
   const selector = Object.entries(labels)
     .map(([k, v]) => `${k}=${v}`)
@@ -769,7 +770,8 @@ async function distributeEndpointsEvenly(ctx: UpstreamContext): Promise<void> {
 const HINTS_TESTS: readonly PortedTest[] = [
   ported(HINTS, 'Topology Hints', 'should distribute endpoints evenly', distributeEndpointsEvenly, {
     // SkipUnlessMultizone; and hints need zones among the nodes that are not control-plane ones (upstream's
-    // topology cache leaves those out), which a two-node lab (control-plane, worker) does not have.
+    // topology cache leaves those out) with no Pod on the control-plane node: a lab with `--control-plane-taint
+    // --nodes 3 --zones zone-a,zone-b`.
     requires: ['zones', 'worker-zones'],
   }),
 ];

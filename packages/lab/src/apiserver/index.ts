@@ -55,6 +55,7 @@ import type { Strategy } from './strategy.js';
 import { systemClock } from 'kube-proxy-ts/util/clock.js';
 import { selfSignedCertificate, type ServingCertificate } from './tls.js';
 import type { NodeSpec } from './types.js';
+import { CONTROL_PLANE_LABEL, CONTROL_PLANE_TAINT } from './control-plane.js';
 
 export type { NodeSpec } from './types.js';
 export type { StoreSnapshot } from './store.js';
@@ -63,6 +64,12 @@ export interface ApiServerOptions {
   /** "127.0.0.1:PORT" or a port; default 127.0.0.1 with a free port. Only loopback addresses are allowed. */
   readonly listen?: string | number;
   readonly nodes?: readonly NodeSpec[];
+  /**
+   * The control-plane node (the first, when it is named control-plane) carries kubeadm's taint
+   * node-role.kubernetes.io/control-plane:NoSchedule, so only Pods that tolerate it land there (`lab up
+   * --control-plane-taint`). Default: untainted, every node takes Pods.
+   */
+  readonly controlPlaneTaint?: boolean;
   /**
    * Default 198.19.0.0/16. As kube-apiserver's --service-cluster-ip-range: one range, or one per family
    * ("198.19.0.0/16,2001:db8:ff::/112"), primary first; two make the cluster dual-stack for Services.
@@ -164,7 +171,8 @@ function hostResources(): Record<string, string> {
   return { cpu: String(cpus().length), memory: `${Math.floor(totalmem() / 1024)}Ki`, pods: '110' };
 }
 
-function nodeObject(spec: NodeSpec, index: number): object {
+function nodeObject(spec: NodeSpec, index: number, controlPlaneTaint: boolean): object {
+  const controlPlane = index === 0 && spec.name === 'control-plane';
   const podCIDRs = spec.podCIDRs ?? [spec.podCIDR ?? `198.18.${10 + index}.0/24`];
   const ips = spec.internalIPs ?? [spec.internalIP ?? `198.18.0.${10 + index}`];
   return {
@@ -176,14 +184,16 @@ function nodeObject(spec: NodeSpec, index: number): object {
         'kubernetes.io/hostname': spec.name,
         'kubernetes.io/os': 'linux',
         'kubernetes.io/arch': 'amd64',
-        ...(index === 0 && spec.name === 'control-plane'
-          ? { 'node-role.kubernetes.io/control-plane': '' }
-          : {}),
+        ...(controlPlane ? { [CONTROL_PLANE_LABEL]: '' } : {}),
         ...(spec.zone ? { 'topology.kubernetes.io/zone': spec.zone } : {}),
         ...(spec.labels ?? {}),
       },
     },
-    spec: { podCIDR: podCIDRs[0], podCIDRs },
+    spec: {
+      podCIDR: podCIDRs[0],
+      podCIDRs,
+      ...(controlPlane && controlPlaneTaint ? { taints: [{ ...CONTROL_PLANE_TAINT }] } : {}),
+    },
     status: {
       addresses: [
         ...ips.map((address) => ({ type: 'InternalIP', address })),
@@ -242,7 +252,7 @@ function openRegistry(
   const nodeType = resourceByKind('Node');
   for (const [i, spec] of (options.nodes ?? []).entries()) {
     if (store.get(nodeType, '', spec.name)) continue;
-    const r = registry.create(nodeType, '', nodeObject(spec, i));
+    const r = registry.create(nodeType, '', nodeObject(spec, i, options.controlPlaneTaint === true));
     if (!r.ok) throw new Error(`node ${spec.name}: ${r.error.message}`);
   }
   createKubernetesService(store, registry, cidrs[0], store.list(nodeType)[0]);

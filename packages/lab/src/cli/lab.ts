@@ -34,13 +34,17 @@ export const LAB_USAGE = `Usage: kube-proxy-ts lab COMMAND
 
 Commands:
   up [--nodes 2] [--mode nftables|iptables] [--nftables-layout upstream|flat] [--iptables legacy|nft]
-     [--ip-family ipv4|ipv6|dual] [--zones zone-a,zone-b] [--follow-configmap] [--image FILE]
+     [--ip-family ipv4|ipv6|dual] [--zones zone-a,zone-b] [--control-plane-taint] [--follow-configmap]
+     [--image FILE]
             start a cluster on this host (needs root): nodes and pods as network namespaces,
             kube-proxy-ts as the pods of DaemonSet kube-system/kube-proxy, Service svc/web; runs in the
             foreground, Ctrl-C removes everything.
             --ip-family: IPv4 only (default), IPv6 only, or dual-stack with IPv4 primary: node, pod
             and Service addresses of each family (2001:db8::/32 for IPv6), proxies for each
             --zones: label the nodes with topology.kubernetes.io/zone, round robin
+            --control-plane-taint: taint the control-plane node node-role.kubernetes.io/control-plane:
+            NoSchedule, as kubeadm and kind do on a cluster with workers: Pods that do not tolerate it
+            (svc/web) run on the workers only; kube-proxy and CoreDNS still run there (needs --nodes 2+)
             --follow-configmap: a kube-proxy ConfigMap edit restarts the proxies at once (default: as on a
             real cluster, \`kubectl -n kube-system rollout restart ds kube-proxy\` applies it)
             --nftables-layout flat: every proxy programs the flat ruleset (shared maps, no chain per
@@ -101,6 +105,7 @@ async function upCommand(argv: string[]): Promise<number> {
         iptables: { type: 'string' },
         'ip-family': { type: 'string' },
         zones: { type: 'string' },
+        'control-plane-taint': { type: 'boolean' },
         'follow-configmap': { type: 'boolean' },
         image: { type: 'string' },
         'state-dir': { type: 'string' },
@@ -115,6 +120,11 @@ async function upCommand(argv: string[]): Promise<number> {
   const nodes = Number(values.nodes ?? '2');
   if (!Number.isInteger(nodes) || nodes < 1 || nodes > 6)
     return fail(`up: --nodes ${values.nodes ?? ''}: expected 1…6`);
+  const controlPlaneTaint = values['control-plane-taint'] === true;
+  if (controlPlaneTaint && nodes < 2)
+    return fail(
+      'up: --control-plane-taint: needs --nodes 2 or more (Pods that do not tolerate it could go nowhere)',
+    );
   const modeRead = readChoice('mode', PROXY_MODES, values.mode, 'nftables');
   if (!modeRead.ok) return fail(`up: --mode: ${modeRead.message}`);
   const mode = modeRead.value;
@@ -153,6 +163,7 @@ async function upCommand(argv: string[]): Promise<number> {
       ...(iptables !== undefined ? { iptables } : {}),
       ipFamily,
       ...(zones.length > 0 ? { zones } : {}),
+      ...(controlPlaneTaint ? { controlPlaneTaint } : {}),
       ...(values['follow-configmap'] === true ? { followConfigMap: true } : {}),
       ...(image !== undefined ? { image } : {}),
       stateDir,

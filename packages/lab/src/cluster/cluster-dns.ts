@@ -1,6 +1,6 @@
 // The lab's cluster DNS, made as kubeadm makes CoreDNS: Deployment kube-system/coredns (2 replicas, labels
 // k8s-app=kube-dns, image registry.k8s.io/coredns/coredns:v1.11.3, ports dns 53/UDP and dns-tcp 53/TCP, ready on
-// /ready at 8181) behind Service kube-system/kube-dns at the service range's tenth address (kubeadm's choice,
+// /ready at 8181, tolerating the control-plane taint) behind Service kube-system/kube-dns at the service range's tenth address (kubeadm's choice,
 // what every kubelet's --cluster-dns names). DNS traffic from pods therefore goes to a ClusterIP and through the
 // proxies like any other Service's.
 //
@@ -10,6 +10,7 @@
 // its pod's namespace (src/dns/cluster-dns-server.ts).
 import { LABEL_SERVICE_NAME } from 'kube-proxy-ts/api/objects.js';
 import type { ApiServer } from '../apiserver/index.js';
+import { CONTROL_PLANE_TAINT } from '../apiserver/control-plane.js';
 import { arr, child, str } from '../apiserver/json.js';
 import { bigIntToIp, parseCidr } from '../apiserver/ipnet.js';
 import { resourceByKind } from '../apiserver/resources.js';
@@ -71,6 +72,8 @@ export function clusterDnsObjects(spec: ClusterDnsSpec): [string, string, object
           serviceAccountName: COREDNS,
           // As kubeadm's: CoreDNS itself must not ask CoreDNS (it would ask itself for the API server's name).
           dnsPolicy: 'Default',
+          // As kubeadm's: a tainted control-plane node (`lab up --control-plane-taint`) still takes CoreDNS.
+          tolerations: [{ key: 'CriticalAddonsOnly', operator: 'Exists' }, { ...CONTROL_PLANE_TAINT }],
           containers: [
             {
               name: COREDNS,

@@ -98,6 +98,13 @@ export interface LabOptions {
    */
   readonly zones?: readonly string[];
   /**
+   * Give the control-plane node kubeadm's taint node-role.kubernetes.io/control-plane:NoSchedule (`lab up
+   * --control-plane-taint`), as a kubeadm or kind cluster with workers has it: Pods without the toleration (svc/web,
+   * a test's DaemonSet) go to the workers only; kube-proxy (tolerates everything) and CoreDNS (tolerates this
+   * taint, as kubeadm's) still run there. Needs at least 2 nodes.
+   */
+  readonly controlPlaneTaint?: boolean;
+  /**
    * Rewrite the kube-proxy pods' config volumes when the ConfigMap changes, as a kubelet's volume sync does: the
    * proxies exit on the change and are restarted. Off by default: as on a real cluster, `kubectl -n kube-system
    * rollout restart ds kube-proxy` applies an edit.
@@ -329,6 +336,10 @@ class LabTeardown {
 }
 
 export async function startLab(options: LabOptions = {}): Promise<Lab> {
+  if (options.controlPlaneTaint === true && (options.nodes ?? 2) < 2)
+    throw new Error(
+      'the control-plane taint needs at least 2 nodes: with the control-plane node alone, Pods that do not tolerate it (svc/web) could go nowhere',
+    );
   const runner = options.runner ?? hostCommandRunner;
   const logger = options.logger ?? SILENT_LOGGER;
   const progress = options.progress ?? ((): void => undefined);
@@ -600,6 +611,7 @@ function startLabApiServer(
       ...familyAddresses(c.layout.nodes[i]),
       ...(zones.length > 0 ? { zone: zones[i % zones.length] } : {}),
     })),
+    ...(options.controlPlaneTaint === true ? { controlPlaneTaint: true } : {}),
     serviceCIDR: serviceCIDRs(c.layout).join(','),
     podLifecycle: lifecycle,
     kubelet: lifecycle,
