@@ -3,6 +3,7 @@ import type { NotPortedTest, PortedTest } from './registry-types.js';
 import { SERVICE_TESTS } from './service.js';
 import { SERVICE_NODES_NOT_PORTED, SERVICE_NODES_TESTS } from './service-nodes.js';
 import { SERVICE_TRAFFIC_NOT_PORTED, SERVICE_TRAFFIC_TESTS } from './service-traffic.js';
+import { SERVICE_EVICTED_TESTS } from './service-evicted.js';
 import { NETWORKING_NOT_PORTED, NETWORKING_TESTS } from './networking.js';
 import { CONNTRACK_NOT_PORTED, CONNTRACK_TESTS } from './conntrack.js';
 import { TOPOLOGY_NOT_PORTED, TOPOLOGY_TESTS } from './topology.js';
@@ -40,6 +41,7 @@ export const PORTED_TESTS: readonly PortedTest[] = [
   ...SERVICE_TESTS,
   ...SERVICE_NODES_TESTS,
   ...SERVICE_TRAFFIC_TESTS,
+  ...SERVICE_EVICTED_TESTS,
   ...NETWORKING_TESTS,
   ...CONNTRACK_TESTS,
   ...TOPOLOGY_TESTS,

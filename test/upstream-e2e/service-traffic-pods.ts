@@ -4,7 +4,7 @@
 // --connect-timeout 5` that must fail, service.go's createPausePodDeployment and e2edeployment.WaitForDeploymentComplete,
 // and the lab's stand-in for `/agnhost connect`.
 import { agnhostArgv } from '../../packages/lab/src/cluster/processes.js';
-import { expect, fail, poll, POLL_MS } from './framework.js';
+import { expect, fail, KUBE_PROXY_ENDPOINT_LAG_TIMEOUT_MS, poll, POLL_MS } from './framework.js';
 import { field, fieldString, type CommandResult, type KubeObject } from './kube.js';
 import { AGNHOST_IMAGE, podIsReady, waitForPod } from './pods.js';
 import type { UpstreamContext } from './registry-types.js';
@@ -202,4 +202,34 @@ export function agnhostConnectCommand(args: readonly string[]): string {
   return agnhostArgv(['connect', ...args])
     .map(shellQuote)
     .join(' ');
+}
+
+/**
+ * Polls `/agnhost connect` from the exec pod until it fails with REFUSED (the proxy's reject for a Service without
+ * endpoints); a connect that succeeds fails the test at once.
+ */
+export async function expectRefused(
+  ctx: UpstreamContext,
+  execPod: string,
+  serviceAddress: string,
+): Promise<void> {
+  const cmd = agnhostConnectCommand(['--timeout=3s', serviceAddress]);
+  const expectedErr = 'REFUSED';
+  const refused = await poll(
+    POLL_MS,
+    KUBE_PROXY_ENDPOINT_LAG_TIMEOUT_MS,
+    async () => {
+      const r = await ctx.kube.exec(ctx.namespace, execPod, cmd);
+      if (r.code === 0) fail('expected connect call to fail');
+      const err = `exit ${r.code}: ${r.stderr.trim()}`;
+      if (err.includes(expectedErr)) {
+        ctx.log(`error contained '${expectedErr}', as expected: ${err}`);
+        return true;
+      }
+      ctx.log(`error didn't contain '${expectedErr}', keep trying: ${err}`);
+      return false;
+    },
+    ctx.signal,
+  );
+  if (!refused) fail('timed out waiting for the condition');
 }

@@ -32,7 +32,7 @@ import {
   type UpstreamContext,
 } from './registry-types.js';
 import {
-  agnhostConnectCommand,
+  expectRefused,
   createPausePodDeployment,
   createPodReady,
   deletePodNoWait,
@@ -319,26 +319,8 @@ async function rejectedWithoutEndpoints(ctx: UpstreamContext): Promise<void> {
 
   const serviceAddress = joinHostPort(serviceName, port);
   ctx.log(`waiting up to ${KUBE_PROXY_ENDPOINT_LAG_TIMEOUT_MS / 1000}s to connect to ${serviceAddress}`);
-  const cmd = agnhostConnectCommand(['--timeout=3s', serviceAddress]);
   ctx.step(`hitting service ${serviceAddress} from pod ${podName} on node ${nodeName}`);
-  const expectedErr = 'REFUSED';
-  const refused = await poll(
-    POLL_MS,
-    KUBE_PROXY_ENDPOINT_LAG_TIMEOUT_MS,
-    async () => {
-      const r = await ctx.kube.exec(ctx.namespace, execPod, cmd);
-      if (r.code === 0) fail('expected connect call to fail');
-      const err = `exit ${r.code}: ${r.stderr.trim()}`;
-      if (err.includes(expectedErr)) {
-        ctx.log(`error contained '${expectedErr}', as expected: ${err}`);
-        return true;
-      }
-      ctx.log(`error didn't contain '${expectedErr}', keep trying: ${err}`);
-      return false;
-    },
-    ctx.signal,
-  );
-  if (!refused) fail('timed out waiting for the condition');
+  await expectRefused(ctx, execPod, serviceAddress);
 }
 
 // ---- internalTrafficPolicy=Local ----
@@ -666,13 +648,5 @@ export const SERVICE_TRAFFIC_TESTS: readonly PortedTest[] = [
   ),
 ];
 
-/** This group's one test not ported. */
-export const SERVICE_TRAFFIC_NOT_PORTED: readonly NotPortedTest[] = [
-  {
-    name: servicesTestName('should be rejected for evicted pods (no endpoints exist)', false),
-    conformance: false,
-    file: 'service.go',
-    reason:
-      'needs kubelet eviction on ephemeral-storage limits: the lab kubelet tracks no container storage and never evicts a pod, so it never reaches Failed/Evicted',
-  },
-];
+/** This group's tests not ported: none (the evicted-pods test is service-evicted.ts's). */
+export const SERVICE_TRAFFIC_NOT_PORTED: readonly NotPortedTest[] = [];

@@ -17,6 +17,7 @@ import {
   clientIPs,
   clusterCIDRs,
   labLayout,
+  labPaths,
   serviceCIDRs,
   type LabIPFamily,
 } from '../../../packages/lab/src/cluster/layout.js';
@@ -199,4 +200,14 @@ describe('a dual-stack lab network', () => {
     assert.match(text, /route add default via 198\.18\.11\.1/);
     assert.match(text, /route add default via 2001:db8:11::1/);
   });
+});
+
+test('a relative state directory gives absolute paths (containers run in working directories of their own)', () => {
+  const paths = labPaths('relative-state');
+  assert.equal(paths.stateDir, join(process.cwd(), 'relative-state'));
+  assert.equal(paths.kubeconfig, join(process.cwd(), 'relative-state', 'kubeconfig'));
+  assert.equal(
+    paths.nodeKubeconfig('worker'),
+    join(process.cwd(), 'relative-state', 'nodes', 'worker', 'kubeconfig'),
+  );
 });

@@ -5,8 +5,12 @@
 // A restart waits a back-off that doubles while the container keeps exiting (1 s, 2 s, … capped at 10 s here
 // rather than upstream's 5 minutes, so the lab recovers while someone watches) and starts over after a run of
 // 10 s; while it waits the container is `waiting: CrashLoopBackOff`, with the last exit in lastState.
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+//
+// Each run gets a fresh writable layer (`writable/` in the container's directory) as its working directory: what a
+// container writes to relative paths lands there, counts against its ephemeral-storage limit (local-storage.ts)
+// and goes with the Pod, as a container runtime's layer does.
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { CommandResult, CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
 import type { Logger } from 'kube-proxy-ts/util/logger.js';
 import type { JsonObject } from '../apiserver/json.js';
@@ -114,8 +118,19 @@ export class ContainerProcess {
     private readonly probe?: ReadinessProbe,
     private readonly preStop?: readonly string[],
   ) {
-    this.dir = join(podDir, 'containers', spec.name);
+    // Absolute: the process opens its log after entering its writable layer.
+    this.dir = resolve(podDir, 'containers', spec.name);
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+  }
+
+  /** The container's writable layer: its working directory, made afresh for each run. */
+  get writableDir(): string {
+    return join(this.dir, 'writable');
+  }
+
+  /** Removes the writable layer (the Pod is gone; a restart makes a new one). */
+  removeWritableLayer(): void {
+    rmSync(this.writableDir, { recursive: true, force: true });
   }
 
   get name(): string {
@@ -152,11 +167,15 @@ export class ContainerProcess {
     this.startedAt = Date.now();
     this.runs++;
     const log = this.logFile() ?? join(this.dir, '0.log');
+    // A new run is a new container: what the last one wrote is gone, as with a runtime's fresh layer.
+    this.removeWritableLayer();
+    mkdirSync(this.writableDir, { recursive: true, mode: 0o755 });
     let launched: { readonly exited: Promise<CommandResult> };
     if (this.spec.stdin) {
       // stdin needs a pipe the API server's attach can write to: a live process, not a launched one.
       writeFileSync(log, '', { mode: 0o600 });
-      const p = new InteractiveProcess(this.namespace, this.spec.argv, this.spec.env, log, {
+      const argv = ['sh', '-c', 'cd "$0" && exec "$@"', this.writableDir, ...this.spec.argv];
+      const p = new InteractiveProcess(this.namespace, argv, this.spec.env, log, {
         tty: this.spec.tty,
         stdinOnce: this.spec.stdinOnce,
       });
@@ -171,7 +190,7 @@ export class ContainerProcess {
         this.runner,
         this.spec.joinsNamespace === true ? undefined : this.namespace,
         this.spec.argv,
-        { pidFile: this.pidFile, log },
+        { pidFile: this.pidFile, log, workDir: this.writableDir },
         this.spec.env,
       );
     }

@@ -7,7 +7,7 @@
 //   <prefix>-<ns>-<pod>  one per pod: eth0 on its node's bridge, a default route per family via the bridge
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { defaultNodeNames } from '../apiserver/index.js';
 import {
   FAMILY_PLANS,
@@ -190,7 +190,10 @@ export interface LabPaths {
   podDir(): string;
 }
 
-export function labPaths(stateDir: string): LabPaths {
+export function labPaths(relativeOrAbsolute: string): LabPaths {
+  // Absolute, always: containers run in writable layers of their own (a relative path would resolve there), and a
+  // path in the state file must mean the same to `lab down` run from another directory.
+  const stateDir = resolve(relativeOrAbsolute);
   const nodeDir = (node: string): string => join(stateDir, 'nodes', node);
   return {
     stateDir,

@@ -94,6 +94,8 @@ export class PodContainers {
   private sequence: Promise<void> = Promise.resolve();
   private cancelled = false;
   private sidecarsStopped = false;
+  /** Upstream's message when the kubelet evicted the Pod (it has failed for good). */
+  private evictedFor: string | undefined;
   /** When commandless init containers "ran": the lab has nothing to run for them. */
   private readonly completedAt = rfc3339(Date.now());
 
@@ -216,11 +218,24 @@ export class PodContainers {
     await this.stopSidecars(Math.max(MIN_SIDECAR_GRACE_MS, deadline - Date.now()));
   }
 
+  /**
+   * The kubelet evicts the Pod (local-storage.ts): it fails at once with the eviction's message, and its containers
+   * are killed as on deletion, within `graceMs`; none is started again.
+   */
+  async evict(message: string, graceMs: number): Promise<void> {
+    if (this.evictedFor !== undefined) return;
+    this.evictedFor = message;
+    this.changed();
+    await this.stop(graceMs);
+    this.changed();
+  }
+
   status(): PodStatusReport {
     const statuses = (roles: ContainerRole[]): JsonObject[] => this.of(...roles).map((c) => this.statusOf(c));
     const hasInit = this.of('init', 'sidecar').length > 0;
     return {
       phase: this.phase(),
+      ...(this.evictedFor !== undefined ? { evicted: { message: this.evictedFor } } : {}),
       containerStatuses: statuses(['app']),
       ...(hasInit
         ? {
@@ -232,7 +247,7 @@ export class PodContainers {
   }
 
   private phase(): PodStatusReport['phase'] {
-    if (this.failure) return 'Failed';
+    if (this.failure || this.evictedFor !== undefined) return 'Failed';
     if (!this.initialized) return 'Pending';
     const apps = this.of('app');
     const processes = apps.flatMap((c) => (c.process ? [c.process] : []));

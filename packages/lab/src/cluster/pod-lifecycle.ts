@@ -5,9 +5,12 @@
 //
 // Containers that name a command run as processes instead (containers.ts): kube-proxy-ts as the pods of the
 // kube-proxy DaemonSet (hostNetwork: in the node's namespace), `kubectl run … -- CMD` in its pod's namespace.
+// A Pod whose containers set ephemeral-storage limits is watched for its local storage and evicted when over them
+// (local-storage.ts); its containers' writable layers are removed when it stops.
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
+import { systemClock, type Clock } from 'kube-proxy-ts/util/clock.js';
 import type { Logger } from 'kube-proxy-ts/util/logger.js';
 import { arr, child, str, type JsonObject } from '../apiserver/json.js';
 import type { Pod } from '../apiserver/types.js';
@@ -21,6 +24,7 @@ import type {
 } from '../controllers/pod-lifecycle.js';
 import { execInNamespace, followLog } from './streams.js';
 import { startPodServerIn, type PodServerHandle } from '@kube-proxy-ts/netns/pod-process.js';
+import { killNamespaceProcesses } from '@kube-proxy-ts/netns/index.js';
 import {
   resolveContainer,
   type ImageLauncher,
@@ -37,10 +41,16 @@ import {
   type DeclaredContainer,
 } from './pod-containers.js';
 import { podNamespaceName, podVethName, type LabLayout, type LabNodeLayout } from './layout.js';
+import { emptyDirNames, StorageMonitor, storageLimitOf } from './local-storage.js';
 import { attachPod, detachPod, podIPsOf } from './network.js';
 
 /** The port the pod server listens on when the Pod declares none (TCP and UDP). */
 export const DEFAULT_POD_PORT = 8080;
+/**
+ * How long an evicted Pod's containers get to stop: upstream evicts for local storage with a grace period of 0,
+ * which its runtime raises to its minimum of 2 s.
+ */
+const EVICTION_GRACE_MS = 2_000;
 /** Lab pod servers live as long as the lab; this only bounds an orphan after a crash without `lab down`. */
 const POD_SERVER_LIFETIME_SECONDS = 7 * 24 * 3600;
 
@@ -99,6 +109,8 @@ export interface NamespacePodLifecycleOptions {
   readonly events?: PodEvents;
   /** Real time; the lab's API server runs on the real clock too. */
   readonly now?: () => number;
+  /** The eviction manager's timer (default: the system clock). */
+  readonly clock?: Clock;
   /** `lab up --image`: kube-proxy containers run from this image, by runc. */
   readonly image?: ImageRuntime;
 }
@@ -146,6 +158,8 @@ interface PodRuntime {
   /** Its containers in the kubelet's order: init containers, sidecars, app containers. */
   readonly containers: PodContainers;
   readonly views: PodContainerView[];
+  /** Its local-storage watch (idle when no container sets an ephemeral-storage limit). */
+  readonly storage: StorageMonitor;
   /** Rewrites the pod's configMap volumes from the current ConfigMaps. */
   readonly refreshVolumes: (namespace: string, name: string) => void;
 }
@@ -250,6 +264,7 @@ class NamespaceKubelet implements NamespacePodLifecycle {
       const views: PodContainerView[] = [];
       const containers = this.podContainers(s, views, report);
       const processes = containers.processes;
+      const storage = this.storageMonitor(s, containers);
       this.runtimes.set(this.keyOf(pod), {
         uid: s.uid,
         namespace: s.podNamespace,
@@ -264,8 +279,10 @@ class NamespaceKubelet implements NamespacePodLifecycle {
         processes,
         containers,
         views,
+        storage,
         refreshVolumes: (cmNamespace, cmName) => this.writeVolumes(s, cmNamespace, cmName),
       });
+      storage.start();
       // Init containers first, then the app containers (at once, or in the background while init containers run).
       await containers.begin();
       this.o.logger.v(2, () => ({
@@ -285,7 +302,9 @@ class NamespaceKubelet implements NamespacePodLifecycle {
       if (same) {
         // Processes get SIGTERM at once and the rest of the grace period to exit, as a container runtime gives.
         const grace = Number.isNaN(deadline) ? 1000 : Math.max(1000, deadline - this.now());
+        rt.storage.stop();
         await rt.containers.stop(grace);
+        for (const p of rt.processes) p.removeWritableLayer();
       }
       if (!Number.isNaN(deadline) && this.servers.has(ns)) await this.sleepUntil(deadline);
       if (this.closed) return;
@@ -383,7 +402,8 @@ class NamespaceKubelet implements NamespacePodLifecycle {
     const ip = pod.status?.podIP;
     if (!ip) throw new Error(`pod ${name}: no podIP`);
     const uid = pod.metadata.uid ?? ns;
-    const podDir = join(this.o.podStateDir, `${podNamespace}_${name}_${uid}`);
+    // Absolute: containers run in their writable layers, and their runtimes' bundles are found from there.
+    const podDir = resolve(this.o.podStateDir, `${podNamespace}_${name}_${uid}`);
     mkdirSync(podDir, { recursive: true, mode: 0o700 });
     // The volumes before the containers: a container's mounts are resolved from what they hold.
     this.writeVolumes({ podObj, podDir, podNamespace });
@@ -504,6 +524,44 @@ class NamespaceKubelet implements NamespacePodLifecycle {
       report: (status) => report?.(status),
       failed: (e) => this.o.logger.warn('pod failed to start', { pod: s.name, error: String(e) }),
     });
+  }
+
+  /** The eviction manager's watch of the Pod's containers that run a command, and of its emptyDir volumes. */
+  private storageMonitor(s: PodStart, containers: PodContainers): StorageMonitor {
+    const key = this.keyOf(s.pod);
+    // The containers that keep running (app containers, sidecars): a plain init container has finished by then.
+    const watched = s.declared.filter((d) => d.role !== 'init');
+    return new StorageMonitor({
+      clock: this.o.clock ?? systemClock,
+      containers: watched.flatMap((d) => {
+        const p = containers.processes.find((x) => x.name === d.resolved.name);
+        const limit = storageLimitOf(d.spec);
+        return p ? [{ name: p.name, dir: p.dir, ...(limit ? { limit } : {}) }] : [];
+      }),
+      volumeDirs: emptyDirNames(s.podObj).map((v) => join(s.podDir, 'volumes', v)),
+      evict: (message) => {
+        if (this.runtimes.get(key)?.uid !== s.uid) return;
+        this.o.logger.info('evicting pod', { pod: key, message });
+        this.evict(s, containers, message).catch((e: unknown) =>
+          this.o.logger.warn('evicting a pod failed', { pod: key, error: String(e) }),
+        );
+      },
+    });
+  }
+
+  /**
+   * Ends everything an evicted Pod runs, as upstream's kubelet kills its sandbox: its containers, its pod server,
+   * and what their shells left behind (`sh -c "…; sleep 10000"` loses only the shell to SIGTERM). Its namespace
+   * stays until the Pod is deleted.
+   */
+  private async evict(s: PodStart, containers: PodContainers, message: string): Promise<void> {
+    await containers.evict(message, EVICTION_GRACE_MS);
+    // Deleted (and perhaps made again under the same namespace name) meanwhile: the stop has done the rest.
+    if (s.hostNetwork || this.runtimes.get(this.keyOf(s.pod))?.uid !== s.uid) return;
+    const server = this.servers.get(s.ns);
+    this.servers.delete(s.ns);
+    await server?.stop(EVICTION_GRACE_MS);
+    await killNamespaceProcesses(this.o.runner, s.ns, 'KILL');
   }
 
   private containerProcess(

@@ -8,8 +8,12 @@ import type { CommandResult, CommandRunner } from 'kube-proxy-ts/netfilter/comma
 import { checkNamespaceName } from '@kube-proxy-ts/netns/index.js';
 import { AGENT_NODE_FLAGS } from 'kube-proxy-ts/util/node-flags.js';
 
-// $KPTS_PIDFILE and $KPTS_LOG come from the environment, so no path is ever spliced into shell text.
-const LAUNCH = 'echo $$ > "$KPTS_PIDFILE"; exec "$@" >>"$KPTS_LOG" 2>&1 </dev/null';
+// $KPTS_PIDFILE, $KPTS_LOG and $KPTS_WORKDIR come from the environment, so no path is ever spliced into shell text.
+// The working directory (a container's writable layer) is entered first: a program that cannot start there does
+// not start at all (125, as a runtime that cannot set up a container exits).
+const LAUNCH =
+  'if [ -n "$KPTS_WORKDIR" ]; then cd "$KPTS_WORKDIR" || exit 125; fi; ' +
+  'echo $$ > "$KPTS_PIDFILE"; exec "$@" >>"$KPTS_LOG" 2>&1 </dev/null';
 
 export interface LaunchedProcess {
   /** Resolves (never rejects) when the process has ended. */
@@ -17,17 +21,20 @@ export interface LaunchedProcess {
   readonly pidFile: string;
 }
 
-/** Starts `argv` inside `namespace` (or, with none, on the host) with its PID and output in `files`. */
+/**
+ * Starts `argv` inside `namespace` (or, with none, on the host) with its PID and output in `files`, in `workDir`
+ * when given (absolute paths: the log is opened after the change of directory).
+ */
 export function launchInNamespace(
   runner: CommandRunner,
   namespace: string | undefined,
   argv: readonly string[],
-  files: { readonly pidFile: string; readonly log: string },
+  files: { readonly pidFile: string; readonly log: string; readonly workDir?: string },
   env: Readonly<Record<string, string>> = {},
 ): LaunchedProcess {
   const inNamespace = namespace === undefined ? [] : ['ip', 'netns', 'exec', checkNamespaceName(namespace)];
   const exited = runner.run('sh', ['-c', LAUNCH, 'sh', ...inNamespace, ...argv], {
-    env: { ...env, KPTS_PIDFILE: files.pidFile, KPTS_LOG: files.log },
+    env: { ...env, KPTS_PIDFILE: files.pidFile, KPTS_LOG: files.log, KPTS_WORKDIR: files.workDir ?? '' },
   });
   return { exited, pidFile: files.pidFile };
 }

@@ -19,6 +19,11 @@ export interface PodStatusReport {
    * without init containers is initialized at once).
    */
   readonly initialized?: boolean;
+  /**
+   * The kubelet evicted the Pod (an ephemeral-storage limit exceeded): status.reason Evicted with this message,
+   * and an Evicted event, as upstream's eviction manager writes them.
+   */
+  readonly evicted?: { readonly message: string };
 }
 
 export interface PodLifecycle {

@@ -323,9 +323,14 @@ export class PodController {
         lastTransitionTime: str(prev, 'status') === status ? (str(prev, 'lastTransitionTime') ?? now) : now,
       };
     };
+    const evicted = r.evicted;
+    // The eviction manager's event, once: before the status that says so, as upstream records it.
+    if (evicted && str(child(pod, 'status'), 'reason') !== 'Evicted')
+      this.o.events.kubelet.event(pod, { type: 'Warning', reason: 'Evicted', message: evicted.message });
     this.writeStatus(pod, {
       ...child(pod, 'status'),
       phase: r.phase,
+      ...(evicted ? { reason: 'Evicted', message: evicted.message } : {}),
       conditions: [
         condition('PodScheduled', 'True'),
         condition('Initialized', initialized ? 'True' : 'False'),
