@@ -8,10 +8,14 @@ import { kernelOptions } from '../helpers/kernel.js';
 import { AgentLab } from './helpers/agent-lab.js';
 import { NODE_IP, NODE_NAME, PATHS, sliceObject } from './helpers/agent-objects.js';
 import { inNs } from './helpers/agent-table.js';
-import { until } from './helpers/agent-wait.js';
 
 const KERNEL = kernelOptions(['ip', 'nft', 'iptables', 'curl', 'ss']);
 const KERNEL_NFACCT = kernelOptions(['ip', 'iptables', 'iptables-save', 'curl', 'nfacct']);
+
+/** A /proc/sys value as the node's network namespace sees it. */
+async function nodeSysctl(lab: AgentLab, path: string): Promise<string> {
+  return (await inNs(lab.node, 'cat', [`/proc/sys/${path}`])).stdout.trim();
+}
 
 /** A LoadBalancer Service with externalTrafficPolicy Local: it gets a health-check node port. */
 function localLoadBalancer(healthCheckNodePort: number) {
@@ -54,12 +58,7 @@ describe('agent surfaces', () => {
             .map((l) => l.trim().split(/\s+/)[3] ?? '')
             .filter((a) => a.endsWith(':32123'));
         };
-        await until(
-          async () => (await listening()).length > 0,
-          'the health-check port listening',
-          60_000,
-          () => proxy.tail(20),
-        );
+        await proxy.waitUntil(async () => (await listening()).length > 0, 'the health-check port listening');
         assert.deepEqual(
           await listening(),
           [`${NODE_IP}:32123`],
@@ -93,16 +92,10 @@ describe('agent surfaces', () => {
     KERNEL,
     async () => {
       await AgentLab.with(async (lab) => {
-        const routeLocalnet = async (): Promise<string> =>
-          (await inNs(lab.node, 'cat', ['/proc/sys/net/ipv4/conf/all/route_localnet'])).stdout.trim();
+        const routeLocalnet = (): Promise<string> => nodeSysctl(lab, 'net/ipv4/conf/all/route_localnet');
         assert.equal(await routeLocalnet(), '0', 'a fresh namespace starts without it');
         const proxy = lab.startProxy(lab.flags('--proxy-mode', 'iptables'));
-        await until(
-          async () => (await routeLocalnet()) === '1',
-          'route_localnet = 1',
-          60_000,
-          () => proxy.tail(20),
-        );
+        await proxy.waitUntil(async () => (await routeLocalnet()) === '1', 'route_localnet = 1');
       });
     },
   );
@@ -115,12 +108,7 @@ describe('agent surfaces', () => {
         const proxy = lab.startProxy(lab.flags('--proxy-mode', 'iptables'));
         const save = async (): Promise<string> =>
           (await inNs(lab.node, 'iptables-save', ['-t', 'filter'])).stdout;
-        await until(
-          async () => /KUBE-FORWARD/.test(await save()),
-          'iptables rules programmed',
-          60_000,
-          () => proxy.tail(20),
-        );
+        await proxy.waitUntil(async () => /KUBE-FORWARD/.test(await save()), 'iptables rules programmed');
         const list = (await inNs(lab.node, 'nfacct', ['list'])).stdout;
         assert.match(list, /= ct_state_invalid_dropped_pkts;/);
         assert.match(list, /= localhost_nps_accepted_pkts;/);
@@ -151,20 +139,16 @@ describe('agent surfaces', () => {
         const proxy = lab.startProxy(lab.flags());
         const checkChain = async (): Promise<string> =>
           (await inNs(lab.node, 'nft', ['list', 'chain', 'ip', 'kube-proxy', 'cluster-ips-check'])).stdout;
-        await until(
+        await proxy.waitUntil(
           // nft lists a one-element set as the bare prefix.
           async () => /ip daddr 198\.19\.0\.0\/16 drop/.test(await checkChain().catch(() => '')),
           'the drop of unallocated ClusterIPs in 198.19.0.0/16',
-          60_000,
-          () => proxy.tail(20),
         );
         // A second range is added: the next (full) sync rewrites the rule with both.
         lab.put(path, serviceCIDR(['198.19.0.0/16', '198.18.128.0/20']));
-        await until(
+        await proxy.waitUntil(
           async () => /ip daddr \{ 198\.18\.128\.0\/20, 198\.19\.0\.0\/16 \} drop/.test(await checkChain()),
           'the rule rewritten with both ranges',
-          60_000,
-          () => proxy.tail(20),
         );
       });
     },
@@ -176,17 +160,11 @@ describe('agent surfaces', () => {
     async () => {
       await AgentLab.with(async (lab) => {
         // nf_conntrack_udp_timeout is per network namespace: the node's own, never the host's.
-        const udpTimeout = async (): Promise<string> =>
-          (await inNs(lab.node, 'cat', ['/proc/sys/net/netfilter/nf_conntrack_udp_timeout'])).stdout.trim();
+        const udpTimeout = (): Promise<string> => nodeSysctl(lab, 'net/netfilter/nf_conntrack_udp_timeout');
         assert.notEqual(await udpTimeout(), '47');
         // lab.flags() carries --conntrack-max-per-core=0 and zero TCP timeouts (host-global otherwise).
         const proxy = lab.startProxy(lab.flags('--conntrack-udp-timeout=47s'));
-        await until(
-          async () => (await udpTimeout()) === '47',
-          'nf_conntrack_udp_timeout = 47',
-          60_000,
-          () => proxy.tail(20),
-        );
+        await proxy.waitUntil(async () => (await udpTimeout()) === '47', 'nf_conntrack_udp_timeout = 47');
       });
     },
   );

@@ -180,3 +180,22 @@ export function podViews(list: unknown): PodView[] {
     terminating: field(p, 'metadata', 'deletionTimestamp') !== undefined,
   }));
 }
+
+/**
+ * Service `namespace/name` for the Pods labelled app=`app`: port 80, named http, to `targetPort` (a number or a
+ * container port's name); `spec` adds fields to the spec (type, traffic policies).
+ */
+export function httpService(
+  namespace: string,
+  name: string,
+  app: string,
+  targetPort: number | string,
+  spec: Record<string, unknown> = {},
+): object {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name, namespace },
+    spec: { ...spec, selector: { app }, ports: [{ name: 'http', port: 80, targetPort }] },
+  };
+}

@@ -10,6 +10,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cidrContains } from '../../packages/agent/src/model/ip.js';
 import { kernelOptions } from '../helpers/kernel.js';
+import { deploymentYaml } from '../helpers/manifests.js';
 import { endLabSuite, labTurn, newLabPlace } from './helpers/lab-turn.js';
 import { labExec, mustRunLab, startLabUp, type LabUp } from './helpers/lab-up.js';
 import { field, items, kubectlFor, run, waitFor } from './helpers.js';
@@ -19,20 +20,14 @@ const NODES = ['control-plane', 'worker'];
 const V4_SERVICES = '198.19.0.0/16';
 const V6_SERVICES = '2001:db8:ff::/112';
 
-const MANIFEST = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: both, namespace: default}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: both}}
-  template:
-    metadata: {labels: {app: both}}
-    spec:
-      containers:
-      - name: pod-server
-        image: kube-proxy-ts/pod-server
-        ports: [{name: http, containerPort: 8080}]
----
+const POD_SPEC = `
+containers:
+- name: pod-server
+  image: kube-proxy-ts/pod-server
+  ports: [{name: http, containerPort: 8080}]
+`;
+
+const MANIFEST = `${deploymentYaml({ app: 'both', namespace: 'default', replicas: 2, podSpec: POD_SPEC })}---
 apiVersion: v1
 kind: Service
 metadata: {name: both, namespace: default}

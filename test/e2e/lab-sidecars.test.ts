@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
 import { kernelOptions } from '../helpers/kernel.js';
-import { field, items, kubectlFor, podIsReady, waitFor } from './helpers.js';
+import { field, httpService, items, kubectlFor, podIsReady, waitFor } from './helpers.js';
 import { endLabSuite, labTurn, newLabPlace } from './helpers/lab-turn.js';
 
 const gate = kernelOptions(['ip', 'nft', 'curl', 'kubectl']);
@@ -48,15 +48,7 @@ const withSidecar = {
     ],
   },
 };
-const service = {
-  apiVersion: 'v1',
-  kind: 'Service',
-  metadata: { name: 'sidecar-web', namespace: 'default' },
-  spec: {
-    selector: { app: 'sidecar-demo' },
-    ports: [{ name: 'http', port: 80, targetPort: 'sidecar-http' }],
-  },
-};
+const service = httpService('default', 'sidecar-web', 'sidecar-demo', 'sidecar-http');
 const client = {
   apiVersion: 'v1',
   kind: 'Pod',

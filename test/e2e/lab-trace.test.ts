@@ -10,7 +10,7 @@ import { startLab, type Lab } from '../../packages/lab/src/cluster/index.js';
 import { TRACE_TABLE } from '../../packages/agent/src/inspect/trace/table.js';
 import { kernelOptions } from '../helpers/kernel.js';
 import { hostCommandRunner, hostStreamRunner } from '../../packages/agent/src/netfilter/command.js';
-import { field, items, kubectlFor, mustRun, podIsReady, waitFor } from './helpers.js';
+import { field, httpService, items, kubectlFor, mustRun, podIsReady, waitFor } from './helpers.js';
 import { endLabSuite, labTurn, newLabPlace } from './helpers/lab-turn.js';
 
 const gate = kernelOptions(['ip', 'nft', 'curl', 'kubectl']);
@@ -43,26 +43,11 @@ describe('lab trace: one request through the lab’s rules', { skip: gate.skip, 
           ],
         },
       };
-      const etp = {
-        apiVersion: 'v1',
-        kind: 'Service',
-        metadata: { name: 'etp', namespace: 'svc' },
-        spec: {
-          type: 'NodePort',
-          externalTrafficPolicy: 'Local',
-          selector: { app: 'etp' },
-          ports: [{ name: 'http', port: 80, targetPort: 8080 }],
-        },
-      };
-      const empty = {
-        apiVersion: 'v1',
-        kind: 'Service',
-        metadata: { name: 'empty', namespace: 'svc' },
-        spec: {
-          selector: { app: 'nothing-has-this-label' },
-          ports: [{ name: 'http', port: 80, targetPort: 8080 }],
-        },
-      };
+      const etp = httpService('svc', 'etp', 'etp', 8080, {
+        type: 'NodePort',
+        externalTrafficPolicy: 'Local',
+      });
+      const empty = httpService('svc', 'empty', 'nothing-has-this-label', 8080);
       await k().create([pod, etp, empty]);
       await waitFor('the etp pod ready and web reachable', 90_000, async () => {
         const pods = items(await k().json(['-n', 'svc', 'get', 'pods']));

@@ -14,6 +14,15 @@ function newTracker() {
 }
 
 const v1 = service('ns', 'a', { clusterIP: '198.18.0.1', ports: [{ name: 'http', port: 80 }] }, '1');
+
+/** A tracker whose map `live` already holds v1's ports: v1 added, then checked out. */
+function trackerWithV1() {
+  const t = newTracker();
+  const live: ServicePortMap = new Map();
+  t.tracker.update(undefined, v1);
+  t.tracker.checkout(live);
+  return { ...t, live };
+}
 const v2 = service('ns', 'a', { clusterIP: '198.18.0.1', ports: [{ name: 'http', port: 8080 }] }, '2');
 const b1 = service('ns', 'b', {
   clusterIP: '198.18.0.2',
@@ -41,10 +50,7 @@ describe('§2.1 ServiceChangeTracker.update', () => {
   });
 
   test('§2.1.3 a metadata-only update (new resourceVersion) is not a change: port maps are compared', () => {
-    const { tracker } = newTracker();
-    const live: ServicePortMap = new Map();
-    tracker.update(undefined, v1);
-    tracker.checkout(live);
+    const { tracker } = trackerWithV1();
     assert.equal(tracker.update(v1, { ...v1, metadata: { ...v1.metadata, resourceVersion: '7' } }), false);
   });
 
@@ -61,10 +67,7 @@ describe('§2.1 ServiceChangeTracker.update', () => {
   });
 
   test('§2.1.3 the first change fixes previous; a change back to it collapses', () => {
-    const { tracker } = newTracker();
-    const live: ServicePortMap = new Map();
-    tracker.update(undefined, v1);
-    tracker.checkout(live);
+    const { tracker } = trackerWithV1();
     assert.equal(tracker.update(v1, v2), true);
     // The `prev` passed later is ignored: previous stays v1, so v2 → v1 collapses.
     assert.equal(tracker.update(v2, v1), false);
@@ -78,10 +81,7 @@ describe('§2.1 ServiceChangeTracker.update', () => {
   });
 
   test('§10.5 a Service that turns skipped counts as a change (its ports go away)', () => {
-    const { tracker } = newTracker();
-    const live: ServicePortMap = new Map();
-    tracker.update(undefined, v1);
-    tracker.checkout(live);
+    const { tracker, live } = trackerWithV1();
     const external = service('ns', 'a', {
       type: 'ExternalName',
       externalName: 'x.example',
@@ -96,10 +96,7 @@ describe('§2.1 ServiceChangeTracker.update', () => {
   // Upstream's e2e "should implement service.kubernetes.io/service-proxy-name": the label is applied by the
   // watch's selector, so a Service labelled after the proxy had it arrives as DELETED carrying the label.
   test('a Service that leaves the watch with service-proxy-name (DELETED, labelled) has its ports removed', () => {
-    const { tracker } = newTracker();
-    const live: ServicePortMap = new Map();
-    tracker.update(undefined, v1);
-    tracker.checkout(live);
+    const { tracker, live } = trackerWithV1();
     const labelled = {
       ...v1,
       metadata: { ...v1.metadata, labels: { 'service.kubernetes.io/service-proxy-name': 'foo-bar' } },

@@ -4,8 +4,6 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { request } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseFlags, parseGoDuration } from '../../packages/netns/src/agnhost/flags.js';
@@ -17,35 +15,16 @@ import {
 import { localhostCertificate, porterEntries, startPorter } from '../../packages/netns/src/agnhost/porter.js';
 import { runConnect } from '../../packages/netns/src/agnhost/connect.js';
 import { sctpUnsupportedReason } from '../../packages/netns/src/agnhost/common.js';
+import { httpCall, type HttpReply } from '../helpers/http-call.js';
 
-interface Answer {
-  readonly status: number;
-  readonly headers: Record<string, string | string[] | undefined>;
-  readonly body: string;
-  readonly localPort: number;
-}
-
-function get(port: number, path: string, headers: Record<string, string> = {}, tls = false): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const make = tls ? httpsRequest : request;
-    const req = make(
-      { host: '127.0.0.1', port, path, headers, agent: false, rejectUnauthorized: false },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (b: Buffer) => chunks.push(b));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            body: Buffer.concat(chunks).toString(),
-            localPort: req.socket?.localPort ?? -1,
-          }),
-        );
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
+/** GET `path` on 127.0.0.1:`port` (HTTPS when `tls`). */
+function get(
+  port: number,
+  path: string,
+  headers: Record<string, string> = {},
+  tls = false,
+): Promise<HttpReply> {
+  return httpCall(port, path, { headers, tls });
 }
 
 /** One datagram to 127.0.0.1:port; the answer, or undefined when none comes within `waitMs`. */
@@ -181,7 +160,7 @@ describe('netexec on loopback', () => {
       () => undefined,
     );
     try {
-      const dial = (q: string): Promise<Answer> => get(n.httpPort, `/dial?${q}`);
+      const dial = (q: string): Promise<HttpReply> => get(n.httpPort, `/dial?${q}`);
       const http = await dial(
         `request=hostname&protocol=http&host=127.0.0.1&port=${target.ports.http}&tries=3`,
       );

@@ -75,6 +75,12 @@ const EXTRAS = {
   variant: 'auto' as const,
 };
 
+/** Service ns/name at ClusterIP `ip` (port 80), with a slice of the endpoints `ips` (no node). */
+function putService(model: ModelCluster, ns: string, name: string, ip: string, ips: readonly string[]): void {
+  model.upsertService(svc(ns, name, ip));
+  model.upsertSlice(slice(ns, name, ips));
+}
+
 function setup(
   options: {
     node?: NodeNetworkConfig;
@@ -106,8 +112,7 @@ describe('partial syncs and the render cache', () => {
   test('only changed services are rendered and written; unchanged chains stay in the kernel', async () => {
     const { fake, backend, model, sync } = setup();
     for (let i = 1; i <= 5; i++) {
-      model.upsertService(svc(`ns${i}`, 'web', `198.18.100.${i}`));
-      model.upsertSlice(slice(`ns${i}`, 'web', [`198.19.0.${i}`, `198.19.1.${i}`]));
+      putService(model, `ns${i}`, 'web', `198.18.100.${i}`, [`198.19.0.${i}`, `198.19.1.${i}`]);
     }
     await sync(true);
     assert.equal(backend.lastSyncStats?.rendered, 5);
@@ -147,10 +152,8 @@ describe('partial syncs and the render cache', () => {
 
   test('rule counts: total counts unchanged services too, last only what was written', async () => {
     const { metrics, model, sync } = setup();
-    model.upsertService(svc('a', 'web', '198.18.100.1'));
-    model.upsertSlice(slice('a', 'web', ['198.19.0.1']));
-    model.upsertService(svc('b', 'web', '198.18.100.2'));
-    model.upsertSlice(slice('b', 'web', ['198.19.0.2']));
+    putService(model, 'a', 'web', '198.18.100.1', ['198.19.0.1']);
+    putService(model, 'b', 'web', '198.18.100.2', ['198.19.0.2']);
     await sync(true);
     // nat per service: KUBE-SERVICES 1 + SVC 2 + SEP 2 = 5; static: nodeports jump 1, MARK-MASQ 1, POSTROUTING 3.
     assert.deepEqual(metrics.rec.rules.get('nat'), [15, 15]);
@@ -165,10 +168,8 @@ describe('large-cluster mode (> 1000 endpoints)', () => {
   test('no per-endpoint comments, and iptables-save read at most once per syncPeriod', async () => {
     const { clock, fake, backend, model, sync } = setup({ syncPeriodMs: 30_000 });
     const ips = Array.from({ length: 1001 }, (_, i) => `198.19.${Math.floor(i / 250)}.${(i % 250) + 1}`);
-    model.upsertService(svc('big', 'web', '198.18.100.1'));
-    model.upsertSlice(slice('big', 'web', ips));
-    model.upsertService(svc('small', 'web', '198.18.100.2'));
-    model.upsertSlice(slice('small', 'web', ['198.19.9.1']));
+    putService(model, 'big', 'web', '198.18.100.1', ips);
+    putService(model, 'small', 'web', '198.18.100.2', ['198.19.9.1']);
     await sync(true);
     assert.equal(backend.largeClusterMode, true);
     const input = fake.lastRestore ?? '';
@@ -187,8 +188,7 @@ describe('large-cluster mode (> 1000 endpoints)', () => {
 
   test('below the threshold every sync scans and comments are written', async () => {
     const { fake, backend, model, sync } = setup();
-    model.upsertService(svc('a', 'web', '198.18.100.1'));
-    model.upsertSlice(slice('a', 'web', ['198.19.0.1', '198.19.0.2']));
+    putService(model, 'a', 'web', '198.18.100.1', ['198.19.0.1', '198.19.0.2']);
     await sync(true);
     await sync();
     assert.equal(backend.largeClusterMode, false);
@@ -254,8 +254,7 @@ describe('no local endpoints', () => {
 describe('canary', () => {
   test('an external flush is detected and the next (partial-requested) sync repairs everything', async () => {
     const { fake, backend, model, sync } = setup();
-    model.upsertService(svc('ns', 'web', '198.18.100.1'));
-    model.upsertSlice(slice('ns', 'web', ['198.19.0.1']));
+    putService(model, 'ns', 'web', '198.18.100.1', ['198.19.0.1']);
     await sync(true);
     assert.equal(await backend.checkCanary(), true);
     const before = fake.dump('IPv4', 'nat');
@@ -280,8 +279,7 @@ describe('failures and the xtables lock', () => {
     const clock = new FakeClock();
     const fake = new FakeIptables({ backend: 'legacy', clock });
     const { backend, metrics, model, sync } = setup({ fake, clock });
-    model.upsertService(svc('ns', 'web', '198.18.100.1'));
-    model.upsertSlice(slice('ns', 'web', ['198.19.0.1']));
+    putService(model, 'ns', 'web', '198.18.100.1', ['198.19.0.1']);
     await sync(true);
     model.upsertSlice(slice('ns', 'web', ['198.19.0.1', '198.19.0.2']));
     fake.holdLock(2500);
@@ -306,8 +304,7 @@ describe('failures and the xtables lock', () => {
 describe('cleanupIptables', () => {
   test('removes every chain and jump it made, in both families', async () => {
     const { fake, model, sync } = setup();
-    model.upsertService(svc('ns', 'web', '198.18.100.1'));
-    model.upsertSlice(slice('ns', 'web', ['198.19.0.1']));
+    putService(model, 'ns', 'web', '198.18.100.1', ['198.19.0.1']);
     await sync(true);
     fake.inject('IPv4', '-t nat -N OTHER');
     const result = await cleanupIptables(fake);
@@ -334,8 +331,7 @@ function ourChains(fake: FakeIptables, table: 'nat' | 'filter'): [string, string
 describe('base chains and jumps on full syncs', () => {
   test('a first full sync creates every chain, jump and canary in one restore, in upstream order', async () => {
     const { fake, backend, model, sync } = setup();
-    model.upsertService(svc('ns', 'a', '198.18.100.1'));
-    model.upsertSlice(slice('ns', 'a', ['198.19.0.1']));
+    putService(model, 'ns', 'a', '198.18.100.1', ['198.19.0.1']);
     await sync(true);
     // No per-rule commands: one save of every table, one restore for the base chains, one for the rules.
     assert.deepEqual(
@@ -367,8 +363,7 @@ describe('base chains and jumps on full syncs', () => {
 
   test('a full sync with everything in place runs no base-chain command; a lost jump is put back alone', async () => {
     const { fake, model, sync } = setup();
-    model.upsertService(svc('ns', 'a', '198.18.100.1'));
-    model.upsertSlice(slice('ns', 'a', ['198.19.0.1']));
+    putService(model, 'ns', 'a', '198.18.100.1', ['198.19.0.1']);
     await sync(true);
     const filterBefore = fake.dump('IPv4', 'filter');
     fake.calls.length = 0;
@@ -407,8 +402,7 @@ describe('base chains and jumps on full syncs', () => {
     const node = testNode();
     const backend = new IptablesBackend({ node, commands: failingSave, clock, iptables: EXTRAS });
     const model = new ModelCluster('IPv4', 'node-a');
-    model.upsertService(svc('ns', 'a', '198.18.100.1'));
-    model.upsertSlice(slice('ns', 'a', ['198.19.0.1']));
+    putService(model, 'ns', 'a', '198.18.100.1', ['198.19.0.1']);
     const { snapshot, changedServices } = model.checkout();
     await backend.sync(snapshot, { full: true, changedServices });
     assert.ok(inner.calls.some((c) => c.cmd === 'iptables' && c.args.includes('-I')));
@@ -486,10 +480,8 @@ describe('the text cache', () => {
 
   test('a Service whose ClusterIP changes gets its KUBE-SERVICES rule rewritten by a partial sync', async () => {
     const { fake, model, sync } = setup();
-    model.upsertService(svc('ns', 'a', '198.18.100.1'));
-    model.upsertSlice(slice('ns', 'a', ['198.19.0.1']));
-    model.upsertService(svc('ns', 'b', '198.18.100.2'));
-    model.upsertSlice(slice('ns', 'b', ['198.19.0.2']));
+    putService(model, 'ns', 'a', '198.18.100.1', ['198.19.0.1']);
+    putService(model, 'ns', 'b', '198.18.100.2', ['198.19.0.2']);
     await sync(true);
     model.upsertService(svc('ns', 'a', '198.18.100.9'));
     await sync();
@@ -504,8 +496,7 @@ describe('the text cache', () => {
 
   test('kernel phases: jump commands only on full syncs, iptables-save only when scanning', async () => {
     const { backend, model, sync } = setup({ syncPeriodMs: 30_000 });
-    model.upsertService(svc('ns', 'a', '198.18.100.1'));
-    model.upsertSlice(slice('ns', 'a', ['198.19.0.1']));
+    putService(model, 'ns', 'a', '198.18.100.1', ['198.19.0.1']);
     await sync(true);
     assert.ok((backend.lastKernelPhases?.jumpsMs ?? 0) > 0);
     assert.ok((backend.lastKernelPhases?.saveMs ?? 0) > 0);

@@ -112,6 +112,11 @@ export class AgentProcess {
     return found as AgentLogRecord;
   }
 
+  /** Waits for an outcome of the proxy's work (a rule, a sysctl); a timeout shows its last log lines. */
+  async waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
+    await until(check, what, timeoutMs, () => this.tail(20));
+  }
+
   /** Waits for the process to exit by itself; rejects (it keeps running) after `timeoutMs`. */
   async exitWithin(timeoutMs: number): Promise<AgentExit> {
     await until(

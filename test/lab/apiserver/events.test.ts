@@ -3,9 +3,6 @@
 // table, `kubectl describe`'s Events section (its involvedObject field selector), and the retention bound.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { defaultNodes, startApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
 import { EventRecorder } from '../../../packages/lab/src/controllers/events.js';
@@ -15,21 +12,17 @@ import { createApiClient } from '../../../packages/agent/src/kube/api-client.js'
 import { loadClientConfig } from '../../../packages/agent/src/kube/client-config.js';
 import { NodeEventWriter } from '../../../packages/agent/src/kube/events.js';
 import { toolOptions } from '../tools.js';
-import { kubectl } from './kubectl-run.js';
+import { withKubectlLab } from './kubectl-run.js';
+import { deploymentYaml } from '../../helpers/manifests.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
-const MANIFESTS = `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: demo}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: server, image: lab/agnhost}]
----
+const WEB = deploymentYaml({
+  app: 'web',
+  namespace: 'demo',
+  replicas: 2,
+  podSpec: 'containers: [{name: server, image: lab/agnhost}]',
+});
+const MANIFESTS = `${WEB}---
 apiVersion: apps/v1
 kind: DaemonSet
 metadata: {name: agent, namespace: demo}
@@ -62,14 +55,9 @@ const reasonsOf = (events: readonly CoreEvent[], kind: string, name?: string): s
 
 describe('Events in the lab API server', toolOptions(['kubectl']), () => {
   test('recorded by the control plane, served by both APIs, shown by kubectl get and describe', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'kpts-events-'));
-    const kubeconfig = join(dir, 'kubeconfig');
-    const server = await startApiServer({ nodes: defaultNodes(3), kubeconfigPath: kubeconfig });
-    try {
-      const k = (...args: string[]): Promise<string> => kubectl(kubeconfig, args);
+    await withKubectlLab('events', {}, async ({ kubeconfig, server, k, apply }) => {
       await k('create', 'namespace', 'demo');
-      await writeFile(join(dir, 'm.yaml'), MANIFESTS);
-      await k('apply', '-f', join(dir, 'm.yaml'));
+      await apply('m.yaml', MANIFESTS);
       await waitFor('the five pods running', async () => {
         await server.idle();
         const pods = server.store.list(resourceByKind('Pod'), 'demo') as { status?: { phase?: string } }[];
@@ -220,10 +208,7 @@ describe('Events in the lab API server', toolOptions(['kubectl']), () => {
         );
         return killing && scaledDown ? true : undefined;
       });
-    } finally {
-      await server.stop();
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('a repeated event is counted on one object, and the store keeps a bounded number', async () => {

@@ -10,23 +10,18 @@ import { defaultNodes, startApiServer, type ApiServer } from '../../../packages/
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
 import { toolOptions } from '../tools.js';
 import { kubectl } from './kubectl-run.js';
+import { deploymentYaml } from '../../helpers/manifests.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
-const DEPLOYMENT = (replicas: number, servicePort: number): string => `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: demo, labels: {app: web}}
-spec:
-  replicas: ${replicas}
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: server
-        image: lab/agnhost
-        ports: [{name: http, containerPort: 8080}]
----
+const WEB_POD = `
+containers:
+- name: server
+  image: lab/agnhost
+  ports: [{name: http, containerPort: 8080}]
+`;
+
+const DEPLOYMENT = (replicas: number, servicePort: number): string =>
+  `${deploymentYaml({ app: 'web', namespace: 'demo', replicas, podSpec: WEB_POD, labelled: true })}---
 apiVersion: v1
 kind: Service
 metadata: {name: web, namespace: demo}

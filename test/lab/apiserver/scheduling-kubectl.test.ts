@@ -5,31 +5,24 @@
 // `kubectl label node` gives a node that label.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { defaultNodes, startApiServer } from '../../../packages/lab/src/apiserver/index.js';
+import { deploymentYaml } from '../../helpers/manifests.js';
 import { toolOptions } from '../tools.js';
-import { kubectl } from './kubectl-run.js';
+import { withKubectlLab } from './kubectl-run.js';
 
-const SPREAD = `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: spread, namespace: default}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: spread}}
-  template:
-    metadata: {labels: {app: spread}}
-    spec:
-      affinity:
-        podAntiAffinity:
-          requiredDuringSchedulingIgnoredDuringExecution:
-          - labelSelector: {matchExpressions: [{key: app, operator: In, values: [spread]}]}
-            topologyKey: kubernetes.io/hostname
-      containers:
-      - {name: server, image: lab/agnhost}
-`;
+const SPREAD = deploymentYaml({
+  app: 'spread',
+  namespace: 'default',
+  replicas: 3,
+  podSpec: `
+affinity:
+  podAntiAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+    - labelSelector: {matchExpressions: [{key: app, operator: In, values: [spread]}]}
+      topologyKey: kubernetes.io/hostname
+containers:
+- {name: server, image: lab/agnhost}
+`,
+});
 
 const pinned = (name: string, selector: string): string => `
 apiVersion: v1
@@ -50,16 +43,7 @@ interface PodView {
 
 describe('the lab scheduler through kubectl', toolOptions(['kubectl']), () => {
   test('anti-affinity spreads, a Pod that fits nowhere is Unschedulable, nodeSelector pins', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'kpts-scheduling-'));
-    const kubeconfig = join(dir, 'kubeconfig');
-    const server = await startApiServer({ nodes: defaultNodes(3), kubeconfigPath: kubeconfig });
-    try {
-      const k = (...args: string[]): Promise<string> => kubectl(kubeconfig, args);
-      const apply = async (name: string, yaml: string): Promise<void> => {
-        await writeFile(join(dir, name), yaml);
-        await k('apply', '-f', join(dir, name));
-        await server.idle();
-      };
+    await withKubectlLab('scheduling', {}, async ({ server, k, apply }) => {
       const pods = async (selector: string[] = []): Promise<PodView[]> => {
         const list = JSON.parse(await k('get', 'pods', '-o', 'json', ...selector)) as {
           items: {
@@ -137,9 +121,6 @@ describe('the lab scheduler through kubectl', toolOptions(['kubectl']), () => {
       const [ssd] = await pods(['--field-selector', 'metadata.name=ssd']);
       assert.equal(ssd?.node, 'control-plane');
       assert.equal(ssd?.scheduled?.status, 'True');
-    } finally {
-      await server.stop();
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 });

@@ -4,13 +4,11 @@
 // while a Service holds an address only it contains, and goes once that Service does.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { defaultNodes, startApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
 import { toolOptions } from '../tools.js';
-import { kubectlOutcome as kubectl } from './kubectl-run.js';
+import { kubectlOutcome as kubectl, withKubectlLab } from './kubectl-run.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
 // RFC 5737 TEST-NET-3, as upstream's e2e test uses: no overlap with the lab's own 198.19.0.0/16.
@@ -34,10 +32,7 @@ spec:
 
 describe('ServiceCIDRs through kubectl', toolOptions(['kubectl']), () => {
   test('the default range is listed; a ClusterIP in a new ServiceCIDR is refused before it exists, accepted after', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'kpts-servicecidr-'));
-    const kubeconfig = join(dir, 'kubeconfig');
-    const server = await startApiServer({ nodes: defaultNodes(3), kubeconfigPath: kubeconfig });
-    try {
+    await withKubectlLab('servicecidr', {}, async ({ dir, kubeconfig, server }) => {
       const k = (...args: string[]) => kubectl(kubeconfig, args);
       await writeFile(join(dir, 'cidr.yaml'), SERVICE_CIDR);
       await writeFile(join(dir, 'svc.yaml'), SERVICE);
@@ -98,9 +93,6 @@ describe('ServiceCIDRs through kubectl', toolOptions(['kubectl']), () => {
       );
       const after = await k('get', 'servicecidrs', '-o', 'name');
       assert.equal(after.out, 'servicecidr.networking.k8s.io/kubernetes\n');
-    } finally {
-      await server.stop();
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 });

@@ -5,13 +5,12 @@
 // name without its version: autoscaling/v1 is asked for by the full name, horizontalpodautoscalers.v1.autoscaling.)
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FakeClock } from '../../../packages/agent/src/util/clock.js';
-import { defaultNodes, startApiServer } from '../../../packages/lab/src/apiserver/index.js';
+import { defaultNodes } from '../../../packages/lab/src/apiserver/index.js';
 import { toolOptions } from '../tools.js';
-import { kubectl, kubectlOutcome } from './kubectl-run.js';
+import { kubectlOutcome, withKubectlLab } from './kubectl-run.js';
 
 const IMAGE = 'registry.k8s.io/e2e-test-images/agnhost:2.53';
 
@@ -43,18 +42,14 @@ describe(
   toolOptions(['kubectl']),
   () => {
     test('create deployment, get rs, rollout restart and status, scale, autoscale, apply an autoscaling/v2 HPA', async () => {
-      const dir = await mkdtemp(join(tmpdir(), 'kpts-workloads-'));
-      const kubeconfig = join(dir, 'kubeconfig');
       const clock = new FakeClock(Date.now());
       let cpuMillis = 40;
-      const server = await startApiServer({
+      const options = {
         nodes: defaultNodes(2),
-        kubeconfigPath: kubeconfig,
         clock,
         podMetrics: () => ({ agnhost: { cpu: cpuMillis, memory: 1 << 20 } }),
-      });
-      try {
-        const k = (...args: string[]): Promise<string> => kubectl(kubeconfig, args);
+      };
+      await withKubectlLab('workloads', options, async ({ dir, kubeconfig, server, k }) => {
         const revision = (): Promise<string> =>
           k(
             'get',
@@ -206,10 +201,7 @@ describe(
           refused.out,
           /spec\.maxReplicas: Invalid value: 6: must be greater than or equal to `minReplicas`/,
         );
-      } finally {
-        await server.stop();
-        await rm(dir, { recursive: true, force: true });
-      }
+      });
     });
   },
 );

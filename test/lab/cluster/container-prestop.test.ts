@@ -4,42 +4,41 @@
 // faked at the CommandRunner seam; every wait is for an observed call.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CommandResult, CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import type { CommandResult } from '../../../packages/agent/src/netfilter/command.js';
 import { SILENT_LOGGER } from '../../../packages/agent/src/util/logger.js';
 import { ContainerProcess, preStopOf } from '../../../packages/lab/src/cluster/containers.js';
+import { DONE, FakeContainerRuntime } from './fake-runtime.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kpts-prestop-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-const DONE: CommandResult = { code: 0, stdout: '', stderr: '' };
-
 /** One long-running process; the preStop hook ends when the test says so; every call is recorded in order. */
-class HookRuntime implements CommandRunner {
+class HookRuntime extends FakeContainerRuntime {
   readonly calls: string[] = [];
   private endProcess: ((r: CommandResult) => void) | undefined;
   private endHook: ((r: CommandResult) => void) | undefined;
   private hookStarted: (() => void) | undefined;
   readonly hookRunning = new Promise<void>((resolve) => (this.hookStarted = resolve));
 
-  run(
+  protected onSignal(signal: string): void {
+    this.calls.push(`kill ${signal}`);
+    this.endProcess?.({ code: 143, stdout: '', stderr: '' });
+  }
+
+  protected onLaunch(
     cmd: string,
     args: readonly string[],
-    options?: { env?: Record<string, string> },
+    env: Record<string, string>,
   ): Promise<CommandResult> {
-    if (cmd === 'kill') {
-      this.calls.push(`kill ${args[1] ?? ''}`);
-      this.endProcess?.({ code: 143, stdout: '', stderr: '' });
-      return Promise.resolve(DONE);
-    }
     if (cmd === 'ip') {
       this.calls.push(args.join(' '));
       this.hookStarted?.();
       return new Promise((resolve) => (this.endHook = resolve));
     }
-    writeFileSync(options?.env?.KPTS_PIDFILE ?? join(dir, 'pid'), '4242\n');
+    this.writePid(env, 4242);
     return new Promise((resolve) => (this.endProcess = resolve));
   }
 
@@ -56,7 +55,7 @@ test('preStopOf reads lifecycle.preStop.exec.command, and nothing else', () => {
 });
 
 test('a container with a preStop hook gets SIGTERM only after the hook ran in its namespace', async () => {
-  const runtime = new HookRuntime();
+  const runtime = new HookRuntime(dir);
   const container = new ContainerProcess(
     runtime,
     'kpts-test-pod',

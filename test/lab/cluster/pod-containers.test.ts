@@ -5,10 +5,10 @@
 // sidecars. Every wait is for a report (an event), never a sleep.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CommandResult, CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
+import type { CommandResult } from '../../../packages/agent/src/netfilter/command.js';
 import { SILENT_LOGGER } from '../../../packages/agent/src/util/logger.js';
 import { ContainerProcess } from '../../../packages/lab/src/cluster/containers.js';
 import {
@@ -19,6 +19,7 @@ import {
 import { resolveContainer } from '../../../packages/lab/src/cluster/container-spec.js';
 import { str, type JsonObject } from '../../../packages/lab/src/apiserver/json.js';
 import type { PodStatusReport } from '../../../packages/lab/src/controllers/pod-lifecycle.js';
+import { FakeContainerRuntime } from './fake-runtime.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kpts-pod-containers-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -31,29 +32,29 @@ interface Launch {
 }
 
 /** A container runtime at the CommandRunner seam: launches are recorded, ended by the test or by `kill`. */
-class FakeRuntime implements CommandRunner {
+class FakeRuntime extends FakeContainerRuntime {
   readonly launches: Launch[] = [];
   /** Command lines in the order `kill -s TERM` reached them. */
   readonly terminated: string[] = [];
   private nextPid = 1000;
 
-  run(
-    cmd: string,
-    args: readonly string[],
-    options?: { env?: Record<string, string> },
-  ): Promise<CommandResult> {
-    if (cmd === 'kill') {
-      const launch = this.launches.find((l) => String(l.pid) === args[2]);
-      if (launch) {
-        this.terminated.push(launch.argv.join(' '));
-        launch.exit(143);
-      }
-      return Promise.resolve({ code: 0, stdout: '', stderr: '' });
+  protected onSignal(_signal: string, pid: string): void {
+    const launch = this.launches.find((l) => String(l.pid) === pid);
+    if (launch) {
+      this.terminated.push(launch.argv.join(' '));
+      launch.exit(143);
     }
+  }
+
+  protected onLaunch(
+    _cmd: string,
+    args: readonly string[],
+    env: Record<string, string>,
+  ): Promise<CommandResult> {
     // sh -c LAUNCH sh ip netns exec NS argv…: the container's own argv follows the namespace.
     const argv = args.slice(args.indexOf('exec') + 2);
     const pid = this.nextPid++;
-    writeFileSync(options?.env?.KPTS_PIDFILE ?? join(dir, 'pid'), `${pid}\n`);
+    this.writePid(env, pid);
     return new Promise((resolve) => {
       let ended = false;
       this.launches.push({
@@ -85,6 +86,8 @@ const container = (name: string, extra: JsonObject = {}): JsonObject => ({
   command: ['run', name],
   ...extra,
 });
+/** An init container that keeps running beside the app: a sidecar. */
+const sidecar = (name: string): JsonObject => container(name, { restartPolicy: 'Always' });
 
 interface Harness {
   readonly runtime: FakeRuntime;
@@ -93,10 +96,12 @@ interface Harness {
   readonly servers: string[];
   /** The first report (from now on, or the latest one) that satisfies `pred`. */
   until(what: string, pred: (r: PodStatusReport) => boolean): Promise<PodStatusReport>;
+  /** The first report once container `name` has been launched. */
+  started(name: string): Promise<PodStatusReport>;
 }
 
 function harness(spec: JsonObject): Harness {
-  const runtime = new FakeRuntime();
+  const runtime = new FakeRuntime(dir);
   const podObj: JsonObject = { metadata: { name: 'p', namespace: 'default' }, spec };
   const podDir = mkdtempSync(join(dir, 'pod-'));
   const reports: PodStatusReport[] = [];
@@ -143,7 +148,9 @@ function harness(spec: JsonObject): Harness {
       waiters.add(check);
       check();
     });
-  return { runtime, pod, reports, servers, until };
+  const started = (name: string): Promise<PodStatusReport> =>
+    until(`${name} started`, () => runtime.launched().includes(name));
+  return { runtime, pod, reports, servers, until, started };
 }
 
 const stateOf = (statuses: readonly JsonObject[] | undefined, name: string): string => {
@@ -164,12 +171,7 @@ test('restart policies: sidecars always, plain init containers on failure unless
 
 test('init containers run one after another to completion; sidecars start in order; then the app', async () => {
   const h = harness({
-    initContainers: [
-      container('setup'),
-      container('proxy', { restartPolicy: 'Always' }),
-      container('migrate'),
-      container('logs', { restartPolicy: 'Always' }),
-    ],
+    initContainers: [container('setup'), sidecar('proxy'), container('migrate'), sidecar('logs')],
     containers: [container('app')],
   });
   await h.pod.begin();
@@ -181,7 +183,7 @@ test('init containers run one after another to completion; sidecars start in ord
   assert.equal(stateOf(r.containerStatuses, 'app'), 'waiting:PodInitializing');
 
   h.runtime.current('setup').exit(0);
-  r = await h.until('migrate started', () => h.runtime.launched().includes('migrate'));
+  r = await h.started('migrate');
   // The sidecar only had to start for the next init container to begin; it keeps running.
   assert.deepEqual(h.runtime.launched(), ['setup', 'proxy', 'migrate']);
   assert.equal(stateOf(r.initContainerStatuses, 'setup'), 'terminated:Completed');
@@ -231,11 +233,11 @@ test('a failing init container is retried with back-off (Init:CrashLoopBackOff) 
 test('under restartPolicy Never a failed init container fails the Pod and stops its sidecars', async () => {
   const h = harness({
     restartPolicy: 'Never',
-    initContainers: [container('proxy', { restartPolicy: 'Always' }), container('setup')],
+    initContainers: [sidecar('proxy'), container('setup')],
     containers: [container('app')],
   });
   await h.pod.begin();
-  await h.until('setup started', () => h.runtime.launched().includes('setup'));
+  await h.started('setup');
   h.runtime.current('setup').exit(2);
   const r = await h.until(
     'Failed',
@@ -247,7 +249,7 @@ test('under restartPolicy Never a failed init container fails the Pod and stops 
 
 test('a sidecar that exits is restarted; the app keeps running', async () => {
   const h = harness({
-    initContainers: [container('proxy', { restartPolicy: 'Always' })],
+    initContainers: [sidecar('proxy')],
     containers: [container('app')],
   });
   await h.pod.begin();
@@ -263,10 +265,7 @@ test('a sidecar that exits is restarted; the app keeps running', async () => {
 
 test('on deletion the app containers stop first, then the sidecars, last started first', async () => {
   const h = harness({
-    initContainers: [
-      container('first', { restartPolicy: 'Always' }),
-      container('second', { restartPolicy: 'Always' }),
-    ],
+    initContainers: [sidecar('first'), sidecar('second')],
     containers: [container('app')],
   });
   await h.pod.begin();
@@ -278,11 +277,11 @@ test('on deletion the app containers stop first, then the sidecars, last started
 test('when every app container has completed, the sidecars are stopped and the Pod succeeds', async () => {
   const h = harness({
     restartPolicy: 'Never',
-    initContainers: [container('proxy', { restartPolicy: 'Always' })],
+    initContainers: [sidecar('proxy')],
     containers: [container('job')],
   });
   await h.pod.begin();
-  await h.until('job started', () => h.runtime.launched().includes('job'));
+  await h.started('job');
   h.runtime.current('job').exit(0);
   const r = await h.until(
     'Succeeded',
@@ -302,7 +301,7 @@ test('without a command an init container completes at once; a sidecar is answer
     containers: [container('app')],
   });
   await h.pod.begin();
-  let r = await h.until('setup started', () => h.runtime.launched().includes('setup'));
+  let r = await h.started('setup');
   assert.equal(stateOf(r.initContainerStatuses, 'noop'), 'terminated:Completed');
   assert.deepEqual(h.servers, []);
   h.runtime.current('setup').exit(0);

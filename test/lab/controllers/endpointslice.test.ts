@@ -3,18 +3,16 @@
 // and no writes for an unchanged Service.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from '../../../packages/agent/src/util/clock.js';
-import { startApiServer, type ApiServer } from '../../../packages/lab/src/apiserver/index.js';
+import type { FakeClock } from '../../../packages/agent/src/util/clock.js';
+import type { ApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
 import { lingeringPodLifecycle } from '../../../packages/lab/src/controllers/pod-lifecycle.js';
 import type { EndpointSlice } from '../../../packages/agent/src/api/objects.js';
-import { webDeployment } from './fixtures.js';
+import { DEPLOY, webDeployment, withControlPlane } from './fixtures.js';
 
 const SVC = resourceByKind('Service');
-const DEPLOY = resourceByKind('Deployment');
 const POD = resourceByKind('Pod');
 const SLICE = resourceByKind('EndpointSlice');
-const START = Date.parse('2025-03-01T12:00:00Z');
 
 /** Pods with a named port, for the Services' named targetPorts. */
 const deployment = (replicas: number): object =>
@@ -27,27 +25,21 @@ const slices = (s: ApiServer): EndpointSlice[] =>
   );
 const endpoints = (s: ApiServer) => slices(s).flatMap((x) => x.endpoints ?? []);
 
-async function withServer(
+const withServer = (
   fn: (s: ApiServer, clock: FakeClock) => Promise<void>,
   maxEndpointsPerSlice = 100,
-): Promise<void> {
-  const clock = new FakeClock(START);
-  const s = await startApiServer({
-    tls: false,
-    clock,
-    podLifecycle: lingeringPodLifecycle,
-    maxEndpointsPerSlice,
-    nodes: [
-      { name: 'n1', zone: 'zone-a' },
-      { name: 'n2', zone: 'zone-b' },
-    ],
-  });
-  try {
-    await fn(s, clock);
-  } finally {
-    await s.stop();
-  }
-}
+): Promise<void> =>
+  withControlPlane(
+    {
+      podLifecycle: lingeringPodLifecycle,
+      maxEndpointsPerSlice,
+      nodes: [
+        { name: 'n1', zone: 'zone-a' },
+        { name: 'n2', zone: 'zone-b' },
+      ],
+    },
+    fn,
+  );
 
 test('endpoints follow Pods: ready, then terminating but serving, then gone after the grace period', () =>
   withServer(async (s, clock) => {

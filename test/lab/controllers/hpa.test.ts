@@ -4,8 +4,7 @@
 // shrink after; a Pods policy of 1 per 60 s holds a scale-up to one Pod a minute.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from '../../../packages/agent/src/util/clock.js';
-import { startApiServer, type ApiServer } from '../../../packages/lab/src/apiserver/index.js';
+import type { ApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import type { JsonObject } from '../../../packages/lab/src/apiserver/json.js';
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
 import {
@@ -18,9 +17,8 @@ import {
   stabilize,
   type PodSample,
 } from '../../../packages/lab/src/controllers/hpa-recommendation.js';
-import { webDeployment } from './fixtures.js';
+import { DEPLOY, webDeployment, withControlPlane } from './fixtures.js';
 
-const DEPLOY = resourceByKind('Deployment');
 const HPA = resourceByKind('HorizontalPodAutoscaler');
 
 const pod = (name: string, usage: number | undefined, extra: Partial<PodSample> = {}): PodSample => ({
@@ -125,8 +123,6 @@ describe('behavior: stabilization and rate', () => {
 
 // --- the controller against a Deployment ---
 
-const START = Date.parse('2025-03-01T12:00:00Z');
-
 /** The HPA's target: Pods that request 100m of CPU, so that usage reads as utilization. */
 const web = (replicas: number): JsonObject =>
   webDeployment(replicas, { container: { resources: { requests: { cpu: '100m' } } } });
@@ -149,29 +145,20 @@ function hpa(behavior: JsonObject): JsonObject {
   };
 }
 
-async function withLab(
+function withLab(
   fn: (s: ApiServer, tick: () => Promise<number>, setCpu: (m: number) => void) => Promise<void>,
 ): Promise<void> {
-  const clock = new FakeClock(START);
   let cpu = 0;
-  const s = await startApiServer({
-    tls: false,
-    clock,
-    nodes: [{ name: 'n1' }],
-    podMetrics: () => ({ c: { cpu, memory: 0 } }),
-    hpaSyncPeriodMs: 15_000,
+  const options = { podMetrics: () => ({ c: { cpu, memory: 0 } }), hpaSyncPeriodMs: 15_000 };
+  return withControlPlane(options, (s, clock) => {
+    // One sync period: the HPA evaluates, the Deployment and its Pods follow; its size after.
+    const tick = async (): Promise<number> => {
+      clock.advance(15_000);
+      await s.idle();
+      return ((s.store.get(DEPLOY, 'default', 'web') as JsonObject).spec as JsonObject).replicas as number;
+    };
+    return fn(s, tick, (m) => (cpu = m));
   });
-  // One sync period: the HPA evaluates, the Deployment and its Pods follow; its size after.
-  const tick = async (): Promise<number> => {
-    clock.advance(15_000);
-    await s.idle();
-    return ((s.store.get(DEPLOY, 'default', 'web') as JsonObject).spec as JsonObject).replicas as number;
-  };
-  try {
-    await fn(s, tick, (m) => (cpu = m));
-  } finally {
-    await s.stop();
-  }
 }
 
 describe('the HorizontalPodAutoscaler controller', () => {

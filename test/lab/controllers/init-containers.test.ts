@@ -4,9 +4,8 @@
 // and its endpoint not ready. In process, on a FakeClock; the kubelet is a plug the test drives.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import type { EndpointSlice } from '../../../packages/agent/src/api/objects.js';
-import { startApiServer, type ApiServer } from '../../../packages/lab/src/apiserver/index.js';
+import type { ApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import { arr, child, str, type JsonObject } from '../../../packages/lab/src/apiserver/json.js';
 import { podColumns } from '../../../packages/lab/src/apiserver/pod-columns.js';
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
@@ -17,6 +16,7 @@ import {
   type PodStatusReport,
 } from '../../../packages/lab/src/controllers/pod-lifecycle.js';
 import { reportedReady } from '../../../packages/lab/src/controllers/pods.js';
+import { drivenLifecycle, withControlPlane } from './fixtures.js';
 
 const SVC = resourceByKind('Service');
 const POD = resourceByKind('Pod');
@@ -40,19 +40,8 @@ const SIDECAR_POD_SPEC: JsonObject = {
   containers: [{ name: 'app', image: 'app', ports: [{ name: 'http', containerPort: 8080 }] }],
 };
 
-async function withServer(lifecycle: PodLifecycle, fn: (s: ApiServer) => Promise<void>): Promise<void> {
-  const s = await startApiServer({
-    tls: false,
-    clock: new FakeClock(Date.parse('2025-03-01T12:00:00Z')),
-    podLifecycle: lifecycle,
-    nodes: [{ name: 'n1' }],
-  });
-  try {
-    await fn(s);
-  } finally {
-    await s.stop();
-  }
-}
+const withServer = (lifecycle: PodLifecycle, fn: (s: ApiServer) => Promise<void>): Promise<void> =>
+  withControlPlane({ podLifecycle: lifecycle }, fn);
 
 const endpoints = (s: ApiServer): NonNullable<EndpointSlice['endpoints']> =>
   (s.store.list(SLICE, 'default') as unknown as EndpointSlice[])
@@ -131,29 +120,6 @@ test('reportedReady: app containers and sidecars must all be ready, and the Pod 
   assert.equal(reportedReady(pod, report({ containerStatuses: [{ name: 'app', ready: false }] })), false);
 });
 
-/** A kubelet plug whose reports the test sends; start() resolves at once, as the lab's does with init containers. */
-function drivenLifecycle(): {
-  lifecycle: PodLifecycle;
-  report: (r: PodStatusReport) => void;
-  started: Promise<void>;
-} {
-  let send: (r: PodStatusReport) => void = () => undefined;
-  let startedNow: () => void = () => undefined;
-  const started = new Promise<void>((resolve) => (startedNow = resolve));
-  return {
-    lifecycle: {
-      start: (_pod, report) => {
-        send = report ?? send;
-        startedNow();
-        return Promise.resolve();
-      },
-      stop: () => Promise.resolve(),
-    },
-    report: (r) => send(r),
-    started,
-  };
-}
-
 test('the kubelet’s reports: Pending and Init:N/M while initializing; an unready sidecar keeps the Pod not ready', async () => {
   const driven = drivenLifecycle();
   await withServer(driven.lifecycle, async (s) => {
@@ -170,7 +136,13 @@ test('the kubelet’s reports: Pending and Init:N/M while initializing; an unrea
     const completed = { terminated: { exitCode: 0, reason: 'Completed' } };
     const appWaiting = [{ name: 'app', ready: false, restartCount: 0, state: waiting }];
     const appRunning = [{ name: 'app', ready: true, restartCount: 0, state: running }];
-    driven.report({
+    /** The Pod as the API server holds it once the control plane has taken in the kubelet's report `r`. */
+    const podAfter = async (r: PodStatusReport) => {
+      driven.report(r);
+      await s.idle();
+      return s.store.get(POD, 'default', 'web-0');
+    };
+    let pod = await podAfter({
       phase: 'Pending',
       initialized: false,
       containerStatuses: appWaiting,
@@ -179,8 +151,6 @@ test('the kubelet’s reports: Pending and Init:N/M while initializing; an unrea
         { name: 'proxy', ready: false, started: false, restartCount: 0, state: waiting },
       ],
     });
-    await s.idle();
-    let pod = s.store.get(POD, 'default', 'web-0');
     assert.equal(str(child(pod, 'status'), 'phase'), 'Pending');
     assert.equal(condition(pod, 'Initialized'), 'False');
     assert.equal(condition(pod, 'Ready'), 'False');
@@ -195,19 +165,18 @@ test('the kubelet’s reports: Pending and Init:N/M while initializing; an unrea
       [false],
     );
 
-    // Initialized and running, but the sidecar's readiness probe has not passed yet.
-    const inits = (proxyReady: boolean): JsonObject[] => [
-      { name: 'setup', ready: true, started: false, restartCount: 0, state: completed },
-      { name: 'proxy', ready: proxyReady, started: true, restartCount: 0, state: running },
-    ];
-    driven.report({
+    /** Initialized and running; the sidecar ready once its readiness probe has passed. */
+    const initialized = (proxyReady: boolean): PodStatusReport => ({
       phase: 'Running',
       initialized: true,
       containerStatuses: appRunning,
-      initContainerStatuses: inits(false),
+      initContainerStatuses: [
+        { name: 'setup', ready: true, started: false, restartCount: 0, state: completed },
+        { name: 'proxy', ready: proxyReady, started: true, restartCount: 0, state: running },
+      ],
     });
-    await s.idle();
-    pod = s.store.get(POD, 'default', 'web-0');
+    // Initialized and running, but the sidecar's readiness probe has not passed yet.
+    pod = await podAfter(initialized(false));
     assert.equal(condition(pod, 'Initialized'), 'True');
     assert.equal(condition(pod, 'ContainersReady'), 'False');
     assert.equal(condition(pod, 'Ready'), 'False');
@@ -218,14 +187,7 @@ test('the kubelet’s reports: Pending and Init:N/M while initializing; an unrea
       [false],
     );
 
-    driven.report({
-      phase: 'Running',
-      initialized: true,
-      containerStatuses: appRunning,
-      initContainerStatuses: inits(true),
-    });
-    await s.idle();
-    pod = s.store.get(POD, 'default', 'web-0');
+    pod = await podAfter(initialized(true));
     assert.equal(condition(pod, 'Ready'), 'True');
     assert.equal(podColumns(pod ?? {}).ready, '2/2');
     assert.deepEqual(arr(child(pod, 'status'), 'initContainerStatuses').length, 2);

@@ -4,8 +4,7 @@
 // replicas + 1 Pods nor fewer than replicas ready, and ends with the new ReplicaSet at full size and revision 2.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from '../../../packages/agent/src/util/clock.js';
-import { startApiServer, type ApiServer } from '../../../packages/lab/src/apiserver/index.js';
+import type { ApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import type { JsonObject } from '../../../packages/lab/src/apiserver/json.js';
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
 import type { PodLifecycle } from '../../../packages/lab/src/controllers/pod-lifecycle.js';
@@ -16,9 +15,8 @@ import {
   scaledValue,
   type ReplicaSetCount,
 } from '../../../packages/lab/src/controllers/rollout.js';
-import { webDeployment } from './fixtures.js';
+import { DEPLOY, webDeployment, withControlPlane } from './fixtures.js';
 
-const DEPLOY = resourceByKind('Deployment');
 const RS = resourceByKind('ReplicaSet');
 const POD = resourceByKind('Pod');
 
@@ -144,20 +142,12 @@ async function withRunningDeployment(
   fn: (s: ApiServer, gate: ReturnType<typeof gatedLifecycle>) => Promise<void>,
 ): Promise<void> {
   const gate = gatedLifecycle();
-  const s = await startApiServer({
-    tls: false,
-    clock: new FakeClock(Date.parse('2025-03-01T12:00:00Z')),
-    podLifecycle: gate.lifecycle,
-    nodes: [{ name: 'n1' }],
-  });
-  try {
+  await withControlPlane({ podLifecycle: gate.lifecycle }, async (s) => {
     assert.ok(s.registry.create(DEPLOY, 'default', created).ok);
     await settle(s);
     while (gate.release()) await settle(s);
     await fn(s, gate);
-  } finally {
-    await s.stop();
-  }
+  });
 }
 
 /** Deployment `web` given a new spec (a new template starts a rollout), the controllers settled after. */

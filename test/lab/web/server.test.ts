@@ -9,39 +9,9 @@ import { EventHub, type WebSnapshot } from '../../../packages/lab/src/web/hub.js
 import { startWebServer, type WebServer } from '../../../packages/lab/src/web/http.js';
 import { cookieName } from '../../../packages/lab/src/web/auth.js';
 import { onRecords } from '../../helpers/stream.js';
+import { httpCall as call, type HttpReply } from '../../helpers/http-call.js';
 
 const TOKEN = 'a'.repeat(48);
-
-interface Reply {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-function call(
-  port: number,
-  path: string,
-  o: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: '127.0.0.1', port, path, method: o.method ?? 'GET', headers: o.headers ?? {} },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (b: Buffer) => chunks.push(b));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            body: Buffer.concat(chunks).toString('utf8'),
-          }),
-        );
-      },
-    );
-    req.on('error', reject);
-    req.end(o.body ?? '');
-  });
-}
 
 /** Reads SSE messages from /events until `count` arrived. */
 function readEvents(
@@ -168,7 +138,7 @@ describe('lab web server', () => {
   test('actions need the header; bad input gets a message, and the server keeps serving', async () => {
     const headers = { 'x-lab-token': TOKEN, 'content-type': 'application/json' };
     /** POSTs `body` (if any) to `path` with the header actions need. */
-    const post = (path: string, body?: string): Promise<Reply> =>
+    const post = (path: string, body?: string): Promise<HttpReply> =>
       call(server.port, path, { method: 'POST', headers, ...(body !== undefined ? { body } : {}) });
     const ok = await post('/api/run/scale-12');
     assert.equal(ok.status, 200);

@@ -5,9 +5,6 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { FakeConntrack } from '../../../packages/agent/src/netfilter/conntrack/fake.js';
-import { reconcileConntrack } from '../../../packages/agent/src/netfilter/conntrack/executor.js';
-import type { IPFamily } from '../../../packages/agent/src/model/ip.js';
-import { recordingLogger } from '../../../packages/agent/src/util/logger.js';
 import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import { endpoint, servicePort } from './fixtures.js';
 import { pass, RECONCILE_CASES, remainingFlows, TOOL_CASES } from './table-cases.js';
@@ -99,30 +96,15 @@ describe('reconcileConntrack: batch, fallback and failures', () => {
   test('a failing -D is reported with the tool’s words; the other filters still run', async () => {
     const fake = tableWithStaleFlows(new FakeConntrack({ version: '1.4.5' }), true);
     fake.failNext('-D');
-    const logger = recordingLogger();
-    const reports: number[] = [];
-    const r = await reconcileConntrack(
-      {
-        runner: fake,
-        clock: new FakeClock(),
-        logger,
-        metrics: { conntrackReconcile: (_f, _s, d) => reports.push(d) },
-      },
-      'IPv4',
-      new Map([
-        [DNS.key, DNS],
-        [OTHER.key, OTHER],
-      ]),
-      new Map([
-        [DNS.key, ENDPOINTS[0]!],
-        [OTHER.key, ENDPOINTS[1]!],
-      ]),
-    );
+    const { result: r, reports, logs } = await pass(fake, 'IPv4', [DNS, OTHER], ENDPOINTS);
     assert.match(r.error ?? '', /failed \(exit 1\): .*Operation not permitted/);
     assert.equal(r.deleted, 1);
-    assert.deepEqual(reports, [1]);
+    assert.deepEqual(
+      reports.map(([, , deleted]) => deleted),
+      [1],
+    );
     assert.equal(fake.flows('IPv4').length, 2, 'one stale flow is left, with the live one');
-    assert.ok(logger.records.some((l) => l.level === 'error'));
+    assert.ok(logs.some((l) => l.level === 'error'));
   });
 
   test('a failed listing aborts the pass with the tool’s words, deleting nothing', async () => {
@@ -141,24 +123,16 @@ describe('reconcileConntrack: batch, fallback and failures', () => {
       clusterIP: '2001:db8:100::10',
       port: 53,
     });
-    const logger = recordingLogger();
-    const reports: [IPFamily, number][] = [];
-    const r = await reconcileConntrack(
-      {
-        runner: fake,
-        clock: new FakeClock(),
-        logger,
-        metrics: { conntrackReconcile: (f, _s, d) => reports.push([f, d]) },
-      },
-      'IPv6',
-      new Map([[v6.key, v6]]),
-      new Map([[v6.key, [endpoint('2001:db8:1::2', 5353)]]]),
-    );
+    const { result: r, reports, logs } = await pass(fake, 'IPv6', [v6], [[endpoint('2001:db8:1::2', 5353)]]);
     assert.match(r.error ?? '', /conntrack -L -f ipv6 failed \(exit 1\): .*Operation not permitted/);
     assert.equal(r.listed, 0);
-    assert.deepEqual(reports, [['IPv6', 0]], 'a failed pass is reported too');
+    assert.deepEqual(
+      reports.map(([family, , deleted]) => [family, deleted]),
+      [['IPv6', 0]],
+      'a failed pass is reported too',
+    );
     assert.equal(fake.flows('IPv6').length, 1, 'nothing deleted');
-    assert.ok(logger.records.some((l) => l.level === 'error'));
+    assert.ok(logs.some((l) => l.level === 'error'));
   });
 
   test('TCP flows to a UDP Service’s frontend are never touched', async () => {
@@ -184,19 +158,11 @@ describe('reconcileConntrack: batch, fallback and failures', () => {
         return fake.run(...a);
       },
     };
-    const reports: number[] = [];
-    const r = await reconcileConntrack(
-      {
-        runner: slow,
-        clock,
-        logger: recordingLogger(),
-        metrics: { conntrackReconcile: (_f, s) => reports.push(s) },
-      },
-      'IPv4',
-      new Map([[DNS.key, DNS]]),
-      new Map([[DNS.key, ENDPOINTS[0]!]]),
-    );
+    const { result: r, reports } = await pass(slow, 'IPv4', [DNS], ENDPOINTS, [], clock);
     assert.equal(r.seconds, 0.5, 'a listing and one batch');
-    assert.deepEqual(reports, [0.5]);
+    assert.deepEqual(
+      reports.map(([, seconds]) => seconds),
+      [0.5],
+    );
   });
 });

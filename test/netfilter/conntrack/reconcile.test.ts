@@ -53,11 +53,28 @@ const ENDPOINTS = new Map<string, readonly Endpoint[]>([
   [WEB.key, [endpoint('198.18.1.5', 8080)]],
 ]);
 
+type Filter = Omit<ConntrackDeletion, 'family' | 'protocol'>;
+
+/** The filter for flows to frontend `dst`:`dport` that `replySrc`:`replySport` answered. */
+const toFrontend = (dst: string, dport: number, replySrc: string, replySport: number): Filter => ({
+  origDst: dst,
+  origDstPort: dport,
+  replySrc,
+  replySrcPort: replySport,
+});
+
+/** A NodePort's filter: by port alone, whichever node address the client used. */
+const toNodePort = (dport: number, replySrc: string, replySport: number): Filter => ({
+  origDstPort: dport,
+  replySrc,
+  replySrcPort: replySport,
+});
+
 interface Case {
   readonly name: string;
   readonly flow: ConntrackFlow;
   /** The deletion filter expected, or undefined when the flow must be kept. */
-  readonly want?: Omit<ConntrackDeletion, 'family' | 'protocol'>;
+  readonly want?: Filter;
 }
 
 const CASES: Case[] = [
@@ -69,38 +86,38 @@ const CASES: Case[] = [
   {
     name: 'ClusterIP flow to a removed endpoint is deleted (orig dst, dport, reply src, sport)',
     flow: udp('198.18.100.10', 53, '198.18.1.7', 5353),
-    want: { origDst: '198.18.100.10', origDstPort: 53, replySrc: '198.18.1.7', replySrcPort: 5353 },
+    want: toFrontend('198.18.100.10', 53, '198.18.1.7', 5353),
   },
   {
     name: 'ClusterIP flow to a not-serving endpoint is deleted',
     flow: udp('198.18.100.10', 53, '198.18.1.4', 5353),
-    want: { origDst: '198.18.100.10', origDstPort: 53, replySrc: '198.18.1.4', replySrcPort: 5353 },
+    want: toFrontend('198.18.100.10', 53, '198.18.1.4', 5353),
   },
   {
     name: 'flow created before endpoints existed (never DNATed: reply from the VIP) is deleted',
     flow: udp('198.18.100.10', 53, '198.18.100.10', 53),
-    want: { origDst: '198.18.100.10', origDstPort: 53, replySrc: '198.18.100.10', replySrcPort: 53 },
+    want: toFrontend('198.18.100.10', 53, '198.18.100.10', 53),
   },
   {
     name: 'endpoint IP right but old target port: deleted',
     flow: udp('198.18.100.10', 53, '198.18.1.2', 53),
-    want: { origDst: '198.18.100.10', origDstPort: 53, replySrc: '198.18.1.2', replySrcPort: 53 },
+    want: toFrontend('198.18.100.10', 53, '198.18.1.2', 53),
   },
   {
     name: 'external IP frontend',
     flow: udp('198.18.200.1', 53, '198.18.1.8', 5353),
-    want: { origDst: '198.18.200.1', origDstPort: 53, replySrc: '198.18.1.8', replySrcPort: 5353 },
+    want: toFrontend('198.18.200.1', 53, '198.18.1.8', 5353),
   },
   {
     name: 'load-balancer VIP frontend',
     flow: udp('198.18.201.1', 53, '198.18.1.8', 5353),
-    want: { origDst: '198.18.201.1', origDstPort: 53, replySrc: '198.18.1.8', replySrcPort: 5353 },
+    want: toFrontend('198.18.201.1', 53, '198.18.1.8', 5353),
   },
   { name: 'LB VIP flow to a serving endpoint is kept', flow: udp('198.18.201.1', 53, '198.18.1.3', 5353) },
   {
     name: 'NodePort flow to a stale endpoint is matched by port alone, any destination IP',
     flow: udp('198.18.50.7', 30053, '198.18.1.8', 5353),
-    want: { origDstPort: 30053, replySrc: '198.18.1.8', replySrcPort: 5353 },
+    want: toNodePort(30053, '198.18.1.8', 5353),
   },
   {
     name: 'NodePort flow to a serving endpoint is kept',
@@ -110,17 +127,17 @@ const CASES: Case[] = [
     // upstream #139629: scaled to zero, the flow would keep its DNAT to the removed endpoint while the client sends.
     name: 'service with no serving endpoints: a ClusterIP flow to a removed endpoint is deleted',
     flow: udp('198.18.100.20', 514, '198.18.1.99', 514),
-    want: { origDst: '198.18.100.20', origDstPort: 514, replySrc: '198.18.1.99', replySrcPort: 514 },
+    want: toFrontend('198.18.100.20', 514, '198.18.1.99', 514),
   },
   {
     name: 'service with no serving endpoints: a flow never DNATed (reply from the VIP) is deleted too',
     flow: udp('198.18.100.20', 514, '198.18.100.20', 514),
-    want: { origDst: '198.18.100.20', origDstPort: 514, replySrc: '198.18.100.20', replySrcPort: 514 },
+    want: toFrontend('198.18.100.20', 514, '198.18.100.20', 514),
   },
   {
     name: 'service with no serving endpoints: a DNATed NodePort flow is deleted, by port alone',
     flow: udp('198.18.50.7', 30514, '198.18.1.99', 514),
-    want: { origDstPort: 30514, replySrc: '198.18.1.99', replySrcPort: 514 },
+    want: toNodePort(30514, '198.18.1.99', 514),
   },
   {
     name: 'service with no serving endpoints: a flow to its NodePort number that was never DNATed is kept',

@@ -16,8 +16,8 @@ import { deletionArgs } from '../../../packages/agent/src/netfilter/conntrack/re
 import type { Endpoint } from '../../../packages/agent/src/model/endpoint.js';
 import type { IPFamily } from '../../../packages/agent/src/model/ip.js';
 import type { ServicePort } from '../../../packages/agent/src/model/service-port.js';
-import { FakeClock } from '../../../packages/agent/src/util/clock.js';
-import { recordingLogger } from '../../../packages/agent/src/util/logger.js';
+import { FakeClock, type Clock } from '../../../packages/agent/src/util/clock.js';
+import { recordingLogger, type LogRecord } from '../../../packages/agent/src/util/logger.js';
 import { endpoint, servicePort } from './fixtures.js';
 
 /** A conntrack table to run a case on: the runner the executor gets, and a way to put a UDP flow in it. */
@@ -77,6 +77,8 @@ interface Pass {
   readonly result: ConntrackReconcileResult;
   /** What the pass reported to kubeproxy_conntrack_reconciler_*: [family, seconds, deleted]. */
   readonly reports: readonly [IPFamily, number, number][];
+  /** What the pass logged. */
+  readonly logs: readonly LogRecord[];
 }
 
 /** One reconcile pass with the executor's real code over the table's runner. */
@@ -86,13 +88,15 @@ export async function pass(
   services: readonly ServicePort[],
   endpoints: readonly (readonly Endpoint[])[],
   deletedServicePorts: readonly ServicePort[] = [],
+  clock: Clock = new FakeClock(),
 ): Promise<Pass> {
   const reports: [IPFamily, number, number][] = [];
+  const logger = recordingLogger();
   const result = await reconcileConntrack(
     {
       runner,
-      clock: new FakeClock(),
-      logger: recordingLogger(),
+      clock,
+      logger,
       metrics: { conntrackReconcile: (f, s, d) => reports.push([f, s, d]) },
     },
     family,
@@ -100,7 +104,7 @@ export async function pass(
     new Map(services.map((sp, i) => [sp.key, endpoints[i] ?? []])),
     deletedServicePorts,
   );
-  return { result, reports };
+  return { result, reports, logs: logger.records };
 }
 
 const CLIENT = '198.18.0.1';
