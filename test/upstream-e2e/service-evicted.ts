@@ -12,9 +12,9 @@ import {
 } from './framework.js';
 import { field, fieldArray, fieldString, type KubeObject } from './kube.js';
 import { serviceSpec, TestJig } from './jig.js';
-import { agnhostPod, podIsRunning, waitForPod } from './pods.js';
+import { agnhostPod, waitForPod } from './pods.js';
 import { servicesTestName, type PortedTest, type UpstreamContext } from './registry-types.js';
-import { expectRefused, joinHostPort, onNode } from './service-traffic-pods.js';
+import { createExecPodOnNode, expectRefused, joinHostPort } from './service-traffic-pods.js';
 
 /** e2eservice.MaxNodesForEndpointsTests: GetBoundedReadySchedulableNodes' bound here. */
 const MAX_NODES_FOR_ENDPOINTS_TESTS = 3;
@@ -96,13 +96,7 @@ async function rejectedForEvictedPods(ctx: UpstreamContext): Promise<void> {
   );
 
   const podName = 'execpod-evictedpods';
-  ctx.step(`creating ${podName} on node ${nodeName}`);
-  const created = await ctx.kube.create(
-    ctx.namespace,
-    onNode(agnhostPod({ generateName: podName }, {}, [], []), nodeName),
-  );
-  const execPod = fieldString(created, 'metadata', 'name');
-  await waitForPod(ctx, execPod, 'running', podIsRunning);
+  const execPod = await createExecPodOnNode(ctx, podName, nodeName);
 
   await waitForNoEndpoints(ctx, serviceName);
 

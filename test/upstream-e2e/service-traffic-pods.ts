@@ -6,7 +6,7 @@
 import { agnhostArgv } from '../../packages/lab/src/cluster/processes.js';
 import { expect, fail, KUBE_PROXY_ENDPOINT_LAG_TIMEOUT_MS, poll, POLL_MS } from './framework.js';
 import { field, fieldString, type CommandResult, type KubeObject } from './kube.js';
-import { AGNHOST_IMAGE, podIsReady, waitForPod } from './pods.js';
+import { AGNHOST_IMAGE, agnhostPod, podIsReady, podIsRunning, waitForPod } from './pods.js';
 import type { UpstreamContext } from './registry-types.js';
 
 /** net.JoinHostPort. */
@@ -232,4 +232,20 @@ export async function expectRefused(
     ctx.signal,
   );
   if (!refused) fail('timed out waiting for the condition');
+}
+
+/** An agnhost exec pod (generateName `podName`) pinned to `nodeName`, running; its name. */
+export async function createExecPodOnNode(
+  ctx: UpstreamContext,
+  podName: string,
+  nodeName: string,
+): Promise<string> {
+  ctx.step(`creating ${podName} on node ${nodeName}`);
+  const created = await ctx.kube.create(
+    ctx.namespace,
+    onNode(agnhostPod({ generateName: podName }, {}, [], []), nodeName),
+  );
+  const execPod = fieldString(created, 'metadata', 'name');
+  await waitForPod(ctx, execPod, 'running', podIsRunning);
+  return execPod;
 }

@@ -21,7 +21,6 @@ import {
   createPodOrFail,
   deletePodOrFail,
   podIsReady,
-  podIsRunning,
   waitForPod,
 } from './pods.js';
 import { checkServiceReachability } from './reachability.js';
@@ -32,6 +31,7 @@ import {
   type UpstreamContext,
 } from './registry-types.js';
 import {
+  createExecPodOnNode,
   expectRefused,
   createPausePodDeployment,
   createPodReady,
@@ -309,13 +309,7 @@ async function rejectedWithoutEndpoints(ctx: UpstreamContext): Promise<void> {
   await jig.createTCPServiceWithPort(undefined, port);
 
   const podName = 'execpod-noendpoints';
-  ctx.step(`creating ${podName} on node ${nodeName}`);
-  const created = await ctx.kube.create(
-    ctx.namespace,
-    onNode(agnhostPod({ generateName: podName }, {}, [], []), nodeName),
-  );
-  const execPod = fieldString(created, 'metadata', 'name');
-  await waitForPod(ctx, execPod, 'running', podIsRunning);
+  const execPod = await createExecPodOnNode(ctx, podName, nodeName);
 
   const serviceAddress = joinHostPort(serviceName, port);
   ctx.log(`waiting up to ${KUBE_PROXY_ENDPOINT_LAG_TIMEOUT_MS / 1000}s to connect to ${serviceAddress}`);
