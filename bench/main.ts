@@ -37,6 +37,12 @@
 //   starting state, as many runs as its row, median. total/floor: what the user waits beyond the tool's own need.
 // - The backend decides full or partial by itself; a full row whose sync was partial, or a one-endpoint run that
 //   did a full sync, fails the bench run (BenchKindError) rather than print a number for the wrong thing.
+// - nftables rows also run the proxier's post-sync step (src/sync/post-sync.ts: metrics on prom-client, proxy
+//   health, the health-check servers' state) after every sync, fed by each checkout as the proxier feeds it:
+//   post-sync = objects handed in -> that step done, the moment the agent's next sync could start (total stops
+//   before it). /metrics is served from those metrics on a Unix socket and fetched over HTTP by this process:
+//   once after each change (idle: the server's answer time, request in -> response out, and the round trip) and
+//   once sent as each revert is handed in (busy: answered while it syncs).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { AGENT_NODE_FLAGS } from 'kube-proxy-ts/util/node-flags.js';
@@ -102,6 +108,10 @@ function printTable(rows: readonly BenchRow[]): void {
     'peak RSS MiB',
     'pre-sync RSS',
     'tool RSS MiB',
+    'post-sync ms (step)',
+    '/metrics answer ms med/max',
+    '/metrics round trip (cpu)',
+    'busy /metrics ms med/max',
   ];
   const lines: string[][] = [header];
   for (const r of rows) {
@@ -124,6 +134,14 @@ function printTable(rows: readonly BenchRow[]): void {
       fmt(r.peakRssMiB, 0),
       r.rssBeforeSyncMiB === undefined ? '' : fmt(r.rssBeforeSyncMiB, 0),
       r.toolPeakRssMiB === undefined ? '' : fmt(r.toolPeakRssMiB, 0),
+      r.postSyncMs === undefined ? '' : `${fmt(r.postSyncMs, 2)} (${fmt(r.postSyncStepMs ?? 0, 2)})`,
+      r.scrapeAnswerMs === undefined
+        ? ''
+        : `${fmt(r.scrapeAnswerMs, 2)}/${fmt(r.scrapeAnswerMaxMs ?? r.scrapeAnswerMs, 1)}`,
+      r.scrapeMs === undefined ? '' : `${fmt(r.scrapeMs, 2)} (${fmt(r.scrapeCpuMs ?? 0, 2)})`,
+      r.busyScrapeMs === undefined
+        ? ''
+        : `${fmt(r.busyScrapeMs, 2)}/${fmt(r.busyScrapeMaxMs ?? r.busyScrapeMs, 1)}`,
     ]);
   }
   const widths = header.map((_, i) => Math.max(...lines.map((l) => (l[i] ?? '').length)));
@@ -131,7 +149,12 @@ function printTable(rows: readonly BenchRow[]): void {
     `total = objects handed to the trackers -> sync resolved; kernel = the kernel tools' own run; own = total - ` +
       `kernel; model = trackers + checkout (part of own). full: the first sync, cold, 1 run; one-endpoint: ` +
       `${REPEATS} runs; restart: a new backend's first sync on that table, 1 run (floor: nft listing it); each ` +
-      `column the median of its per-run values. floor: the tool alone, same text.`,
+      `column the median of its per-run values. floor: the tool alone, same text. post-sync (nftables): objects ` +
+      `handed in -> the proxier's post-sync work done (metrics, health, health-check servers), when the next sync ` +
+      `could start (step: that work alone). /metrics: GET over HTTP (Unix socket, client in-process) after each ` +
+      `change's post-sync work: answer = the server's side (request in -> response out), median/max; round trip ` +
+      `median (cpu: the process's CPU time per scrape, client included); busy: sent as each revert is handed in, ` +
+      `answered while it syncs, round trip median/max.`,
   );
   for (const l of lines) console.log(l.map((c, i) => c.padStart(widths[i] ?? 0)).join('  '));
 }

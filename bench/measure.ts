@@ -6,6 +6,7 @@ import type { CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
 import type { BackendSyncResult, ProxyBackend } from 'kube-proxy-ts/sync/backend.js';
 import type { Clock } from 'kube-proxy-ts/util/clock.js';
 import { systemClock } from 'kube-proxy-ts/util/clock.js';
+import type { BenchPostSync } from './post-sync.js';
 import type { BenchContext, BenchRow, SyncKind } from './types.js';
 import type { BenchCluster } from './workload.js';
 
@@ -53,6 +54,13 @@ export interface SyncSample {
   readonly ownMs: number;
   readonly operations: number;
   readonly result: BackendSyncResult;
+  /**
+   * Objects handed to the trackers → the proxier's post-sync work done (metrics, health, health-check servers):
+   * when the agent's next sync could start, ms. Only when the run was given a BenchPostSync.
+   */
+  readonly postSyncDoneMs?: number;
+  /** Of postSyncDoneMs: the post-sync step alone (after backend.sync() resolved), ms. */
+  readonly postSyncStepMs?: number;
 }
 
 /** A run that did not do what its row claims to measure: the bench fails rather than print a wrong number. */
@@ -65,7 +73,8 @@ export class BenchKindError extends Error {
  * cluster checks the change out, and the backend syncs; the clock stops when sync() resolves. `kind` is what the
  * run must have been: the backend decides full or partial on its own (the request asks for neither, as the
  * proxier's does between hourly resyncs) and a result of the other kind throws. `kernelOf` reads the kernel tools'
- * time for this sync from the mode's backend.
+ * time for this sync from the mode's backend. With `post`, the proxier's post-sync step runs after the sync (its
+ * checkout record before it, as the proxier's), timed on as postSyncDoneMs; total stops before it.
  */
 export async function timedSync(
   what: string,
@@ -74,13 +83,17 @@ export async function timedSync(
   kind: SyncKind,
   handIn: () => void,
   kernelOf: (result: BackendSyncResult) => number,
+  post?: BenchPostSync,
 ): Promise<SyncSample> {
   const t0 = performance.now();
   handIn();
-  const request = cluster.checkout();
+  const checkout = cluster.checkoutChanges();
+  post?.checkedOut(cluster, checkout);
   const t1 = performance.now();
-  const result = await backend.sync(cluster.snapshot, request);
+  const result = await backend.sync(cluster.snapshot, checkout.request);
   const t2 = performance.now();
+  await post?.synced(cluster, result, performance.timeOrigin + t1, performance.timeOrigin + t2);
+  const t3 = performance.now();
   if (result.full !== (kind !== 'one-endpoint')) {
     throw new BenchKindError(
       `${what}: a ${kind} run's sync was ${result.full ? 'a full one' : 'a partial one'}; its numbers would ` +
@@ -96,6 +109,7 @@ export async function timedSync(
     ownMs: totalMs - kernelMs,
     operations: result.operations,
     result,
+    ...(post ? { postSyncDoneMs: t3 - t0, postSyncStepMs: t3 - t2 } : {}),
   };
 }
 
@@ -117,6 +131,8 @@ export function rowFrom(
   toolPeakRssMiB?: number,
 ): BenchRow {
   const m = (f: (s: SyncSample) => number): number => median(samples.map(f));
+  const postSync = samples.flatMap((s) => (s.postSyncDoneMs === undefined ? [] : [s.postSyncDoneMs]));
+  const step = samples.flatMap((s) => (s.postSyncStepMs === undefined ? [] : [s.postSyncStepMs]));
   return {
     ...base,
     sync,
@@ -128,5 +144,38 @@ export function rowFrom(
     floorMs: median(floors),
     operations: m((s) => s.operations),
     ...(toolPeakRssMiB === undefined ? {} : { toolPeakRssMiB }),
+    ...(postSync.length === samples.length && postSync.length > 0
+      ? { postSyncMs: median(postSync), postSyncStepMs: median(step) }
+      : {}),
+  };
+}
+
+/** One GET /metrics, ms: the round trip, the server's answer within it, and this process's CPU time meanwhile. */
+export interface ScrapeSample {
+  readonly ms: number;
+  readonly answerMs: number;
+  readonly cpuMs: number;
+}
+
+/**
+ * /metrics timed beside a row, ms: the server's answer (median and slowest), the round trip and the process's CPU
+ * time of the idle scrapes (medians); the busy scrapes' round trip (median and slowest).
+ */
+export function scrapeColumns(
+  idle: readonly ScrapeSample[],
+  busy: readonly ScrapeSample[],
+): Partial<BenchRow> {
+  const ms = (xs: readonly ScrapeSample[]): number[] => xs.map((x) => x.ms);
+  const answer = idle.map((x) => x.answerMs);
+  return {
+    ...(idle.length > 0
+      ? {
+          scrapeAnswerMs: median(answer),
+          scrapeAnswerMaxMs: Math.max(...answer),
+          scrapeMs: median(ms(idle)),
+          scrapeCpuMs: median(idle.map((x) => x.cpuMs)),
+        }
+      : {}),
+    ...(busy.length > 0 ? { busyScrapeMs: median(ms(busy)), busyScrapeMaxMs: Math.max(...ms(busy)) } : {}),
   };
 }

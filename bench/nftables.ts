@@ -23,8 +23,9 @@ import type { NftOperation } from 'kube-proxy-ts/netfilter/nft/objects.js';
 import { serializeOperations } from 'kube-proxy-ts/netfilter/nft/serialize.js';
 import type { BackendSyncResult, ProxySnapshot } from 'kube-proxy-ts/sync/backend.js';
 import { sampleChildPeakRss } from './child-rss.js';
-import type { SyncSample } from './measure.js';
-import { benchClock, peakRssMiB, rowFrom, SETTLE_MS, timedSync } from './measure.js';
+import type { ScrapeSample, SyncSample } from './measure.js';
+import { benchClock, peakRssMiB, rowFrom, scrapeColumns, SETTLE_MS, timedSync } from './measure.js';
+import { BenchPostSync } from './post-sync.js';
 import type { BenchContext, BenchModule, BenchRow, SyncKind } from './types.js';
 import { BenchCluster, NFTABLES_BENCH_NODE } from './workload.js';
 
@@ -152,11 +153,27 @@ export function nftablesModeLabel(layout: NftablesLayoutName, executor: NftBench
   );
 }
 
+/** One size's rows, with the agent's post-sync step and /metrics served beside the backend (bench/post-sync.ts). */
 async function runSize(
   ctx: BenchContext,
   services: number,
   layout: NftablesLayout,
   executor: NftBenchExecutor,
+): Promise<BenchRow[]> {
+  const post = await BenchPostSync.start();
+  try {
+    return await runSizeWith(ctx, services, layout, executor, post);
+  } finally {
+    await post.close();
+  }
+}
+
+async function runSizeWith(
+  ctx: BenchContext,
+  services: number,
+  layout: NftablesLayout,
+  executor: NftBenchExecutor,
+  post: BenchPostSync,
 ): Promise<BenchRow[]> {
   const mode = nftablesModeLabel(layout.name, executor);
   const what = `${mode} ${services}`;
@@ -173,7 +190,7 @@ async function runSize(
   });
   const cluster = new BenchCluster(NODE.nodeName, ctx.endpointsPerService);
   const sync = (kind: SyncKind, handIn: () => void): Promise<SyncSample> =>
-    timedSync(what, cluster, backend, kind, handIn, nftKernelMs);
+    timedSync(what, cluster, backend, kind, handIn, nftKernelMs, post);
   const emptyTable = (): Promise<unknown> => ctx.commands.run('nft', ['-f', '-'], { stdin: EMPTY_TABLE });
 
   // The first sync, cold: every Service and slice handed in, empty table, a new backend in a fresh process.
@@ -193,13 +210,20 @@ async function runSize(
   const target = Math.floor(services / 2);
   const changes: SyncSample[] = [];
   const floor: number[] = [];
+  // /metrics right after a change's post-sync work (idle), and sent as the revert is handed in (busy): the revert
+  // is not reported, so the scrape it answers meanwhile changes no number of the change's row.
+  const idleScrapes: ScrapeSample[] = [];
+  const busyScrapes: ScrapeSample[] = [];
   let nftSmallRss = 0;
   for (let r = 0; r < ctx.repeats; r++) {
     rec.forget();
     changes.push(await sync('one-endpoint', () => cluster.setSlice(target, r + 1)));
+    idleScrapes.push(await post.scrape());
     const changeText = [...rec.sinceForget(), ...measured.netlinkTexts()].join('');
     rec.forget();
+    const busy = post.scrape();
     await sync('one-endpoint', () => cluster.setSlice(target, 0));
+    busyScrapes.push(await busy);
     const revertText = [...rec.sinceForget(), ...measured.netlinkTexts()].join('');
     if (changeText === '' || revertText === '') throw new Error(`${what}: a change wrote no transaction`);
     const sampler = sampleChildPeakRss(['nft']);
@@ -241,7 +265,7 @@ async function runSize(
     layout,
     executor: measuredExecutor(executor, rec).executor,
   });
-  const restart = await timedSync(what, cluster, restartBackend, 'restart', () => {}, nftKernelMs);
+  const restart = await timedSync(what, cluster, restartBackend, 'restart', () => {}, nftKernelMs, post);
   const t0 = performance.now();
   const listed = await floorNft.listJson(['list', 'table', 'ip', 'kube-proxy'], false);
   const restartFloor = performance.now() - t0;
@@ -252,7 +276,10 @@ async function runSize(
   const toolRss = (mib: number): number | undefined => (executor === 'cli' ? mib : undefined);
   return [
     rowFrom(base, 'full', [first], [fullFloor], toolRss(nftFullRss)),
-    rowFrom(base, 'one-endpoint', changes, floor, toolRss(nftSmallRss)),
+    {
+      ...rowFrom(base, 'one-endpoint', changes, floor, toolRss(nftSmallRss)),
+      ...scrapeColumns(idleScrapes, busyScrapes),
+    },
     rowFrom(base, 'restart', [restart], [restartFloor]),
   ];
 }

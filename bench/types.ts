@@ -42,6 +42,25 @@ export interface BenchRow {
   readonly rssBeforeSyncMiB?: number;
   /** Peak resident set of the kernel tool's process (nft, iptables-restore) during the floor runs, MiB. */
   readonly toolPeakRssMiB?: number;
+  /**
+   * Objects handed to the trackers → the proxier's post-sync work done (metrics, health, health-check servers),
+   * when the next sync could start; median of runs. Modes that run the post-sync step only.
+   */
+  readonly postSyncMs?: number;
+  /** Of postSyncMs: the post-sync step alone, after backend.sync() resolved (median of runs). */
+  readonly postSyncStepMs?: number;
+  /**
+   * GET /metrics over HTTP with the agent idle (right after a change's post-sync work): the server's answer
+   * (request handed to the handler → response handed to the OS), median and slowest, and the round trip, median, ms.
+   */
+  readonly scrapeAnswerMs?: number;
+  readonly scrapeAnswerMaxMs?: number;
+  readonly scrapeMs?: number;
+  /** The CPU time this process spent on an idle scrape (server and client), median, ms: what load cannot inflate. */
+  readonly scrapeCpuMs?: number;
+  /** GET /metrics sent as a change is handed in, so answered while that sync runs: median and slowest, ms. */
+  readonly busyScrapeMs?: number;
+  readonly busyScrapeMaxMs?: number;
 }
 
 export interface BenchModule {

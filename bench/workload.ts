@@ -6,8 +6,10 @@ import type { EndpointSlice, Service } from 'kube-proxy-ts/api/objects.js';
 import type { EndpointsMap } from 'kube-proxy-ts/model/endpoint-slice-cache.js';
 import { sliceRemnant } from 'kube-proxy-ts/model/endpoint-slice-cache.js';
 import { EndpointsChangeTracker } from 'kube-proxy-ts/model/endpoints-change-tracker.js';
-import type { ServicePortMap } from 'kube-proxy-ts/model/service-change-tracker.js';
+import type { UpdateEndpointsMapResult } from 'kube-proxy-ts/model/endpoints-change-tracker.js';
+import type { UpdateServiceMapResult } from 'kube-proxy-ts/model/service-change-tracker.js';
 import { ServiceChangeTracker } from 'kube-proxy-ts/model/service-change-tracker.js';
+import { HealthCheckIndexedServicePortMap } from 'kube-proxy-ts/model/service-health-state.js';
 import { nodePortAddressesFor } from 'kube-proxy-ts/model/nodeport-addresses.js';
 import type { NodeNetworkConfig, ProxySnapshot, SyncRequest } from 'kube-proxy-ts/sync/backend.js';
 import { masqueradeMarkFor } from 'kube-proxy-ts/sync/backend.js';
@@ -75,6 +77,13 @@ export function benchSlice(i: number, endpoints: number, variant: number): Endpo
   };
 }
 
+/** One checkout: the backend's request, and the trackers' results (what the proxier's post-sync step reads). */
+export interface BenchCheckout {
+  readonly request: SyncRequest;
+  readonly services: UpdateServiceMapResult;
+  readonly endpoints: UpdateEndpointsMapResult;
+}
+
 /**
  * The workload fed through the real change trackers, as the proxier does: `load` adds every Service and slice,
  * `setSlice` changes one Service's slice, and `checkout()` hands the backend what a sync would get. All three are
@@ -84,8 +93,9 @@ export class BenchCluster {
   readonly snapshot: ProxySnapshot;
   private readonly services = new ServiceChangeTracker({ family: 'IPv4' });
   private readonly endpoints: EndpointsChangeTracker;
-  private readonly serviceMap: ServicePortMap = new Map();
-  private readonly endpointsMap: EndpointsMap = new Map();
+  /** The live maps, as the proxier keeps them (the service map indexes healthCheckNodePorts). */
+  readonly serviceMap = new HealthCheckIndexedServicePortMap();
+  readonly endpointsMap: EndpointsMap = new Map();
 
   constructor(
     nodeName: string,
@@ -134,8 +144,14 @@ export class BenchCluster {
 
   /** The request asks for no full sync, as the proxier's between hourly resyncs: the backend decides. */
   checkout(): SyncRequest {
-    const s = this.services.checkout(this.serviceMap);
-    const e = this.endpoints.checkout(this.endpointsMap);
-    return { full: false, changedServices: new Set([...s.updatedServices, ...e.updatedServices]) };
+    return this.checkoutChanges().request;
+  }
+
+  /** checkout(), with the trackers' results beside the request. */
+  checkoutChanges(): BenchCheckout {
+    const services = this.services.checkout(this.serviceMap);
+    const endpoints = this.endpoints.checkout(this.endpointsMap);
+    const changedServices = new Set([...services.updatedServices, ...endpoints.updatedServices]);
+    return { request: { full: false, changedServices }, services, endpoints };
   }
 }

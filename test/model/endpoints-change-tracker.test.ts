@@ -1,10 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { recordingChangeMetrics } from '../../packages/agent/src/model/change-metrics.js';
-import {
-  EndpointsChangeTracker,
-  localReadyEndpoints,
-} from '../../packages/agent/src/model/endpoints-change-tracker.js';
+import { EndpointsChangeTracker } from '../../packages/agent/src/model/endpoints-change-tracker.js';
 import type { EndpointsMap } from '../../packages/agent/src/model/endpoint-slice-cache.js';
 import { sliceRemnant } from '../../packages/agent/src/model/endpoint-slice-cache.js';
 import type { EndpointSlice } from '../../packages/agent/src/api/objects.js';
@@ -289,8 +286,20 @@ describe('§2.2 LocalReadyEndpoints', () => {
       slice('o1', { service: 'remote-only', endpoints: [ep('198.18.2.1', { nodeName: 'node-b' })] }),
       false,
     );
-    tracker.checkout(live);
-    assert.deepEqual([...localReadyEndpoints(live)], [['ns/svc', 2]]);
+    const r = tracker.checkout(live);
+    assert.deepEqual([...r.localReadyEndpoints].sort(), [
+      ['ns/remote-only', 0],
+      ['ns/svc', 2],
+    ]);
+    // A later checkout counts only the Services it changed, from their whole maps.
+    tracker.endpointSliceUpdate(
+      slice('s2', {
+        ports: [{ name: 'c', port: 82 }],
+        endpoints: [ep('198.18.1.5', { nodeName: 'node-a' })],
+      }),
+      false,
+    );
+    assert.deepEqual([...tracker.checkout(live).localReadyEndpoints], [['ns/svc', 3]]);
   });
 });
 

@@ -17,7 +17,8 @@ test('ProxyHealth, ServiceHealthServers and the prom-client metrics implement th
   });
   const metrics: ProxyMetrics = createProxyMetrics({ mode: 'iptables', processMetrics: false });
   health.updated('IPv4');
-  await services.syncServices(new Map());
+  await services.updateServices(new Map());
+  await services.updateEndpoints(new Map());
   metrics.serviceChange();
   assert.ok(health && services && metrics);
 });

@@ -133,4 +133,63 @@ describe('ServiceHealthServers', () => {
       await blocker.release();
     }
   });
+  test('updates: only the changed Services are touched, 0 removes, failures are retried on an empty update', async () => {
+    const servers = new ServiceHealthServers({
+      nodeAddresses: ['127.0.0.1'],
+      proxyHealth: { isHealthy: () => true },
+      logger: recordingLogger(),
+    });
+    const blocker = await occupyPort();
+    const [p1, p2] = [await freePort(), await freePort()];
+    try {
+      let r = await servers.updateServicesReport(
+        new Map([
+          ['ns/a', p1],
+          ['ns/b', blocker.port],
+        ]),
+      );
+      assert.deepEqual(r.opened, ['ns/a']);
+      assert.deepEqual(
+        r.failed.map((f) => f.service),
+        ['ns/b'],
+      );
+      servers.updateEndpoints(new Map([['ns/a', 2]]));
+      servers.updateEndpoints(new Map([['ns/b', 1]]));
+      assert.equal((await ask(p1)).weight, '2', 'a later update of other Services leaves a count alone');
+
+      // Nothing changed, but the port is free now: the next update opens it.
+      await blocker.release();
+      r = await servers.updateServicesReport(new Map());
+      assert.deepEqual(r, { opened: ['ns/b'], closed: [], failed: [] });
+      assert.equal((await ask(blocker.port)).weight, '1');
+
+      // One update hands a's port to c and moves a: the close comes first, so c can take it.
+      r = await servers.updateServicesReport(
+        new Map([
+          ['ns/c', p1],
+          ['ns/a', p2],
+        ]),
+      );
+      assert.deepEqual(r, { opened: ['ns/c', 'ns/a'], closed: ['ns/a'], failed: [] });
+      assert.deepEqual(
+        servers.listening(),
+        new Map([
+          ['ns/b', blocker.port],
+          ['ns/c', p1],
+          ['ns/a', p2],
+        ]),
+      );
+
+      // 0: no health check any more, and no local endpoints.
+      servers.updateEndpoints(new Map([['ns/a', 0]]));
+      assert.equal((await ask(p2)).status, 503);
+      r = await servers.updateServicesReport(new Map([['ns/b', 0]]));
+      assert.deepEqual(r, { opened: [], closed: ['ns/b'], failed: [] });
+      assert.equal(await refused(blocker.port), true);
+    } finally {
+      await servers.close();
+      await blocker.release();
+    }
+    assert.deepEqual(servers.listening(), new Map());
+  });
 });

@@ -293,4 +293,51 @@ describe('Proxier', () => {
     await syncAfter(proxier, () => proxier.onServiceAdd(service('other', '198.19.0.3', 'UDP')));
     assert.equal(passes.length, 1, 'the deleted ports were handed over once');
   });
+  test('health-check servers get only what changed; a failed sync hands its changes to the next', async () => {
+    const updates: string[] = [];
+    const show = (kind: string, m: ReadonlyMap<string, number>): string =>
+      `${kind} ${[...m].map(([s, n]) => `${s}=${n}`).join(',')}`;
+    const { clock, backend, proxier } = setup({
+      serviceHealth: {
+        updateServices: (m) => void updates.push(show('services', m)),
+        updateEndpoints: (m) => void updates.push(show('endpoints', m)),
+      },
+    });
+    const lb = (name: string, hc: number): Service => ({
+      metadata: { name, namespace: 'ns' },
+      spec: {
+        type: 'LoadBalancer',
+        clusterIP: '198.19.0.9',
+        externalTrafficPolicy: 'Local',
+        healthCheckNodePort: hc,
+        ports: [{ name: 'p', port: 80, protocol: 'TCP', nodePort: 30080 }],
+      },
+    });
+    proxier.start();
+    proxier.onServiceAdd(lb('lb', 30001));
+    proxier.onServiceAdd(service('plain', '198.19.0.1'));
+    proxier.onEndpointSliceAdd(slice('lb', ['198.18.10.2', '198.18.10.3']));
+    proxier.onServicesSynced();
+    await syncAfter(proxier, () => proxier.onEndpointSlicesSynced());
+    assert.deepEqual(updates.splice(0), ['services ns/lb=30001,ns/plain=0', 'endpoints ns/lb=2']);
+
+    // A sync with no Service changes still calls (a port that failed to open is retried there).
+    clock.advance(1_000);
+    await syncAfter(proxier, () => proxier.onEndpointSliceAdd(slice('plain', ['198.18.10.4'])));
+    assert.deepEqual(updates.splice(0), ['services ', 'endpoints ns/plain=1']);
+
+    // The port changes, but the sync fails: nothing is reported until a sync succeeds, then all of it.
+    clock.advance(1_000);
+    backend.failNext = true;
+    await syncAfter(proxier, () => proxier.onServiceUpdate(lb('lb', 30001), lb('lb', 30002)));
+    assert.deepEqual(updates, []);
+    clock.advance(1_000);
+    proxier.onEndpointSliceDelete(slice('lb', ['198.18.10.2', '198.18.10.3']));
+    await syncAfter(proxier, () => clock.advance(29_000));
+    assert.deepEqual(updates.splice(0), ['services ns/lb=30002', 'endpoints ns/lb=0']);
+
+    clock.advance(1_000);
+    await syncAfter(proxier, () => proxier.onServiceDelete(lb('lb', 30002)));
+    assert.deepEqual(updates.splice(0), ['services ns/lb=0', 'endpoints ']);
+  });
 });

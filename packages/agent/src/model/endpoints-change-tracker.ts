@@ -9,7 +9,7 @@ import type { EndpointsMap } from './endpoint-slice-cache.js';
 import type { FeatureGates } from './feature-gates.js';
 import type { IPFamily } from './ip.js';
 import { parseRFC3339 } from './rfc3339.js';
-import { namespacedNameString, servicePortNameFromKey } from './service-port-name.js';
+import { servicePortNameFromKey } from './service-port-name.js';
 import type { SkippedObject } from './service-change-tracker.js';
 import { describeValue, field, stringField } from './unknown.js';
 
@@ -20,6 +20,11 @@ export interface UpdateEndpointsMapResult {
   readonly conntrackCleanupRequired: boolean;
   /** "ns/name" → last-change-trigger-times (ms since epoch) buffered since the last checkout. */
   readonly lastChangeTriggerTimes: ReadonlyMap<string, readonly number[]>;
+  /**
+   * Every updated Service's count of local ready endpoints after the change ("ns/name" → n, 0 when it has none
+   * now): what the health-check servers need, counted from the changed Services alone.
+   */
+  readonly localReadyEndpoints: ReadonlyMap<string, number>;
 }
 
 export interface EndpointsChangeTrackerOptions {
@@ -120,9 +125,12 @@ export class EndpointsChangeTracker {
     this.#pending = 0;
     this.#metrics.endpointsPending(0);
     const updatedServices = new Set<string>();
+    const localReady = new Map<string, number>();
     let conntrackCleanupRequired = false;
     for (const [service, change] of this.#cache.checkoutChanges()) {
       updatedServices.add(service);
+      // `current` is the Service's whole map (every port key it has after the change), so this is its count.
+      localReady.set(service, localReadyEndpointCount(change.current.values()));
       for (const key of change.previous.keys()) live.delete(key);
       for (const [key, eps] of change.current) live.set(key, eps);
       if (!conntrackCleanupRequired && (hasUDPKey(change.previous) || hasUDPKey(change.current))) {
@@ -131,31 +139,30 @@ export class EndpointsChangeTracker {
     }
     const lastChangeTriggerTimes: ReadonlyMap<string, readonly number[]> = this.#triggerTimes;
     this.#triggerTimes = new Map();
-    return { updatedServices, conntrackCleanupRequired, lastChangeTriggerTimes };
+    return {
+      updatedServices,
+      conntrackCleanupRequired,
+      lastChangeTriggerTimes,
+      localReadyEndpoints: localReady,
+    };
   }
 }
 
-/** "ns/name" → number of distinct IPs that are local and ready (terminating excluded). */
-export function localReadyEndpoints(
-  endpointsMap: ReadonlyMap<string, readonly Endpoint[]>,
-): Map<string, number> {
-  const ips = new Map<string, Set<string>>();
-  for (const [key, eps] of endpointsMap) {
-    let service: string | undefined;
+/**
+ * One Service's local ready endpoints, from its endpoint lists (one per port): the number of distinct IPs that are
+ * on this node and ready (terminating excluded). The health-check server's answer for the Service.
+ */
+export function localReadyEndpointCount(lists: Iterable<readonly Endpoint[]>): number {
+  // Most Services have at most one local endpoint: no Set until a second distinct IP shows up.
+  let first: string | undefined;
+  let ips: Set<string> | undefined;
+  for (const eps of lists) {
     for (const ep of eps) {
       // ready already excludes terminating endpoints (the EndpointSlice controller never marks both).
       if (!ep.isLocal || !ep.ready || ep.terminating) continue;
-      if (service === undefined) {
-        const n = servicePortNameFromKey(key);
-        if (n === undefined) break;
-        service = namespacedNameString(n);
-      }
-      let set = ips.get(service);
-      if (set === undefined) ips.set(service, (set = new Set()));
-      set.add(ep.ip);
+      if (first === undefined) first = ep.ip;
+      else if (ep.ip !== first) (ips ??= new Set([first])).add(ep.ip);
     }
   }
-  const out = new Map<string, number>();
-  for (const [service, set] of ips) out.set(service, set.size);
-  return out;
+  return ips?.size ?? (first === undefined ? 0 : 1);
 }

@@ -1,24 +1,26 @@
 // One family's proxier: it feeds API events into the two change trackers, asks the runner for a sync when
 // something is pending, and in each sync checks the changes out, decides full or partial, hands the snapshot to
-// the backend, and reports the outcome (metrics, health, service health checks, conntrack). It knows nothing of
-// nft or iptables: the backend does (src/sync/backend.ts).
+// the backend, and reports the outcome (metrics, health, service health checks, conntrack: src/sync/post-sync.ts).
+// It knows nothing of nft or iptables: the backend does (src/sync/backend.ts).
 import type { EndpointSlice, Node, Service, ServiceCIDR } from '../api/objects.js';
 import { serviceCIDRsOf } from '../model/service-cidrs.js';
 import { nodeTopology } from '../model/node-facts.js';
 import type { EndpointsMap } from '../model/endpoint-slice-cache.js';
-import { EndpointsChangeTracker, localReadyEndpoints } from '../model/endpoints-change-tracker.js';
+import { EndpointsChangeTracker } from '../model/endpoints-change-tracker.js';
 import type { FeatureGates } from '../model/feature-gates.js';
 import { DEFAULT_FEATURE_GATES } from '../model/feature-gates.js';
 import type { IPFamily } from '../model/ip.js';
-import type { ServicePortMap, SkippedObject } from '../model/service-change-tracker.js';
+import type { SkippedObject } from '../model/service-change-tracker.js';
 import { ServiceChangeTracker } from '../model/service-change-tracker.js';
-import type { ServicePort } from '../model/service-port.js';
+import { HealthCheckIndexedServicePortMap } from '../model/service-health-state.js';
 import type { NodeTopology } from '../model/topology.js';
 import type { BackendSyncResult, ProxyBackend, ProxySnapshot } from './backend.js';
 import { BackendSyncError } from './backend.js';
 import type { Clock, TimerHandle } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { ProxyMetrics } from './metrics.js';
+import { PostSync } from './post-sync.js';
+import type { ConntrackSink, ProxyHealthSink, ServiceHealthSink } from './post-sync.js';
 import { BoundedFrequencyRunner } from './runner.js';
 import { errorMessage } from '../util/error-message.js';
 
@@ -28,28 +30,7 @@ export const MAX_PROBLEMS_LOGGED_PER_OBJECT = 5;
 /** Upstream's proxyutil.FullSyncPeriod: with no events, a full sync still runs at least this often. */
 export const FULL_SYNC_PERIOD_MS = 60 * 60 * 1000;
 
-/** The proxy health server's side of a sync (src/server): QueuedUpdate and Updated per family. */
-export interface ProxyHealthSink {
-  queuedUpdate(family: IPFamily): void;
-  updated(family: IPFamily): void;
-}
-
-/** The per-Service health-check servers (src/server): healthCheckNodePort listeners and their endpoint counts. */
-export interface ServiceHealthSink {
-  syncServices(ports: ReadonlyMap<string, number>): void | Promise<void>;
-  syncEndpoints(localEndpoints: ReadonlyMap<string, number>): void | Promise<void>;
-}
-
-/** The UDP conntrack reconciler (src/netfilter/conntrack): runs after a successful sync that needs it. */
-export interface ConntrackSink {
-  reconcile(
-    family: IPFamily,
-    serviceMap: ReadonlyMap<string, ServicePort>,
-    endpointsMap: EndpointsMap,
-    /** UDP ports deleted since the last pass (their frontends are no longer in serviceMap). */
-    deletedServicePorts: readonly ServicePort[],
-  ): Promise<void>;
-}
+export type { ConntrackSink, ProxyHealthSink, ServiceHealthSink } from './post-sync.js';
 
 export interface ProxierOptions {
   readonly family: IPFamily;
@@ -88,7 +69,7 @@ export class Proxier {
   private readonly opts: ProxierOptions;
   private readonly serviceChanges: ServiceChangeTracker;
   private readonly endpointsChanges: EndpointsChangeTracker;
-  private readonly serviceMap: ServicePortMap = new Map();
+  private readonly serviceMap = new HealthCheckIndexedServicePortMap();
   private readonly endpointsMap: EndpointsMap = new Map();
   private readonly runner: BoundedFrequencyRunner;
   private topology: NodeTopology;
@@ -98,9 +79,7 @@ export class Proxier {
   private endpointSlicesSynced = false;
   /** When the last full sync started (the hourly resync asks for the next one). */
   private lastFullSync = 0;
-  private conntrackCleanupPending = false;
-  /** UDP ports deleted since the last conntrack pass, by key (a port deleted and re-added is live again). */
-  private readonly deletedUdpPorts = new Map<string, ServicePort>();
+  private readonly postSync: PostSync;
   private canaryTimer: TimerHandle | undefined;
   private stopped = false;
   private readonly listeners: ((e: ProxierSyncEvent) => void)[] = [];
@@ -123,6 +102,8 @@ export class Proxier {
       now: () => opts.clock.now(),
       onSkip,
     });
+    // The post-sync step reads the family, metrics, logger and the three sinks of these same options.
+    this.postSync = new PostSync(opts);
     this.runner = new BoundedFrequencyRunner({
       name: `sync-runner-${opts.family}`,
       fn: () => this.syncProxyRules(),
@@ -250,20 +231,11 @@ export class Proxier {
   /** One sync (upstream syncProxyRules). Rejects on failure so the runner retries after syncPeriod. */
   async syncProxyRules(): Promise<void> {
     if (!this.initialized) return;
-    const { clock, metrics, backend, logger } = this.opts;
+    const { clock, backend, logger } = this.opts;
     const startedAt = clock.now();
     const services = this.serviceChanges.checkout(this.serviceMap);
     const endpoints = this.endpointsChanges.checkout(this.endpointsMap);
-    if (endpoints.conntrackCleanupRequired) this.conntrackCleanupPending = true;
-    // A deleted UDP Service's flows keep their DNAT while the client sends (upstream #141371): clean them too.
-    for (const sp of services.deletedServicePorts) {
-      if (sp.protocol !== 'UDP') continue;
-      this.deletedUdpPorts.set(sp.key, sp);
-      this.conntrackCleanupPending = true;
-    }
-    // A port deleted and added back is live again (walking the few deleted ports, not the whole map).
-    for (const key of this.deletedUdpPorts.keys())
-      if (this.serviceMap.has(key)) this.deletedUdpPorts.delete(key);
+    this.postSync.checkedOut(services, endpoints, this.serviceMap);
     const changedServices = new Set([...services.updatedServices, ...endpoints.updatedServices]);
     // >=: the runner's max timer fires exactly one period after the last run, and that run must be full. Every
     // other reason for a full sync is the backend's to know; it says in its result which kind it ran.
@@ -288,14 +260,6 @@ export class Proxier {
     const finishedAt = clock.now();
     const full = result.full;
     if (full) this.lastFullSync = startedAt;
-    metrics.syncDuration(this.family, (finishedAt - startedAt) / 1000, full);
-    metrics.lastSyncTimestamp(this.family, finishedAt / 1000);
-    for (const times of endpoints.lastChangeTriggerTimes.values()) {
-      for (const t of times) metrics.networkProgrammingDuration(this.family, (finishedAt - t) / 1000);
-    }
-    metrics.noLocalEndpoints(this.family, 'internal', result.noLocalEndpointsInternal);
-    metrics.noLocalEndpoints(this.family, 'external', result.noLocalEndpointsExternal);
-    this.opts.health?.updated(this.family);
     logger.v(2, () => ({
       msg: 'synced proxy rules',
       fields: {
@@ -306,33 +270,12 @@ export class Proxier {
         ms: finishedAt - startedAt,
       },
     }));
-
-    if (this.opts.serviceHealth) {
-      await this.opts.serviceHealth.syncServices(this.healthCheckNodePorts());
-      await this.opts.serviceHealth.syncEndpoints(localReadyEndpoints(this.endpointsMap));
-    }
-    if (this.conntrackCleanupPending && this.opts.conntrack) {
-      this.conntrackCleanupPending = false;
-      const deleted = [...this.deletedUdpPorts.values()];
-      this.deletedUdpPorts.clear();
-      try {
-        await this.opts.conntrack.reconcile(this.family, this.serviceMap, this.endpointsMap, deleted);
-      } catch (error) {
-        logger.error('conntrack cleanup failed', {
-          ipFamily: this.family,
-          error: errorMessage(error),
-        });
-      }
-    }
+    const { lastChangeTriggerTimes } = endpoints;
+    await this.postSync.synced(
+      { result, startedAt, finishedAt, lastChangeTriggerTimes },
+      { serviceMap: this.serviceMap, endpointsMap: this.endpointsMap },
+    );
     this.emit({ full, ok: true, result, changedServices: changedServices.size, startedAt, finishedAt });
-  }
-
-  private healthCheckNodePorts(): Map<string, number> {
-    const ports = new Map<string, number>();
-    for (const sp of this.serviceMap.values()) {
-      if (sp.healthCheckNodePort !== 0) ports.set(sp.serviceName, sp.healthCheckNodePort);
-    }
-    return ports;
   }
 
   private scheduleCanary(): void {
