@@ -10,6 +10,7 @@ import { startApiServer } from '../../../packages/lab/src/apiserver/index.js';
 import { child, str } from '../../../packages/lab/src/apiserver/json.js';
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
 import type { PodStatusReport } from '../../../packages/lab/src/controllers/pod-lifecycle.js';
+import { drivenLifecycle } from './fixtures.js';
 
 const SVC = resourceByKind('Service');
 const POD = resourceByKind('Pod');
@@ -19,20 +20,12 @@ const EVENT = resourceByKind('Event');
 const MESSAGE = 'Pod ephemeral local storage usage exceeds the total limit of containers 5Mi. ';
 
 test('an evicted Pod: Failed, reason Evicted, one Evicted event, and no endpoint even with publishNotReadyAddresses', async () => {
-  let send: (r: PodStatusReport) => void = () => undefined;
-  let started: () => void = () => undefined;
-  const startedOnce = new Promise<void>((resolve) => (started = resolve));
+  const kubelet = drivenLifecycle();
+  const send = kubelet.report;
   const s = await startApiServer({
     tls: false,
     clock: new FakeClock(Date.parse('2025-03-01T12:00:00Z')),
-    podLifecycle: {
-      start: (_pod, report) => {
-        send = report ?? send;
-        started();
-        return Promise.resolve();
-      },
-      stop: () => Promise.resolve(),
-    },
+    podLifecycle: kubelet.lifecycle,
     nodes: [{ name: 'n1' }],
   });
   try {
@@ -44,7 +37,7 @@ test('an evicted Pod: Failed, reason Evicted, one Evicted event, and no endpoint
       spec: { containers: [container] },
     };
     assert.ok(s.registry.create(POD, 'default', pod).ok);
-    await startedOnce;
+    await kubelet.started;
     const running = { running: { startedAt: '2025-03-01T12:00:00Z' } };
     send({ phase: 'Running', containerStatuses: [{ name: 'evicted-pod', ready: true, state: running }] });
     await s.idle();
