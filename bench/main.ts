@@ -13,7 +13,8 @@
 // (default 1000,10000, and 100000 for the flat layout); KPTS_BENCH_IPTABLES_VARIANTS: legacy,nft;
 // KPTS_BENCH_IPTABLES_NFT_MAX: iptables-nft's largest size (1000). With both nftables layouts in the run, an SVG
 // plot of their full-sync and one-endpoint times against size is written (KPTS_BENCH_PLOT, default
-// bench-results/nftables-layouts.svg).
+// bench-results/nftables-layouts.svg). KPTS_BENCH_MODES=datapath: packets through each rule set, bench/datapath.ts
+// (its own variables are there; in the default run at 100 and 1,000 Services).
 //
 // Accounting, the same for every mode (bench/measure.ts does it for all of them):
 // - What is timed is what a user waits for: from the moment the API objects are handed in (Services and
@@ -243,6 +244,8 @@ async function main(): Promise<void> {
   // Imported here, not above, so the per-mode children do not load it (their peak RSS is their own).
   const modes = process.env.KPTS_BENCH_MODES?.split(',').map((s) => s.trim());
   if (!modes || modes.includes('render')) await (await import('./render.js')).runRenderBench();
+  // `datapath` too (packets through a node's rules, not syncs): bench/datapath.ts; KPTS_BENCH_MODES=datapath alone.
+  if (!modes || modes.includes('datapath')) await (await import('./datapath.js')).runDatapathBench();
 }
 
 const spec = process.env[CHILD_ENV];
