@@ -2,9 +2,8 @@
 // logarithmic axis and µs on a linear one from zero (so "within 1.2×" reads as height), and each mode's baseline
 // (the same pod reached directly, before its rules were loaded) as a faint dashed line of its colour. A small SVG
 // written by hand, as bench/plot.ts writes the layouts' plot.
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
 import type { DatapathRow } from './datapath-plan.js';
+import { writeSvg } from './plot.js';
 
 const COLORS: Readonly<Record<string, string>> = {
   nftables: '#c0392b',
@@ -100,11 +99,7 @@ export function datapathPlotSvg(rows: readonly DatapathRow[]): string | undefine
   return out.join('\n');
 }
 
-/** Writes the plot to `path` (directories made as needed); returns the path, or undefined when there was nothing. */
+/** Writes the datapath plot to `path`; returns the path, or undefined when there was nothing. */
 export function writeDatapathPlot(rows: readonly DatapathRow[], path: string): string | undefined {
-  const svg = datapathPlotSvg(rows);
-  if (svg === undefined) return undefined;
-  mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(path, svg);
-  return path;
+  return writeSvg(datapathPlotSvg(rows), path);
 }

@@ -109,11 +109,15 @@ export function layoutPlotSvg(rows: readonly BenchRow[]): string | undefined {
   ].join('\n');
 }
 
-/** Writes the plot to `path` (directories made as needed); returns the path, or undefined when there was nothing. */
-export function writeLayoutPlot(rows: readonly BenchRow[], path: string): string | undefined {
-  const svg = layoutPlotSvg(rows);
+/** Writes `svg` to `path` (directories made as needed); returns the path, or undefined when there was nothing. */
+export function writeSvg(svg: string | undefined, path: string): string | undefined {
   if (svg === undefined) return undefined;
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, svg);
   return path;
+}
+
+/** Writes the layouts' plot to `path`; returns the path, or undefined when there was nothing. */
+export function writeLayoutPlot(rows: readonly BenchRow[], path: string): string | undefined {
+  return writeSvg(layoutPlotSvg(rows), path);
 }
