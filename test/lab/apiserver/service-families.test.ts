@@ -219,7 +219,6 @@ describe('Service IP families on a dual-stack API server (IPv4 primary)', () => 
         };
         assert.ok(s.registry.create(POD, 'default', pod).ok);
       }
-      const deadline = Date.now() + 10_000; // a deadline for a clear failure, not a wait
       const slicesByFamily = (): Map<string, string[]> => {
         const out = new Map<string, string[]>();
         for (const slice of s.store.list(SLICE, 'default')) {
@@ -228,10 +227,25 @@ describe('Service IP families on a dual-stack API server (IPv4 primary)', () => 
         }
         return out;
       };
-      while (Date.now() < deadline && (slicesByFamily().get('IPv6') ?? []).length < 2) {
-        await s.idle();
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      // Each store write is an event: check after every one until both IPv6 endpoints are in a slice.
+      const bothIPv6 = (): boolean => (slicesByFamily().get('IPv6') ?? []).length >= 2;
+      await new Promise<void>((resolve, reject) => {
+        const finish = (error?: Error): void => {
+          clearTimeout(timer);
+          unsubscribe();
+          if (error) reject(error);
+          else resolve();
+        };
+        const timer = setTimeout(
+          () => finish(new Error('no IPv6 EndpointSlice with both pods within 10 s')),
+          10_000,
+        ); // a deadline, not a wait
+        const unsubscribe = s.store.subscribe(() => {
+          if (bothIPv6()) finish();
+        });
+        if (bothIPv6()) finish();
+      });
+      await s.idle();
       const pods = s.store.list(POD, 'default');
       assert.equal(pods.length, 2);
       const podIPs = pods.map((p) => arr(child(p, 'status'), 'podIPs').map((x) => str(x, 'ip') ?? ''));
