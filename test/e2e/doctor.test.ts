@@ -88,6 +88,14 @@ describe('doctor on a node running kube-proxy-ts (nftables mode)', { ...KERNEL, 
     }),
   };
   const stateFile = (): string => lab.file('state.json', manifestList(lab.state()));
+  /** Waits until the agent's /healthz answers `status`. */
+  const healthzAnswers = (status: number): Promise<void> =>
+    until(
+      async () => (await lab.get('http://127.0.0.1:10256/healthz')).status === status,
+      `/healthz ${status}`,
+      30_000,
+      () => proxy.tail(10),
+    );
 
   before(async () => {
     lab = await AgentLab.start();
@@ -213,12 +221,7 @@ describe('doctor on a node running kube-proxy-ts (nftables mode)', { ...KERNEL, 
     try {
       const more = webService('web2', '198.19.2.11', ['198.18.10.11']);
       lab.putService(more);
-      await until(
-        async () => (await lab.get('http://127.0.0.1:10256/healthz')).status === 503,
-        '/healthz 503',
-        30_000,
-        () => proxy.tail(10),
-      );
+      await healthzAnswers(503);
       const run = await doctor(lab.node, []);
       const failing = get(run, 'sync-failing');
       assert.equal(failing.severity, 'fail', JSON.stringify(failing));
@@ -233,12 +236,7 @@ describe('doctor on a node running kube-proxy-ts (nftables mode)', { ...KERNEL, 
       assert.equal(run.code, 2);
     } finally {
       await inNs(lab.node, 'nft', ['delete', 'table', 'ip', 'kube-proxy']);
-      await until(
-        async () => (await lab.get('http://127.0.0.1:10256/healthz')).status === 200,
-        '/healthz 200 again',
-        30_000,
-        () => proxy.tail(10),
-      );
+      await healthzAnswers(200);
     }
     // Recovered: sync-failing now only warns (failures counted since start, syncs succeed again).
     const after = await doctor(lab.node, []);

@@ -307,30 +307,34 @@ describe('§4 categorizeEndpoints', () => {
 
 describe('topologyDecision: why hints were not used', () => {
   const hinted = (ip: string, zones: string[]) => e(ip, 'rs', { zones });
-  test('hints used: no reason', () => {
-    assert.deepEqual(topologyDecision([hinted('10.0.0.1', ['zone-a'])], NODE), { mode: 'PreferSameZone' });
-  });
-  test('no hints at all: no reason either (nothing was ignored)', () => {
-    assert.deepEqual(topologyDecision([e('10.0.0.1', 'rs')], NODE), { mode: '' });
-  });
-  test('one ready endpoint without a hint: all hints ignored', () => {
-    assert.deepEqual(topologyDecision([hinted('10.0.0.1', ['zone-a']), e('10.0.0.2', 'rs')], NODE), {
-      mode: '',
-      hintsIgnored: 'not-all-hinted',
-    });
-  });
-  test('every endpoint hinted, none for this zone', () => {
-    assert.deepEqual(
-      topologyDecision([hinted('10.0.0.1', ['zone-b']), hinted('10.0.0.2', ['zone-c'])], NODE),
-      {
-        mode: '',
-        hintsIgnored: 'none-for-this-node',
-      },
-    );
-  });
-  test('an unhinted endpoint that is not ready does not count', () => {
-    assert.deepEqual(topologyDecision([hinted('10.0.0.1', ['zone-a']), e('10.0.0.2', 'st')], NODE), {
-      mode: 'PreferSameZone',
-    });
-  });
+  const cases: readonly { name: string; eps: Endpoint[]; want: ReturnType<typeof topologyDecision> }[] = [
+    {
+      name: 'hints used: no reason',
+      eps: [hinted('10.0.0.1', ['zone-a'])],
+      want: { mode: 'PreferSameZone' },
+    },
+    {
+      name: 'no hints at all: no reason either (nothing was ignored)',
+      eps: [e('10.0.0.1', 'rs')],
+      want: { mode: '' },
+    },
+    {
+      name: 'one ready endpoint without a hint: all hints ignored',
+      eps: [hinted('10.0.0.1', ['zone-a']), e('10.0.0.2', 'rs')],
+      want: { mode: '', hintsIgnored: 'not-all-hinted' },
+    },
+    {
+      name: 'every endpoint hinted, none for this zone',
+      eps: [hinted('10.0.0.1', ['zone-b']), hinted('10.0.0.2', ['zone-c'])],
+      want: { mode: '', hintsIgnored: 'none-for-this-node' },
+    },
+    {
+      name: 'an unhinted endpoint that is not ready does not count',
+      eps: [hinted('10.0.0.1', ['zone-a']), e('10.0.0.2', 'st')],
+      want: { mode: 'PreferSameZone' },
+    },
+  ];
+  for (const c of cases) {
+    test(c.name, () => assert.deepEqual(topologyDecision(c.eps, NODE), c.want));
+  }
 });

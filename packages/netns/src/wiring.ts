@@ -70,13 +70,17 @@ export async function buildUnderlay(runner: CommandRunner, underlay: UnderlaySpe
   for (const family of families) await setSysctl(runner, underlay.namespace, BRIDGE_NETFILTER[family], 0);
 }
 
-export interface UnderlayHostSpec {
+/** A namespace whose uplink `eth0` plugs into a bridge in another namespace. */
+interface PluggedNamespace {
   readonly namespace: string;
+  /** The uplink's addresses with prefix. */
+  readonly addresses: readonly string[];
+}
+
+export interface UnderlayHostSpec extends PluggedNamespace {
   readonly underlayNamespace: string;
   /** The host's port on the underlay bridge (an interface in the underlay namespace). */
   readonly underlayLink: string;
-  /** The uplink's addresses with prefix. */
-  readonly addresses: readonly string[];
   readonly routes: readonly RouteSpec[];
 }
 
@@ -91,9 +95,8 @@ interface BridgePort {
 /** A namespace whose uplink `eth0` is a port of `port.bridge`, with its addresses and routes. */
 async function plugIn(
   runner: CommandRunner,
-  namespace: string,
+  { namespace, addresses }: PluggedNamespace,
   port: BridgePort,
-  addresses: readonly string[],
   routes: readonly RouteSpec[],
   mac?: string,
 ): Promise<void> {
@@ -117,7 +120,7 @@ export async function buildUnderlayHost(runner: CommandRunner, host: UnderlayHos
     link: host.underlayLink,
     hairpin: false,
   };
-  await plugIn(runner, host.namespace, port, host.addresses, host.routes);
+  await plugIn(runner, host, port, host.routes);
 }
 
 export interface NodeSpec extends UnderlayHostSpec {
@@ -145,13 +148,11 @@ export async function buildNode(runner: CommandRunner, node: NodeSpec): Promise<
   }
 }
 
-export interface PodSpec {
-  readonly namespace: string;
+/** A pod; its addresses have the pod CIDR's prefix. */
+export interface PodSpec extends PluggedNamespace {
   readonly nodeNamespace: string;
   /** The pod's port on the node's bridge (an interface in the node's namespace). */
   readonly nodeSideLink: string;
-  /** The pod's addresses with the pod CIDR's prefix. */
-  readonly addresses: readonly string[];
   /** The node's bridge addresses (no prefix): the pod's default routes, one per family. */
   readonly gateways: readonly string[];
 }
@@ -162,5 +163,5 @@ export async function attachPod(runner: CommandRunner, pod: PodSpec): Promise<vo
   const routes = pod.gateways.map((via) => ({ to: 'default', via }));
   // The MAC follows the address (macForAddress): an address given again comes with the MAC neighbours know.
   const first = pod.addresses[0]?.split('/')[0];
-  await plugIn(runner, pod.namespace, port, pod.addresses, routes, first ? macForAddress(first) : undefined);
+  await plugIn(runner, pod, port, routes, first ? macForAddress(first) : undefined);
 }

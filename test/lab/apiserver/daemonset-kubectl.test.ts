@@ -156,7 +156,7 @@ describe('DaemonSets, endpoints, logs and exec with kubectl', toolOptions(['kube
     kubelet.delay.ms = 300; // each new pod takes a moment to become ready
     let maxUnavailable = 0;
     const unsubscribe = server.store.subscribe((ev) => {
-      if (ev.resource.kind !== 'Pod') return;
+      if (ev.resource.names.kind !== 'Pod') return;
       const ready = (server.store.list(POD, 'kube-system') as Obj[]).filter(
         (p) =>
           p.metadata?.deletionTimestamp === undefined &&

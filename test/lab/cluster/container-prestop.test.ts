@@ -2,18 +2,17 @@
 // the container's namespace, and SIGTERM only once it has ended, so a server behind a `sleep` hook keeps serving
 // while its Pod terminates (upstream's "should create endpoints for unready pods" relies on that). Processes are
 // faked at the CommandRunner seam; every wait is for an observed call.
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CommandResult } from '../../../packages/agent/src/netfilter/command.js';
 import { SILENT_LOGGER } from '../../../packages/agent/src/util/logger.js';
 import { ContainerProcess, preStopOf } from '../../../packages/lab/src/cluster/containers.js';
 import { DONE, FakeContainerRuntime } from './fake-runtime.js';
+import { fileTempDir } from '../../helpers/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'kpts-prestop-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = fileTempDir('kpts-prestop-');
 
 /** One long-running process; the preStop hook ends when the test says so; every call is recorded in order. */
 class HookRuntime extends FakeContainerRuntime {

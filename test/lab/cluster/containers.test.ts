@@ -2,17 +2,16 @@
 // kubelet's, it keeps probing until the process has ended, so a server that answers its probe "not ready" after
 // SIGTERM (agnhost netexec --delay-shutdown: /readyz 503) makes its container, and so its Pod, unready while it
 // drains. Processes and probes are faked at the CommandRunner seam; every wait is for a change event.
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CommandResult, CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
 import { SILENT_LOGGER } from '../../../packages/agent/src/util/logger.js';
 import { ContainerProcess, readinessProbeOf } from '../../../packages/lab/src/cluster/containers.js';
+import { fileTempDir } from '../../helpers/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'kpts-containers-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = fileTempDir('kpts-containers-');
 
 /** One process that ignores SIGTERM (it drains) until the test ends it; probes answer `status`. */
 function drainingRuntime() {

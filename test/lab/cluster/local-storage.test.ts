@@ -4,10 +4,9 @@
 // Processes are faked at the CommandRunner seam (one launch test runs a real shell on the host, in a temporary
 // directory); the eviction manager's timer is a FakeClock, so a check happens exactly when the test advances it,
 // and the eviction's first report is there as soon as the check has run.
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostCommandRunner, type CommandResult } from '../../../packages/agent/src/netfilter/command.js';
 import { FakeClock } from '../../../packages/agent/src/util/clock.js';
@@ -26,9 +25,9 @@ import { namespacePodLifecycle } from '../../../packages/lab/src/cluster/pod-lif
 import { launchInNamespace } from '../../../packages/lab/src/cluster/processes.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { FakeContainerRuntime } from './fake-runtime.js';
+import { fileTempDir } from '../../helpers/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'kpts-local-storage-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = fileTempDir('kpts-local-storage-');
 
 const MiB = 1024 * 1024;
 const limit = (text: string): { readonly text: string; readonly bytes: number } | undefined =>

@@ -3,10 +3,9 @@
 // Never, failing the Pod); sidecars started in order and kept running; app containers after them; on deletion the
 // app containers stopped before the sidecars, last sidecar first; a Pod whose app containers completed stops its
 // sidecars. Every wait is for a report (an event), never a sleep.
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CommandResult } from '../../../packages/agent/src/netfilter/command.js';
 import { SILENT_LOGGER } from '../../../packages/agent/src/util/logger.js';
@@ -20,9 +19,9 @@ import { resolveContainer } from '../../../packages/lab/src/cluster/container-sp
 import { str, type JsonObject } from '../../../packages/lab/src/apiserver/json.js';
 import type { PodStatusReport } from '../../../packages/lab/src/controllers/pod-lifecycle.js';
 import { FakeContainerRuntime } from './fake-runtime.js';
+import { fileTempDir } from '../../helpers/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'kpts-pod-containers-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = fileTempDir('kpts-pod-containers-');
 
 /** One launched process of the fake runtime: its command line, and how the test ends it. */
 interface Launch {

@@ -37,14 +37,7 @@ function bigSlice(): EndpointSlice {
 
 function query(name: string, type: number, edns?: number): Buffer {
   const m: DnsMessage = {
-    id: 7,
-    qr: false,
-    opcode: 0,
-    aa: false,
-    tc: false,
-    rd: true,
-    ra: false,
-    rcode: 0,
+    header: { id: 7, opcode: 0, rcode: 0, flags: { qr: false, aa: false, tc: false, rd: true, ra: false } },
     questions: [{ name, type, class: CLASS_IN }],
     answers: [],
     authority: [],
@@ -130,27 +123,27 @@ describe('DNS server over UDP and TCP', () => {
   test('a UDP answer over the limit is sent truncated (TC, no records); EDNS raises the limit; TCP has it all', async () => {
     const port = server?.port ?? 0;
     const plain = await askUdp(port, query('big.ns.svc.cluster.local', RR_TYPE.A));
-    assert.equal(plain.tc, true);
+    assert.equal(plain.header.flags.tc, true);
     assert.equal(plain.answers.length, 0);
     assert.equal(plain.questions[0]?.name, 'big.ns.svc.cluster.local');
     const edns = await askUdp(port, query('big.ns.svc.cluster.local', RR_TYPE.A, 4096));
-    assert.equal(edns.tc, false);
+    assert.equal(edns.header.flags.tc, false);
     assert.equal(edns.answers.length, MANY);
     assert.ok(
       edns.additional.some((r) => r.data.kind === 'OPT'),
       'an EDNS query gets an OPT record back',
     );
     const small = await askUdp(port, query('web.ns.svc.cluster.local', RR_TYPE.A));
-    assert.equal(small.tc, false);
-    assert.equal(small.aa, true);
-    assert.equal(small.id, 7);
+    assert.equal(small.header.flags.tc, false);
+    assert.equal(small.header.flags.aa, true);
+    assert.equal(small.header.id, 7);
     const [a, b] = await askTcp(port, [
       query('big.ns.svc.cluster.local', RR_TYPE.A),
       query('nope.ns.svc.cluster.local', RR_TYPE.A),
     ]);
-    assert.equal(a?.tc, false);
+    assert.equal(a?.header.flags.tc, false);
     assert.equal(a?.answers.length, MANY);
-    assert.equal(b?.rcode, RCODE.NXDOMAIN);
+    assert.equal(b?.header.rcode, RCODE.NXDOMAIN);
     // c-ares gets TC over UDP and asks again over TCP on its own.
     assert.equal((await resolver.resolve4('big.ns.svc.cluster.local')).length, MANY);
   });
@@ -162,14 +155,17 @@ describe('DNS server over UDP and TCP', () => {
     ]);
     const reply = respond(records, bad, 'udp');
     assert.ok(reply);
-    assert.equal(decodeMessage(reply).rcode, RCODE.FORMERR);
-    assert.equal(decodeMessage(reply).id, 7);
+    assert.equal(decodeMessage(reply).header.rcode, RCODE.FORMERR);
+    assert.equal(decodeMessage(reply).header.id, 7);
     assert.equal(respond(records, Buffer.from([1, 2, 3]), 'udp'), undefined);
     const response = Buffer.from(query('web.ns.svc.cluster.local', RR_TYPE.A));
     response.writeUInt16BE(0x8100, 2);
     assert.equal(respond(records, response, 'udp'), undefined);
     const notQuery = Buffer.from(query('web.ns.svc.cluster.local', RR_TYPE.A));
     notQuery.writeUInt16BE(0x1100, 2); // opcode 2 (STATUS)
-    assert.equal(decodeMessage(respond(records, notQuery, 'udp') ?? Buffer.alloc(0)).rcode, RCODE.NOTIMP);
+    assert.equal(
+      decodeMessage(respond(records, notQuery, 'udp') ?? Buffer.alloc(0)).header.rcode,
+      RCODE.NOTIMP,
+    );
   });
 });

@@ -10,11 +10,12 @@ import {
   type DnsMessage,
 } from '../../../packages/lab/src/dns/wire.js';
 
-const HEADER = { id: 0x1234, qr: false, opcode: 0, aa: false, tc: false, rd: true, ra: false, rcode: 0 };
+const QUERY_FLAGS = { qr: false, aa: false, tc: false, rd: true, ra: false };
+const HEADER = { id: 0x1234, opcode: 0, rcode: 0, flags: QUERY_FLAGS };
 
 function query(name: string, type: number): DnsMessage {
   return {
-    ...HEADER,
+    header: HEADER,
     questions: [{ name, type, class: CLASS_IN }],
     answers: [],
     authority: [],
@@ -70,9 +71,7 @@ describe('DNS wire format', () => {
       minimum: 5,
     } as const;
     const message: DnsMessage = {
-      ...HEADER,
-      qr: true,
-      aa: true,
+      header: { ...HEADER, flags: { ...QUERY_FLAGS, qr: true, aa: true } },
       questions: [{ name: 'X.ns.svc.cluster.local', type: RR_TYPE.ANY, class: CLASS_IN }],
       answers: [
         {

@@ -37,6 +37,12 @@ function vmodule(flags: ParsedFlags): readonly VModuleEntry[] | undefined {
   return v?.kind === 'vmodule' ? v.value : undefined;
 }
 
+/** `base` with the fields the flags gave; a field left undefined (its flag was not given) keeps its value. */
+function overlay<T extends object>(base: T, given: { readonly [K in keyof T]?: T[K] | undefined }): T {
+  const set = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined));
+  return { ...base, ...set };
+}
+
 /** Applies the configuration flags (used only without --config). Call before applyLoggingFlags. */
 export function applyConfigFlags(
   doc: KubeProxyConfigurationV1Alpha1,
@@ -46,79 +52,67 @@ export function applyConfigFlags(
   // --iptables-*-sync-period feed the internal SyncPeriod whenever mode is not ipvs, so they also set nftables'
   // periods; in the file's terms that is the mode's own section.
   const periodSection = mode === 'nftables' ? 'nftables' : mode === 'ipvs' ? undefined : 'iptables';
-  const syncPeriod = ms(flags, 'iptables-sync-period');
-  const minSyncPeriod = ms(flags, 'iptables-min-sync-period');
-  const masqueradeAll = bool(flags, 'masquerade-all');
   const periods = (section: 'iptables' | 'nftables') =>
     periodSection === section
       ? {
-          ...(syncPeriod !== undefined ? { syncPeriod } : {}),
-          ...(minSyncPeriod !== undefined ? { minSyncPeriod } : {}),
+          syncPeriod: ms(flags, 'iptables-sync-period'),
+          minSyncPeriod: ms(flags, 'iptables-min-sync-period'),
         }
       : {};
+  const masqueradeAll = bool(flags, 'masquerade-all');
   const isIPVS = mode === 'ipvs';
 
-  let next: KubeProxyConfigurationV1Alpha1 = {
-    ...doc,
+  let next: KubeProxyConfigurationV1Alpha1 = overlay(doc, {
     mode,
-    bindAddress: str(flags, 'bind-address') ?? doc.bindAddress,
-    healthzBindAddress: str(flags, 'healthz-bind-address') ?? doc.healthzBindAddress,
-    metricsBindAddress: str(flags, 'metrics-bind-address') ?? doc.metricsBindAddress,
-    bindAddressHardFail: bool(flags, 'bind-address-hard-fail') ?? doc.bindAddressHardFail,
-    enableProfiling: bool(flags, 'profiling') ?? doc.enableProfiling,
-    showHiddenMetricsForVersion:
-      str(flags, 'show-hidden-metrics-for-version') ?? doc.showHiddenMetricsForVersion,
+    bindAddress: str(flags, 'bind-address'),
+    healthzBindAddress: str(flags, 'healthz-bind-address'),
+    metricsBindAddress: str(flags, 'metrics-bind-address'),
+    bindAddressHardFail: bool(flags, 'bind-address-hard-fail'),
+    enableProfiling: bool(flags, 'profiling'),
+    showHiddenMetricsForVersion: str(flags, 'show-hidden-metrics-for-version'),
     featureGates: { ...doc.featureGates, ...gates(flags) },
-    clientConnection: {
-      ...doc.clientConnection,
-      contentType: str(flags, 'kube-api-content-type') ?? doc.clientConnection.contentType,
-      qps: num(flags, 'kube-api-qps') ?? doc.clientConnection.qps,
-      burst: num(flags, 'kube-api-burst') ?? doc.clientConnection.burst,
-    },
-    iptables: {
-      ...doc.iptables,
+    clientConnection: overlay(doc.clientConnection, {
+      contentType: str(flags, 'kube-api-content-type'),
+      qps: num(flags, 'kube-api-qps'),
+      burst: num(flags, 'kube-api-burst'),
+    }),
+    iptables: overlay(doc.iptables, {
       ...periods('iptables'),
-      masqueradeBit: num(flags, 'iptables-masquerade-bit') ?? doc.iptables.masqueradeBit,
-      masqueradeAll: masqueradeAll ?? doc.iptables.masqueradeAll,
-      localhostNodePorts: bool(flags, 'iptables-localhost-nodeports') ?? doc.iptables.localhostNodePorts,
-    },
-    nftables: {
-      ...doc.nftables,
-      ...periods('nftables'),
-      masqueradeAll: masqueradeAll ?? doc.nftables.masqueradeAll,
-    },
-    ipvs: {
-      ...doc.ipvs,
-      syncPeriod: (isIPVS ? ms(flags, 'ipvs-sync-period') : undefined) ?? doc.ipvs.syncPeriod,
-      minSyncPeriod: (isIPVS ? ms(flags, 'ipvs-min-sync-period') : undefined) ?? doc.ipvs.minSyncPeriod,
-      scheduler: str(flags, 'ipvs-scheduler') ?? doc.ipvs.scheduler,
-      excludeCIDRs: list(flags, 'ipvs-exclude-cidrs') ?? doc.ipvs.excludeCIDRs,
-      strictARP: bool(flags, 'ipvs-strict-arp') ?? doc.ipvs.strictARP,
-      tcpTimeout: ms(flags, 'ipvs-tcp-timeout') ?? doc.ipvs.tcpTimeout,
-      tcpFinTimeout: ms(flags, 'ipvs-tcpfin-timeout') ?? doc.ipvs.tcpFinTimeout,
-      udpTimeout: ms(flags, 'ipvs-udp-timeout') ?? doc.ipvs.udpTimeout,
-    },
-    detectLocalMode: str(flags, 'detect-local-mode') ?? doc.detectLocalMode,
-    clusterCIDR: str(flags, 'cluster-cidr') ?? doc.clusterCIDR,
-    detectLocal: {
-      bridgeInterface: str(flags, 'pod-bridge-interface') ?? doc.detectLocal.bridgeInterface,
-      interfaceNamePrefix: str(flags, 'pod-interface-name-prefix') ?? doc.detectLocal.interfaceNamePrefix,
-    },
-    nodePortAddresses: list(flags, 'nodeport-addresses') ?? doc.nodePortAddresses,
-    oomScoreAdj: num(flags, 'oom-score-adj') ?? doc.oomScoreAdj,
-    conntrack: {
-      maxPerCore: num(flags, 'conntrack-max-per-core') ?? doc.conntrack.maxPerCore,
-      min: num(flags, 'conntrack-min') ?? doc.conntrack.min,
-      tcpEstablishedTimeout:
-        ms(flags, 'conntrack-tcp-timeout-established') ?? doc.conntrack.tcpEstablishedTimeout,
-      tcpCloseWaitTimeout: ms(flags, 'conntrack-tcp-timeout-close-wait') ?? doc.conntrack.tcpCloseWaitTimeout,
-      tcpBeLiberal: bool(flags, 'conntrack-tcp-be-liberal') ?? doc.conntrack.tcpBeLiberal,
-      udpTimeout: ms(flags, 'conntrack-udp-timeout') ?? doc.conntrack.udpTimeout,
-      udpStreamTimeout: ms(flags, 'conntrack-udp-timeout-stream') ?? doc.conntrack.udpStreamTimeout,
-    },
-    configSyncPeriod: ms(flags, 'config-sync-period') ?? doc.configSyncPeriod,
-    portRange: str(flags, 'proxy-port-range') ?? doc.portRange,
-  };
+      masqueradeBit: num(flags, 'iptables-masquerade-bit'),
+      masqueradeAll,
+      localhostNodePorts: bool(flags, 'iptables-localhost-nodeports'),
+    }),
+    nftables: overlay(doc.nftables, { ...periods('nftables'), masqueradeAll }),
+    ipvs: overlay(doc.ipvs, {
+      syncPeriod: isIPVS ? ms(flags, 'ipvs-sync-period') : undefined,
+      minSyncPeriod: isIPVS ? ms(flags, 'ipvs-min-sync-period') : undefined,
+      scheduler: str(flags, 'ipvs-scheduler'),
+      excludeCIDRs: list(flags, 'ipvs-exclude-cidrs'),
+      strictARP: bool(flags, 'ipvs-strict-arp'),
+      tcpTimeout: ms(flags, 'ipvs-tcp-timeout'),
+      tcpFinTimeout: ms(flags, 'ipvs-tcpfin-timeout'),
+      udpTimeout: ms(flags, 'ipvs-udp-timeout'),
+    }),
+    detectLocalMode: str(flags, 'detect-local-mode'),
+    clusterCIDR: str(flags, 'cluster-cidr'),
+    detectLocal: overlay(doc.detectLocal, {
+      bridgeInterface: str(flags, 'pod-bridge-interface'),
+      interfaceNamePrefix: str(flags, 'pod-interface-name-prefix'),
+    }),
+    nodePortAddresses: list(flags, 'nodeport-addresses'),
+    oomScoreAdj: num(flags, 'oom-score-adj'),
+    conntrack: overlay(doc.conntrack, {
+      maxPerCore: num(flags, 'conntrack-max-per-core'),
+      min: num(flags, 'conntrack-min'),
+      tcpEstablishedTimeout: ms(flags, 'conntrack-tcp-timeout-established'),
+      tcpCloseWaitTimeout: ms(flags, 'conntrack-tcp-timeout-close-wait'),
+      tcpBeLiberal: bool(flags, 'conntrack-tcp-be-liberal'),
+      udpTimeout: ms(flags, 'conntrack-udp-timeout'),
+      udpStreamTimeout: ms(flags, 'conntrack-udp-timeout-stream'),
+    }),
+    configSyncPeriod: ms(flags, 'config-sync-period'),
+    portRange: str(flags, 'proxy-port-range'),
+  });
 
   // Deprecated ports: 0 disables the server; another port is added only where the address has none.
   const healthzPort = num(flags, 'healthz-port') ?? PROXY_HEALTHZ_PORT;

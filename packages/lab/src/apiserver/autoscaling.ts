@@ -26,7 +26,7 @@ const V1_ANNOTATIONS = [
 ];
 
 export const isHpaV1 = (t: ResourceType): boolean =>
-  t.kind === 'HorizontalPodAutoscaler' && apiVersionOf(t) === AUTOSCALING_V1;
+  t.names.kind === 'HorizontalPodAutoscaler' && apiVersionOf(t) === AUTOSCALING_V1;
 
 /** The v2 metric that v1's targetCPUUtilizationPercentage stands for. */
 const cpuUtilizationMetric = (percent: number): JsonObject => ({

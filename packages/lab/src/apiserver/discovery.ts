@@ -47,19 +47,21 @@ export function apiResourceList(groupName: string, version: string): object | un
   for (const r of rs) {
     resources.push({
       name: r.resource,
-      singularName: r.singular,
+      singularName: r.names.singular,
       namespaced: r.namespaced,
-      kind: r.kind,
+      kind: r.names.kind,
       verbs: RESOURCE_VERBS,
-      ...(r.shortNames.length > 0 ? { shortNames: r.shortNames } : {}),
-      ...(r.categories.length > 0 ? { categories: r.categories } : {}),
+      ...(r.names.shortNames.length > 0 ? { shortNames: r.names.shortNames } : {}),
+      ...(r.names.categories.length > 0 ? { categories: r.names.categories } : {}),
     });
     for (const sub of r.subresources)
       resources.push({
         name: `${r.resource}/${sub}`,
         singularName: '',
         namespaced: r.namespaced,
-        ...(sub === 'scale' ? { group: 'autoscaling', version: 'v1', kind: 'Scale' } : { kind: r.kind }),
+        ...(sub === 'scale'
+          ? { group: 'autoscaling', version: 'v1', kind: 'Scale' }
+          : { kind: r.names.kind }),
         verbs: ['get', 'patch', 'update'],
       });
   }

@@ -41,7 +41,7 @@ export const eventToCore = (obj: JsonObject): JsonObject => renamed(obj, 1, 'v1'
 /** A stored (core/v1) Event as events.k8s.io/v1 shows it. */
 export const eventToEventsV1 = (obj: JsonObject): JsonObject => renamed(obj, 0, EVENTS_V1);
 
-const isEventsV1 = (t: ResourceType): boolean => t.kind === 'Event' && apiVersionOf(t) === EVENTS_V1;
+const isEventsV1 = (t: ResourceType): boolean => t.names.kind === 'Event' && apiVersionOf(t) === EVENTS_V1;
 
 /**
  * The object as resource `t` serves it: the stored object itself for every resource but the two served through a

@@ -196,7 +196,7 @@ function listBody(
     ...(r.continueToken ? { continue: r.continueToken, remainingItemCount: r.remainingItemCount } : {}),
   };
   if (table) return renderTable(type, r.items, meta, now, include);
-  return { kind: type.listKind, apiVersion: apiVersionOf(type), metadata: meta, items: r.items };
+  return { kind: type.names.listKind, apiVersion: apiVersionOf(type), metadata: meta, items: r.items };
 }
 
 function deleteOptions(q: URLSearchParams, body: unknown): DeleteOptions {
@@ -382,7 +382,12 @@ class ApiHandler {
         return sendError(res, errors.tooLarge(this.opts.maxBodyBytes));
       }
       if (buf.length > 0 || BODY_REQUIRED.includes(verb)) {
-        const decoded = decodeBody(buf, req.headers['content-type'] ?? '', verb === 'patch', route.type.kind);
+        const decoded = decodeBody(
+          buf,
+          req.headers['content-type'] ?? '',
+          verb === 'patch',
+          route.type.names.kind,
+        );
         if (!decoded.ok) return sendError(res, decoded.error);
         body = decoded.value;
       }

@@ -25,9 +25,9 @@ export function openapiGroupVersion(path: string): object | undefined {
     const base = `/${path}${r.namespaced ? '/namespaces/{namespace}' : ''}/${r.resource}/{name}`;
     paths[base] = {
       patch: {
-        operationId: `patch${r.kind}`,
+        operationId: `patch${r.names.kind}`,
         'x-kubernetes-action': 'patch',
-        'x-kubernetes-group-version-kind': { group: r.group, version: r.version, kind: r.kind },
+        'x-kubernetes-group-version-kind': { group: r.group, version: r.version, kind: r.names.kind },
         parameters: [
           { name: 'fieldValidation', in: 'query', schema: { type: 'string', uniqueItems: true } },
           { name: 'fieldManager', in: 'query', schema: { type: 'string', uniqueItems: true } },

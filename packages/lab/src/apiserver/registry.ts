@@ -124,7 +124,7 @@ export class Registry {
   ) {}
 
   private strategy(t: ResourceType): Strategy | undefined {
-    return this.strategies.get(t.kind);
+    return this.strategies.get(t.names.kind);
   }
 
   private checkNamespace(t: ResourceType, namespace: string, creating: boolean): ApiError | undefined {
@@ -150,10 +150,10 @@ export class Registry {
           `the API version in the data (${String(body.apiVersion)}) does not match the expected API version (${apiVersionOf(t)})`,
         ),
       );
-    if (body.kind !== undefined && body.kind !== t.kind)
+    if (body.kind !== undefined && body.kind !== t.names.kind)
       return fail(
         errors.badRequest(
-          `the kind in the data (${String(body.kind)}) does not match the expected kind (${t.kind})`,
+          `the kind in the data (${String(body.kind)}) does not match the expected kind (${t.names.kind})`,
         ),
       );
     if (body.metadata !== undefined && !isObject(body.metadata))
@@ -177,12 +177,12 @@ export class Registry {
     } else delete meta.namespace;
     obj.metadata = meta;
     obj.apiVersion = apiVersionOf(t);
-    obj.kind = t.kind;
+    obj.kind = t.names.kind;
     return ok(obj);
   }
 
   private invalid(t: ResourceType, name: string, causes: ReturnType<typeof metadataCauses>): ApiError {
-    return errors.invalid(t.group, t.kind, name, causes);
+    return errors.invalid(t.group, t.names.kind, name, causes);
   }
 
   get(t: ResourceType, namespace: string, name: string): Result<JsonObject> {
@@ -328,7 +328,7 @@ export class Registry {
       // annotations follow the request too: upstream's serviceStatusStrategy resets only .spec (its
       // GetResetFields), so a status patch may annotate (the "service status lifecycle" conformance test does).
       next = { ...cloneJson(current), status: cloneJson(proposed.status) };
-      if (t.kind === 'Service') carryLabelsAndAnnotations(next, proposed);
+      if (t.names.kind === 'Service') carryLabelsAndAnnotations(next, proposed);
     } else {
       next = proposed;
       // The main resource never changes status through an update (upstream's PrepareForUpdate).
@@ -362,7 +362,7 @@ export class Registry {
     // An update that changes nothing writes nothing (no new resourceVersion, no watch event), as upstream.
     if (jsonEqual(next, curNoRv)) return ok(current);
     if (
-      t.kind !== 'Namespace' &&
+      t.names.kind !== 'Namespace' &&
       meta.deletionTimestamp !== undefined &&
       arr(meta, 'finalizers').length === 0 &&
       !this.isGracefulPod(t, next)
@@ -375,7 +375,7 @@ export class Registry {
 
   private isGracefulPod(t: ResourceType, obj: JsonObject): boolean {
     return (
-      t.kind === 'Pod' &&
+      t.names.kind === 'Pod' &&
       metaOf(obj).deletionGracePeriodSeconds !== undefined &&
       metaOf(obj).deletionGracePeriodSeconds !== 0
     );
@@ -441,7 +441,7 @@ export class Registry {
     const current = this.store.get(t, t.namespaced ? namespace : '', name);
     if (!current) return fail(errors.notFound(t.group, t.resource, name));
     const base = sub === 'scale' ? this.scaleOf(t, current) : servedForm(t, current);
-    const patched = applyPatch(type, sub === 'scale' ? 'Scale' : t.kind, base, patchBody);
+    const patched = applyPatch(type, sub === 'scale' ? 'Scale' : t.names.kind, base, patchBody);
     if ('error' in patched)
       return fail({ ...errors.badRequest(patched.error), code: 422, reason: 'Invalid' });
     const value = patched.value;
@@ -472,8 +472,8 @@ export class Registry {
     const meta = metaOf(current);
     const unmet = opts.preconditions && unmetPrecondition(opts.preconditions, meta);
     if (unmet) return fail(errors.conflict(t.group, t.resource, name, unmet));
-    if (t.kind === 'Namespace') return ok(this.deleteNamespace(current));
-    if (t.kind === 'Pod') {
+    if (t.names.kind === 'Namespace') return ok(this.deleteNamespace(current));
+    if (t.names.kind === 'Pod') {
       const graceful = this.deletePodGracefully(t, current, opts.gracePeriodSeconds);
       if (graceful) return ok(graceful);
     }

@@ -4,16 +4,21 @@
 // path-segment: any name usable in a URL path segment (RBAC objects, e.g. "system:node-proxier").
 export type NameRule = 'dns1123-label' | 'dns1035-label' | 'dns1123-subdomain' | 'path-segment';
 
+/** What a type is called, in the order a CRD's spec.names gives it (its plural is the type's `resource`). */
+export interface ResourceNames {
+  readonly singular: string;
+  readonly shortNames: readonly string[];
+  readonly kind: string;
+  readonly listKind: string;
+  readonly categories: readonly string[];
+}
+
 export interface ResourceType {
   readonly group: string;
   readonly version: string;
   readonly resource: string;
-  readonly singular: string;
-  readonly kind: string;
-  readonly listKind: string;
+  readonly names: ResourceNames;
   readonly namespaced: boolean;
-  readonly shortNames: readonly string[];
-  readonly categories: readonly string[];
   readonly nameRule: NameRule;
   readonly subresources: readonly ('status' | 'scale')[];
   readonly fieldSelectors: readonly string[];
@@ -24,17 +29,21 @@ export const RESOURCE_VERBS: readonly string[] = VERBS;
 
 const META_FIELDS = ['metadata.name', 'metadata.namespace'];
 
-function resource(
-  r: Omit<ResourceType, 'listKind' | 'categories' | 'fieldSelectors'> & {
-    categories?: readonly string[];
-    fields?: readonly string[];
-  },
-): ResourceType {
+/** A type in the table's terms: its names flat, list kind, categories and field selectors filled in. */
+interface ResourceEntry extends Omit<ResourceType, 'names' | 'fieldSelectors'> {
+  readonly singular: string;
+  readonly kind: string;
+  readonly shortNames: readonly string[];
+  readonly categories?: readonly string[];
+  readonly fields?: readonly string[];
+}
+
+function resource(entry: ResourceEntry): ResourceType {
+  const { singular, kind, shortNames, categories = [], fields = [], ...rest } = entry;
   return {
-    ...r,
-    listKind: `${r.kind}List`,
-    categories: r.categories ?? [],
-    fieldSelectors: [...META_FIELDS, ...(r.fields ?? [])],
+    ...rest,
+    names: { singular, shortNames, kind, listKind: `${kind}List`, categories },
+    fieldSelectors: [...META_FIELDS, ...fields],
   };
 }
 
@@ -71,6 +80,27 @@ function hpaResource(version: 'v1' | 'v2'): ResourceType {
     categories: ['all'],
     nameRule: 'dns1123-subdomain',
     subresources: ['status'],
+  });
+}
+
+/** A workload of apps/v1: namespaced, in category `all`, its singular the kind in lower case. */
+function appsWorkload(
+  plural: string,
+  kind: string,
+  shortName: string,
+  subresources: ResourceType['subresources'],
+): ResourceType {
+  return resource({
+    group: 'apps',
+    version: 'v1',
+    resource: plural,
+    singular: kind.toLowerCase(),
+    kind,
+    namespaced: true,
+    shortNames: [shortName],
+    categories: ['all'],
+    nameRule: 'dns1123-subdomain',
+    subresources,
   });
 }
 
@@ -171,45 +201,12 @@ export const RESOURCES: readonly ResourceType[] = [
     nameRule: 'dns1123-subdomain',
     subresources: ['status'],
   }),
-  resource({
-    group: 'apps',
-    version: 'v1',
-    resource: 'deployments',
-    singular: 'deployment',
-    kind: 'Deployment',
-    namespaced: true,
-    shortNames: ['deploy'],
-    categories: ['all'],
-    nameRule: 'dns1123-subdomain',
-    subresources: ['status', 'scale'],
-  }),
+  appsWorkload('deployments', 'Deployment', 'deploy', ['status', 'scale']),
   // A Deployment's revisions: the Deployment controller scales them, the ReplicaSet controller owns their Pods.
-  resource({
-    group: 'apps',
-    version: 'v1',
-    resource: 'replicasets',
-    singular: 'replicaset',
-    kind: 'ReplicaSet',
-    namespaced: true,
-    shortNames: ['rs'],
-    categories: ['all'],
-    nameRule: 'dns1123-subdomain',
-    subresources: ['status', 'scale'],
-  }),
+  appsWorkload('replicasets', 'ReplicaSet', 'rs', ['status', 'scale']),
   // Stored as given, with no controller and no kind-specific validation: enough for manifests that carry them
   // (kubectl apply of deploy/, the kube-proxy DaemonSet and its RBAC) to be accepted.
-  resource({
-    group: 'apps',
-    version: 'v1',
-    resource: 'daemonsets',
-    singular: 'daemonset',
-    kind: 'DaemonSet',
-    namespaced: true,
-    shortNames: ['ds'],
-    categories: ['all'],
-    nameRule: 'dns1123-subdomain',
-    subresources: ['status'],
-  }),
+  appsWorkload('daemonsets', 'DaemonSet', 'ds', ['status']),
   // HorizontalPodAutoscalers, stored in autoscaling/v2's shape and served through v1 as well (apiserver/autoscaling.ts
   // converts, as kube-apiserver does); v2 comes first, so discovery prefers it, as upstream's does.
   hpaResource('v2'),
@@ -286,7 +283,7 @@ export function findResource(group: string, version: string, name: string): Reso
 }
 
 export function resourceByKind(kind: string): ResourceType {
-  const r = RESOURCES.find((x) => x.kind === kind);
+  const r = RESOURCES.find((x) => x.names.kind === kind);
   if (!r) throw new Error(`no resource for kind ${kind}`);
   return r;
 }

@@ -408,7 +408,7 @@ export function renderTable(
   now: number,
   include: IncludeObject = 'Metadata',
 ): JsonObject {
-  const columns = COLUMNS[t.kind] ?? [nameCol, ageCol];
+  const columns = COLUMNS[t.names.kind] ?? [nameCol, ageCol];
   return {
     kind: 'Table',
     apiVersion: 'meta.k8s.io/v1',

@@ -165,7 +165,7 @@ export function startWatch(
     const bookmark = (): void => {
       if (closed) return;
       const obj = {
-        kind: req.resource.kind,
+        kind: req.resource.names.kind,
         apiVersion: apiVersionOf(req.resource),
         metadata: { resourceVersion: String(store.resourceVersion) },
       };

@@ -74,7 +74,7 @@ export class LabHosts implements PodEvents {
   follow(server: ApiServer): void {
     this.server = server;
     this.unsubscribe = server.store.subscribe((ev) => {
-      if (ev.resource.kind !== 'Service' || this.timer) return;
+      if (ev.resource.names.kind !== 'Service' || this.timer) return;
       this.timer = setTimeout(() => {
         this.timer = undefined;
         this.writeHosts();
@@ -218,7 +218,7 @@ export function followProxyConfigMap(
 ): () => void {
   let current = initial;
   return server.store.subscribe((ev) => {
-    if (ev.resource.kind !== 'ConfigMap' || ev.type === 'DELETED') return;
+    if (ev.resource.names.kind !== 'ConfigMap' || ev.type === 'DELETED') return;
     const meta = child(ev.object, 'metadata');
     if (str(meta, 'namespace') !== CONFIGMAP_NAMESPACE || str(meta, 'name') !== CONFIGMAP_NAME) return;
     const text = configFromConfigMap(ev.object);

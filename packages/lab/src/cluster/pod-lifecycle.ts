@@ -25,12 +25,7 @@ import type {
 import { execInNamespace, followLog } from './streams.js';
 import { startPodServerIn, type PodServerHandle } from '@kube-proxy-ts/netns/pod-process.js';
 import { killNamespaceProcesses } from '@kube-proxy-ts/netns/index.js';
-import {
-  resolveContainer,
-  type ImageLauncher,
-  type ResolvedContainer,
-  type VolumeMapping,
-} from './container-spec.js';
+import { resolveContainer, type ImageLauncher, type VolumeMapping } from './container-spec.js';
 import { imageContainerArgv, type ImageRuntime } from './image-runtime.js';
 import { ContainerProcess, preStopOf, readinessProbeOf, type RestartPolicy } from './containers.js';
 import {
@@ -227,12 +222,8 @@ interface PodStart {
   readonly podDir: string;
   readonly hostNetwork: boolean;
   readonly netns: string;
-  readonly containers: readonly JsonObject[];
-  readonly resolved: readonly ResolvedContainer[];
   /** Init containers (plain and sidecars) then app containers, resolved. */
   readonly declared: readonly DeclaredContainer[];
-  /** A container without a command: the pod server answers for it. */
-  readonly needsServer: boolean;
 }
 
 class NamespaceKubelet implements NamespacePodLifecycle {
@@ -409,14 +400,12 @@ class NamespaceKubelet implements NamespacePodLifecycle {
     this.writeVolumes({ podObj, podDir, podNamespace });
     const hostNetwork = pod.spec?.hostNetwork === true;
     const netns = hostNetwork ? node.namespace : ns;
-    const containers = arr(child(podObj, 'spec'), 'containers').map((c) => c as JsonObject);
     const launcher = this.o.image
       ? imageLauncher(this.o.image, { podDir, netns, hostname: node.name, uid })
       : undefined;
     const declared = declaredContainers(podObj, (c) =>
       resolveContainer(podObj, c, volumeMappings(podObj, podDir, c), launcher),
     );
-    const resolved = declared.filter((d) => d.role === 'app').map((d) => d.resolved);
     const needsServer = declared.some((d) => d.role !== 'init' && d.resolved.argv === undefined);
     // A host-network pod shares its node's namespace: the lab runs only commands there, never a pod server
     // (its ports would collide with the node's).
@@ -434,10 +423,7 @@ class NamespaceKubelet implements NamespacePodLifecycle {
       podDir,
       hostNetwork,
       netns,
-      containers,
       declared,
-      resolved,
-      needsServer,
     };
   }
 

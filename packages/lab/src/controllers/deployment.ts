@@ -65,7 +65,7 @@ export class DeploymentController extends WorkloadController {
     // A Pod that is finally gone changes no ReplicaSet's status (it stopped counting when it began to terminate),
     // but a Recreate rollout waits for exactly that (upstream's deletePod handler).
     this.unsubscribePods = o.registry.store.subscribe((ev) => {
-      if (ev.resource.kind !== 'Pod' || ev.type !== 'DELETED') return;
+      if (ev.resource.names.kind !== 'Pod' || ev.type !== 'DELETED') return;
       const namespace = str(meta(ev.object), 'namespace') ?? '';
       for (const ref of arr(meta(ev.object), 'ownerReferences')) {
         if (str(ref, 'kind') !== 'ReplicaSet') continue;

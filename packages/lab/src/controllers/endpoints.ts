@@ -84,9 +84,9 @@ export class EndpointsController {
     this.queue = new WorkQueue('endpoints', (k) => this.reconcile(k), logger);
     this.unsubscribe = registry.store.subscribe((ev) => {
       const m = meta(ev.object);
-      if (ev.resource.kind === 'Service')
+      if (ev.resource.names.kind === 'Service')
         this.queue.add(`${str(m, 'namespace') ?? ''}/${str(m, 'name') ?? ''}`);
-      else if (ev.resource.kind === 'EndpointSlice') {
+      else if (ev.resource.names.kind === 'EndpointSlice') {
         const svc = str(child(m, 'labels'), LABEL_SERVICE_NAME);
         if (svc) this.queue.add(`${str(m, 'namespace') ?? ''}/${svc}`);
       }

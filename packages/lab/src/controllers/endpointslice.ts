@@ -151,7 +151,7 @@ export class EndpointSliceController {
     this.queue = new WorkQueue('endpointslices', (k) => this.reconcile(k), o.logger);
     this.unsubscribe = o.registry.store.subscribe((ev) => {
       const now = o.clock.now();
-      switch (ev.resource.kind) {
+      switch (ev.resource.names.kind) {
         case 'Service':
           this.touch(`${nsOf(ev.object)}/${nameOf(ev.object)}`, now);
           break;

@@ -128,7 +128,7 @@ export class HorizontalPodAutoscalerController {
   constructor(private readonly o: HpaControllerOptions) {
     // A deleted HPA's history goes with it; one made again under the same name starts afresh, as upstream.
     this.unsubscribe = o.registry.store.subscribe((ev) => {
-      if (ev.resource.kind === 'HorizontalPodAutoscaler' && ev.type === 'DELETED')
+      if (ev.resource.names.kind === 'HorizontalPodAutoscaler' && ev.type === 'DELETED')
         this.histories.delete(str(meta(ev.object), 'uid') ?? '');
     });
     this.schedule();
@@ -355,7 +355,7 @@ export class HorizontalPodAutoscalerController {
     const apiVersion = str(ref, 'apiVersion');
     return RESOURCES.find(
       (r) =>
-        r.kind === kind &&
+        r.names.kind === kind &&
         r.subresources.includes('scale') &&
         (!apiVersion || apiVersionOf(r) === apiVersion),
     );

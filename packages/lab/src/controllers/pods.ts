@@ -96,7 +96,7 @@ export class PodController {
   constructor(private readonly o: PodControllerOptions) {
     this.queue = new WorkQueue('pods', (k) => this.reconcile(k), o.logger);
     this.unsubscribe = o.registry.store.subscribe((ev) => {
-      const kind = ev.resource.kind;
+      const kind = ev.resource.names.kind;
       if (kind === 'Pod') this.queue.add(keyOf(ev.object));
       if (this.unschedulable.size === 0) return;
       // What can make room for an unschedulable Pod: a Node's change (labels, taints, cordon), a bound Pod's

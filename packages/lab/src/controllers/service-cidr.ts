@@ -42,12 +42,12 @@ export class ServiceCIDRController {
   constructor(private readonly o: ServiceCIDRControllerOptions) {
     this.queue = new WorkQueue('servicecidrs', (name) => this.reconcile(name), o.logger);
     this.unsubscribe = o.registry.store.subscribe((ev) => {
-      if (ev.resource.kind === 'ServiceCIDR') {
+      if (ev.resource.names.kind === 'ServiceCIDR') {
         this.queue.add(nameOf(ev.object));
         // A range appearing or going can free a terminating one, or hold it.
         this.enqueueTerminating();
       } else if (
-        ev.resource.kind === 'Service' &&
+        ev.resource.names.kind === 'Service' &&
         (ev.type === 'DELETED' || !jsonEqual(clusterIPsOf(ev.object), clusterIPsOf(ev.old)))
       )
         this.enqueueTerminating();

@@ -42,10 +42,10 @@ export abstract class WorkloadController {
       for (const w of registry.store.list(workload)) this.queue.add(keyOf(w));
     };
     this.unsubscribe = registry.store.subscribe((ev) => {
-      if (ev.resource.kind === workload.kind) this.queue.add(keyOf(ev.object));
-      else if (ev.resource.kind === dependents)
+      if (ev.resource.names.kind === workload.names.kind) this.queue.add(keyOf(ev.object));
+      else if (ev.resource.names.kind === dependents)
         for (const k of this.pods.ownersOf(ev.object)) this.queue.add(k);
-      else if (everyOn.includes(ev.resource.kind)) all();
+      else if (everyOn.includes(ev.resource.names.kind)) all();
     });
     all();
   }

@@ -83,7 +83,7 @@ export class WorkloadPods {
   /** The keys of the workloads an object (a Pod, a ReplicaSet) names as owners: whose reconcile its event calls for. */
   ownersOf(pod: unknown): string[] {
     return arr(meta(pod), 'ownerReferences')
-      .filter((ref) => str(ref, 'kind') === this.workload.kind)
+      .filter((ref) => str(ref, 'kind') === this.workload.names.kind)
       .map((ref) => `${str(meta(pod), 'namespace') ?? ''}/${str(ref, 'name') ?? ''}`);
   }
 
@@ -115,7 +115,7 @@ export class WorkloadPods {
     const r = this.registry.create(POD, namespace ?? '', obj);
     if (!r.ok) {
       this.logger.warn('cannot create pod', {
-        [this.workload.singular]: keyOf(owner),
+        [this.workload.names.singular]: keyOf(owner),
         ...context,
         error: r.error.message,
       });
@@ -140,8 +140,8 @@ export class WorkloadPods {
     const [ns, name] = [str(meta(workload), 'namespace') ?? '', str(meta(workload), 'name') ?? ''];
     const r = this.registry.update(this.workload, ns, name, { ...workload, status }, 'status');
     if (!r.ok)
-      this.logger.warn(`cannot update ${this.workload.singular} status`, {
-        [this.workload.singular]: `${ns}/${name}`,
+      this.logger.warn(`cannot update ${this.workload.names.singular} status`, {
+        [this.workload.names.singular]: `${ns}/${name}`,
         error: r.error.message,
       });
   }
@@ -150,7 +150,7 @@ export class WorkloadPods {
   private controllerRef(owner: JsonObject): JsonObject {
     return {
       apiVersion: 'apps/v1',
-      kind: this.workload.kind,
+      kind: this.workload.names.kind,
       name: str(meta(owner), 'name') ?? '',
       uid: str(meta(owner), 'uid'),
       controller: true,

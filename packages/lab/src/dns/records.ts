@@ -17,7 +17,15 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import type { EndpointSlice, Service } from 'kube-proxy-ts/api/objects.js';
 import { LABEL_SERVICE_NAME } from 'kube-proxy-ts/api/objects.js';
-import { CLASS_IN, RCODE, RR_TYPE, recordType, type RecordData, type ResourceRecord } from './wire.js';
+import {
+  CLASS_IN,
+  RCODE,
+  RR_TYPE,
+  recordType,
+  type RecordData,
+  type RecordSections,
+  type ResourceRecord,
+} from './wire.js';
 
 export const CLUSTER_DOMAIN = 'cluster.local';
 /** CoreDNS's kubernetes plugin's default TTL: short, since Services change. */
@@ -25,13 +33,10 @@ export const RECORD_TTL = 5;
 /** How many CNAMEs inside the zone an answer follows before it stops. */
 const MAX_CNAME_HOPS = 8;
 
-export interface LookupResult {
+export interface LookupResult extends RecordSections {
   readonly rcode: number;
   /** Whether this server is the authority for the name (true inside the zone). */
   readonly authoritative: boolean;
-  readonly answers: readonly ResourceRecord[];
-  readonly authority: readonly ResourceRecord[];
-  readonly additional: readonly ResourceRecord[];
 }
 
 interface RecordIndex {

@@ -11,7 +11,9 @@ import {
   RCODE,
   decodeMessage,
   encodeMessage,
+  type DnsFlags,
   type DnsMessage,
+  type RecordSections,
   type ResourceRecord,
 } from './wire.js';
 
@@ -22,15 +24,10 @@ export const CLASSIC_UDP_LIMIT = 512;
 /** The payload size this server offers in its own OPT record: the DNS flag day 2020 advice. */
 export const EDNS_UDP_SIZE = 1232;
 
-const EMPTY: Omit<DnsMessage, 'id' | 'opcode' | 'rd' | 'rcode' | 'questions'> = {
-  qr: true,
-  aa: false,
-  tc: false,
-  ra: false,
-  answers: [],
-  authority: [],
-  additional: [],
-};
+/** A response's flags before the lookup: not authoritative, whole, and no recursion offered. */
+const RESPONSE_FLAGS: DnsFlags = { qr: true, aa: false, tc: false, rd: false, ra: false };
+
+const NO_RECORDS: RecordSections = { answers: [], authority: [], additional: [] };
 
 function optRecord(): ResourceRecord {
   return { name: '', class: EDNS_UDP_SIZE, ttl: 0, data: { kind: 'OPT' } };
@@ -46,9 +43,10 @@ export function respond(records: ClusterRecords, query: Buffer, transport: Trans
     // Only the header is trusted: echo the id and opcode, nothing else.
     const opcode = (query.readUInt16BE(2) >> 11) & 0xf;
     if ((query.readUInt16BE(2) & 0x8000) !== 0) return undefined;
-    return encodeMessage({ ...EMPTY, id: e.id, opcode, rd: false, rcode: RCODE.FORMERR, questions: [] });
+    const header = { id: e.id, opcode, rcode: RCODE.FORMERR, flags: RESPONSE_FLAGS };
+    return encodeMessage({ header, questions: [], ...NO_RECORDS });
   }
-  if (message.qr) return undefined;
+  if (message.header.flags.qr) return undefined;
   const response = answer(records, message);
   const bytes = encodeMessage(response);
   if (transport === 'tcp') return bytes;
@@ -57,7 +55,7 @@ export function respond(records: ClusterRecords, query: Buffer, transport: Trans
   if (bytes.length <= limit) return bytes;
   return encodeMessage({
     ...response,
-    tc: true,
+    header: { ...response.header, flags: { ...response.header.flags, tc: true } },
     answers: [],
     authority: [],
     additional: response.additional.filter((r) => r.data.kind === 'OPT'),
@@ -66,26 +64,19 @@ export function respond(records: ClusterRecords, query: Buffer, transport: Trans
 
 /** The response message for a decoded query. */
 export function answer(records: ClusterRecords, query: DnsMessage): DnsMessage {
-  const hasOpt = query.additional.some((r) => r.data.kind === 'OPT');
-  const base = {
-    ...EMPTY,
-    id: query.id,
-    opcode: query.opcode,
-    rd: query.rd,
+  const opt = query.additional.some((r) => r.data.kind === 'OPT') ? [optRecord()] : [];
+  const { id, opcode, flags } = query.header;
+  const reply = (rcode: number, aa: boolean, found: RecordSections): DnsMessage => ({
+    header: { id, opcode, rcode, flags: { ...RESPONSE_FLAGS, aa, rd: flags.rd } },
     questions: query.questions,
-    additional: hasOpt ? [optRecord()] : [],
-  };
-  if (query.opcode !== OPCODE_QUERY) return { ...base, rcode: RCODE.NOTIMP };
-  const question = query.questions[0];
-  if (query.questions.length !== 1 || question === undefined) return { ...base, rcode: RCODE.FORMERR };
-  if (question.class !== CLASS_IN) return { ...base, rcode: RCODE.REFUSED };
-  const found = records.lookup(question.name, question.type);
-  return {
-    ...base,
-    aa: found.authoritative,
-    rcode: found.rcode,
     answers: found.answers,
     authority: found.authority,
-    additional: [...found.additional, ...base.additional],
-  };
+    additional: [...found.additional, ...opt],
+  });
+  if (opcode !== OPCODE_QUERY) return reply(RCODE.NOTIMP, false, NO_RECORDS);
+  const question = query.questions[0];
+  if (query.questions.length !== 1 || question === undefined) return reply(RCODE.FORMERR, false, NO_RECORDS);
+  if (question.class !== CLASS_IN) return reply(RCODE.REFUSED, false, NO_RECORDS);
+  const found = records.lookup(question.name, question.type);
+  return reply(found.rcode, found.authoritative, found);
 }

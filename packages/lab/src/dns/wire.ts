@@ -82,23 +82,39 @@ export interface DnsQuestion {
   readonly class: number;
 }
 
-export interface DnsMessage {
-  readonly id: number;
-  /** true in a response. */
+/** The header's one-bit flags, named as dig prints them (`;; flags: qr aa rd`). */
+export interface DnsFlags {
+  /** A response. */
   readonly qr: boolean;
-  readonly opcode: number;
   /** Authoritative answer. */
   readonly aa: boolean;
   /** Truncated: the answer did not fit, ask again over TCP. */
   readonly tc: boolean;
+  /** Recursion desired. */
   readonly rd: boolean;
+  /** Recursion available. */
   readonly ra: boolean;
+}
+
+/** The header (RFC 1035 §4.1.1) but for its section counts, which encoding takes from the sections. */
+export interface DnsHeader {
+  readonly id: number;
+  readonly opcode: number;
   readonly rcode: number;
+  readonly flags: DnsFlags;
+}
+
+/** A message (RFC 1035 §4.1): the header, then its four sections. */
+export interface DnsMessage {
+  readonly header: DnsHeader;
   readonly questions: readonly DnsQuestion[];
   readonly answers: readonly ResourceRecord[];
   readonly authority: readonly ResourceRecord[];
   readonly additional: readonly ResourceRecord[];
 }
+
+/** The three sections of resource records: what a lookup finds. */
+export type RecordSections = Pick<DnsMessage, 'answers' | 'authority' | 'additional'>;
 
 /** Bytes that are no DNS message; `id` is set when the header could be read (a FORMERR can then answer). */
 export class DnsFormatError extends Error {
@@ -272,25 +288,47 @@ export function decodeMessage(buf: Buffer): DnsMessage {
   const id = buf.readUInt16BE(0);
   const r = new Reader(buf, id);
   r.offset = 2;
-  const flags = r.u16();
+  const bits = r.u16();
   const counts = [r.u16(), r.u16(), r.u16(), r.u16()] as const;
   const questions: DnsQuestion[] = [];
   for (let i = 0; i < counts[0]; i++) questions.push({ name: r.name(), type: r.u16(), class: r.u16() });
   const sections = counts.slice(1).map((n) => Array.from({ length: n }, () => readRecord(r)));
   return {
-    id,
-    qr: (flags & 0x8000) !== 0,
-    opcode: (flags >> 11) & 0xf,
-    aa: (flags & 0x0400) !== 0,
-    tc: (flags & 0x0200) !== 0,
-    rd: (flags & 0x0100) !== 0,
-    ra: (flags & 0x0080) !== 0,
-    rcode: flags & 0xf,
+    header: { id, opcode: (bits >> 11) & 0xf, rcode: bits & 0xf, flags: readFlags(bits) },
     questions,
     answers: sections[0] ?? [],
     authority: sections[1] ?? [],
     additional: sections[2] ?? [],
   };
+}
+
+/** Where each flag stands in the header's second 16-bit word. */
+const FLAG_BITS = { qr: 0x8000, aa: 0x0400, tc: 0x0200, rd: 0x0100, ra: 0x0080 } as const;
+
+function readFlags(bits: number): DnsFlags {
+  const set = (bit: number): boolean => (bits & bit) !== 0;
+  return {
+    qr: set(FLAG_BITS.qr),
+    aa: set(FLAG_BITS.aa),
+    tc: set(FLAG_BITS.tc),
+    rd: set(FLAG_BITS.rd),
+    ra: set(FLAG_BITS.ra),
+  };
+}
+
+/** The header's second 16-bit word: flags, opcode and rcode. */
+function headerBits(h: DnsHeader): number {
+  const { qr, aa, tc, rd, ra } = h.flags;
+  const bit = (on: boolean, mask: number): number => (on ? mask : 0);
+  return (
+    ((h.opcode & 0xf) << 11) |
+    (h.rcode & 0xf) |
+    bit(qr, FLAG_BITS.qr) |
+    bit(aa, FLAG_BITS.aa) |
+    bit(tc, FLAG_BITS.tc) |
+    bit(rd, FLAG_BITS.rd) |
+    bit(ra, FLAG_BITS.ra)
+  );
 }
 
 /** A growing buffer with the offsets of the names written so far, for compression. */
@@ -403,16 +441,8 @@ function writeRecord(w: Writer, rr: ResourceRecord): void {
 
 export function encodeMessage(m: DnsMessage): Buffer {
   const w = new Writer();
-  w.u16(m.id);
-  w.u16(
-    (m.qr ? 0x8000 : 0) |
-      ((m.opcode & 0xf) << 11) |
-      (m.aa ? 0x0400 : 0) |
-      (m.tc ? 0x0200 : 0) |
-      (m.rd ? 0x0100 : 0) |
-      (m.ra ? 0x0080 : 0) |
-      (m.rcode & 0xf),
-  );
+  w.u16(m.header.id);
+  w.u16(headerBits(m.header));
   for (const n of [m.questions, m.answers, m.authority, m.additional]) w.u16(n.length);
   for (const q of m.questions) {
     w.name(q.name, true);

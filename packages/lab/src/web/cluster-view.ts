@@ -239,7 +239,7 @@ export class ClusterView {
   }
 
   private apply(ev: StoreEvent): void {
-    const kind = ev.resource.kind;
+    const kind = ev.resource.names.kind;
     if (!(VIEW_KINDS as readonly string[]).includes(kind)) return;
     const key = keyOf(kind, child(ev.object, 'metadata'));
     const s = ev.type === 'DELETED' ? undefined : summarize(kind, ev.object);

@@ -48,18 +48,6 @@ function portContext(policy: ServicePortPolicy, ctx: RenderContext) {
   const firewall = hasEndpoints ? policy.firewall : undefined;
   const loadBalancerTrafficChain = firewall !== undefined ? names.firewall : externalTrafficChain;
 
-  // Filter verdicts for frontends whose policy leaves no endpoint.
-  const filterVerdict = (
-    v: NoEndpointsVerdict | undefined,
-  ): { target: string; comment: string } | undefined =>
-    v === undefined
-      ? undefined
-      : v === 'reject'
-        ? { target: 'REJECT', comment: `${name} has no endpoints` }
-        : { target: 'DROP', comment: `${name} has no local endpoints` };
-  const internalFilter = filterVerdict(internal.noEndpoints);
-  const externalFilter = filterVerdict(external.noEndpoints);
-
   const protoMatch = ['-m', proto, '-p', proto];
   // Every ClusterIP, external IP and load-balancer IP rule matches the same way: one address and the port.
   const frontendMatch = (comment: string, ip: string): string[] => [
@@ -90,11 +78,20 @@ function portContext(policy: ServicePortPolicy, ctx: RenderContext) {
     externalTrafficChain,
     firewall,
     loadBalancerTrafficChain,
-    internalFilter,
-    externalFilter,
     protoMatch,
     frontendMatch,
   };
+}
+
+/** The filter verdict for frontends whose policy leaves no endpoint: none while there is one. */
+function filterVerdict(
+  name: string,
+  v: NoEndpointsVerdict | undefined,
+): { target: string; comment: string } | undefined {
+  if (v === undefined) return undefined;
+  return v === 'reject'
+    ? { target: 'REJECT', comment: `${name} has no endpoints` }
+    : { target: 'DROP', comment: `${name} has no local endpoints` };
 }
 
 /** Rules for one service port, from its policy. */
@@ -122,6 +119,7 @@ function frontendRules(p: PortContext): { filterRules: IptablesRule[]; natTopRul
     extras,
     sp,
     internal,
+    external,
     hasEndpoints,
     name,
     names,
@@ -129,11 +127,11 @@ function frontendRules(p: PortContext): { filterRules: IptablesRule[]; natTopRul
     externalTrafficChain,
     firewall,
     loadBalancerTrafficChain,
-    internalFilter,
-    externalFilter,
     protoMatch,
     frontendMatch,
   } = p;
+  const internalFilter = filterVerdict(name, internal.noEndpoints);
+  const externalFilter = filterVerdict(name, external.noEndpoints);
   const filterRules: IptablesRule[] = [];
   const natTopRules: IptablesRule[] = [];
   // ClusterIP.
