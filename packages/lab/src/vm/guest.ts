@@ -10,14 +10,17 @@ import { join } from 'node:path';
 import { hostCommandRunner } from 'kube-proxy-ts/netfilter/command.js';
 import { createNamespace } from '@kube-proxy-ts/netns/namespace.js';
 import { runChecked } from '@kube-proxy-ts/netns/exec.js';
+import { macForAddress } from '@kube-proxy-ts/netns/link.js';
 import { checkInterfaceName, checkNamespaceName } from '@kube-proxy-ts/netns/names.js';
 import { ControlChannel, type GuestCommandResult } from './channel.js';
+import { SpawnedProcess, type GuestProcess } from './process.js';
 import { QEMU_PIDFILE, sweepGuest, writeGuestRecord } from './cleanup.js';
 import { CONTROL_PORT_NAME } from './init-script.js';
 import { guestInitramfs } from './initramfs.js';
 import { DEFAULT_VM_CACHE_DIR, debianKernel } from './kernel.js';
 
 export type { GuestCommandResult } from './channel.js';
+export type { GuestExit, GuestOutputChunk, GuestProcess, GuestStream } from './process.js';
 
 /** The guest's one link: a virtio-net NIC on a tap in a network namespace (never the root namespace). */
 export interface GuestNetwork {
@@ -31,6 +34,13 @@ export interface GuestNetwork {
   readonly hostAddress?: string;
   /** The guest's default gateway (optional). */
   readonly gateway?: string;
+  /**
+   * A bridge in the namespace to make the tap a port of (the lab's underlay bridge): the guest is then one more
+   * host on that wire, beside the namespace nodes. Without it the tap is a point-to-point link to the namespace.
+   */
+  readonly bridge?: string;
+  /** eth0's MAC address (default: one derived from guestAddress, as the lab's namespaces derive theirs). */
+  readonly mac?: string;
 }
 
 export interface GuestOptions {
@@ -62,6 +72,11 @@ export interface GuestRunOptions {
   readonly timeoutMs?: number;
 }
 
+export interface GuestSpawnOptions extends Omit<GuestRunOptions, 'timeoutMs'> {
+  /** How much of each output the handle keeps for stdout(), stderr() and waitForOutput (default 1 Mi chars). */
+  readonly keepChars?: number;
+}
+
 export interface Guest {
   readonly stateDir: string;
   /** QEMU's pid. */
@@ -74,6 +89,12 @@ export interface Guest {
   readonly exited: Promise<void>;
   /** Runs `command` (a shell script, or argv) in the guest. */
   run(command: string | readonly string[], options?: GuestRunOptions): Promise<GuestCommandResult>;
+  /**
+   * Starts `command` (a shell script, or argv: exec'd, so the process is the command itself) in the guest, in a
+   * session of its own, and returns at once: its output follows as the guest reads it, `kill` signals it,
+   * `exited` says when it ended. For what keeps running (a pod server, the kube-proxy agent).
+   */
+  spawn(command: string | readonly string[], options?: GuestSpawnOptions): GuestProcess;
   /** QEMU's resident memory, in KiB (0 once it has exited). */
   rssKiB(): number;
   /** What the guest printed on its serial console so far. */
@@ -135,7 +156,8 @@ function qemuArgs(o: GuestOptions, kernel: { vmlinuz: string }, initrd: string):
   }
   if (o.network) {
     args.push('-netdev', `tap,id=net0,ifname=${o.network.tap},script=no,downscript=no`);
-    args.push('-device', 'virtio-net-pci,netdev=net0');
+    const mac = o.network.mac ?? macForAddress(o.network.guestAddress.split('/')[0] ?? '');
+    args.push('-device', `virtio-net-pci,netdev=net0,mac=${mac}`);
   }
   return args;
 }
@@ -148,6 +170,10 @@ async function plugNetwork(network: GuestNetwork): Promise<void> {
   const ip = (action: string, args: string[]): Promise<string> =>
     runChecked(hostCommandRunner, action, 'ip', ['-n', ns, ...args]);
   await ip(`add tap ${tap} in ${ns}`, ['tuntap', 'add', 'dev', tap, 'mode', 'tap']);
+  if (network.bridge) {
+    checkInterfaceName(network.bridge);
+    await ip(`plug ${tap} into ${network.bridge}`, ['link', 'set', tap, 'master', network.bridge]);
+  }
   if (network.hostAddress) await ip(`address ${tap}`, ['addr', 'add', network.hostAddress, 'dev', tap]);
   await ip(`bring ${tap} up`, ['link', 'set', tap, 'up']);
 }
@@ -261,6 +287,10 @@ function guestHandle(
       } finally {
         clearTimeout(timer);
       }
+    },
+    spawn(command, options = {}) {
+      const proc = new SpawnedProcess(channel, options.keepChars);
+      return proc.start(commandScript(command, options), options.stdin ?? '');
     },
     rssKiB() {
       try {

@@ -3,13 +3,21 @@
 // serves the control channel (a virtio-serial port named kpts.ctl) with a line protocol:
 //
 //   host → guest   RUN <id> <command, base64> [<stdin, base64>]   run `sh -c COMMAND` chrooted into the host's root
+//                  SPAWN <id> <command, base64> [<stdin, base64>] the same, its output streamed as it comes
+//                  SIGNAL <id> <NAME>                            send signal NAME to that command's process group
 //                  KILL <id>                                     kill that command's process group
 //                  POWEROFF                                      power off (also on end of file: the host is gone)
 //   guest → host   READY <uname -r>                              once, when commands can run
 //                  DONE <id> <status> <stdout bytes> <stderr bytes>, then stdout's and stderr's bytes as they are
+//                  STARTED <id> <pid>                            a SPAWN's process runs, as pid in the guest
+//                  OUT <id> <1|2> <bytes>, then that many bytes   a SPAWN's stdout (1) or stderr (2), as read
+//                  EXIT <id> <status>                            a SPAWN's process ended, after its last OUT
 //
 // Each command runs in the background, so several may run at once; one writer sends the answers whole, one after
-// another, so the bytes of one answer are never interleaved with another's (busybox has no flock).
+// another, so the bytes of one answer are never interleaved with another's (busybox has no flock). A SPAWN's
+// stdout and stderr are fifos, each read by a pump that blocks in `dd` until bytes come (no polling), sends what
+// one read returned, and ends at end of file; EXIT follows once the process has exited and both pumps ended (a
+// child that keeps the output open delays it: SIGNAL and KILL go to the whole process group).
 
 /** The virtio-serial port's name (QEMU `virtserialport,name=…`). */
 export const CONTROL_PORT_NAME = 'kpts.ctl';
@@ -95,6 +103,46 @@ run_one() {
   echo $d.answer >/run/kpts/answers
 }
 
+# One message for the writer: its text into a file, the file's name into the fifo.
+send() { echo "$2" >"$1"; echo "$1" >/run/kpts/answers; }
+
+# pump ID STREAM, stdin a fifo: each read (up to 64 KiB, whatever one read returns) goes out as one OUT message.
+pump() {
+  n=0
+  while :; do
+    f=/run/kpts/$1.$2.$n
+    dd bs=65536 count=1 of=$f.b 2>/dev/null
+    s=$(stat -c %s $f.b)
+    [ "$s" -gt 0 ] || { rm -f $f.b; return; }
+    { echo "OUT $1 $2 $s"; cat $f.b; } >$f
+    rm -f $f.b
+    echo $f >/run/kpts/answers
+    n=$((n + 1))
+  done
+}
+
+spawn_one() {
+  d=/run/kpts/$1
+  echo "$2" | base64 -d >$d.cmd
+  : >$d.in
+  [ -n "$3" ] && echo "$3" | base64 -d >$d.in
+  mkfifo $d.o1 $d.o2
+  pump $1 1 <$d.o1 &
+  p1=$!
+  pump $1 2 <$d.o2 &
+  p2=$!
+  setsid chroot $R /bin/sh -c "$(cat $d.cmd)" <$d.in >$d.o1 2>$d.o2 &
+  pid=$!
+  echo $pid >$d.pid
+  send $d.started "STARTED $1 $pid"
+  wait $pid
+  st=$?
+  rm -f $d.pid
+  wait $p1 $p2
+  rm -f $d.cmd $d.in $d.o1 $d.o2
+  send $d.exit "EXIT $1 $st"
+}
+
 exec 3<>"$port"
 # One writer sends whole answers, one after another; a name written to the fifo is one atomic write.
 mkfifo /run/kpts/answers
@@ -107,6 +155,8 @@ echo "READY $rel" >&3
 while read -r verb id cmd input <&3; do
   case "$verb" in
     RUN) run_one "$id" "$cmd" "$input" & ;;
+    SPAWN) spawn_one "$id" "$cmd" "$input" & ;;
+    SIGNAL) [ -f /run/kpts/$id.pid ] && kill -"$cmd" -- -$(cat /run/kpts/$id.pid) ;;
     KILL) [ -f /run/kpts/$id.pid ] && kill -KILL -- -$(cat /run/kpts/$id.pid) ;;
     POWEROFF) break ;;
   esac
