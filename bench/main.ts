@@ -14,7 +14,9 @@
 // KPTS_BENCH_IPTABLES_NFT_MAX: iptables-nft's largest size (1000). With both nftables layouts in the run, an SVG
 // plot of their full-sync and one-endpoint times against size is written (KPTS_BENCH_PLOT, default
 // bench-results/nftables-layouts.svg). KPTS_BENCH_MODES=datapath: packets through each rule set, bench/datapath.ts
-// (its own variables are there; in the default run at 100 and 1,000 Services).
+// (its own variables are there; in the default run at 100 and 1,000 Services). KPTS_BENCH_MODES=agent: the agent
+// process itself (the compiled CLI against an API server of the bench's, first sync, one-endpoint changes from the
+// API server's write to the kernel, restart), bench/agent-bench.ts (its variables are there).
 //
 // Accounting, the same for every mode (bench/measure.ts does it for all of them):
 // - What is timed is what a user waits for: from the moment the API objects are handed in (Services and
@@ -246,6 +248,8 @@ async function main(): Promise<void> {
   if (!modes || modes.includes('render')) await (await import('./render.js')).runRenderBench();
   // `datapath` too (packets through a node's rules, not syncs): bench/datapath.ts; KPTS_BENCH_MODES=datapath alone.
   if (!modes || modes.includes('datapath')) await (await import('./datapath.js')).runDatapathBench();
+  // `agent` too (the agent process as a node runs it): bench/agent-bench.ts; KPTS_BENCH_MODES=agent alone.
+  if (!modes || modes.includes('agent')) await (await import('./agent-bench.js')).runAgentBench();
 }
 
 const spec = process.env[CHILD_ENV];
