@@ -31,8 +31,9 @@
 // - Runs: the "full" row is the process's first sync (every Service handed in at once, empty tables, new
 //   backend), cold, one run: what a proxy's start costs. The "one-endpoint" row is REPEATS (9) changes of one
 //   endpoint of the middle Service, in every mode (each changed back by a sync that is checked, not reported).
-//   nftables also has a "restart" row: a new backend's first sync on the table the first sync wrote (it reads
-//   it all back and writes only what differs), floor = nft alone listing that table with its elements; its
+//   nftables also has a "restart" row: a new backend's first sync on the table the first sync wrote (it lists
+//   the table's objects, no element, and flushes and refills every set and map), floor = nft alone listing that
+//   table with its elements (what the restart no longer has to do); its
 //   peak RSS columns are the process's (the first backend is still in it), not the restart's own.
 //   Each column is the median of its per-run values (total is the median of per-run totals, not a sum of
 //   medians), so own + kernel need not add up to total exactly.

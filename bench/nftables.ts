@@ -91,6 +91,7 @@ function measuredExecutor(
     list: () => inner.list(),
     listElements: (kind, name) => inner.listElements(kind, name),
     useDeclarations: (d) => inner.useDeclarations(d),
+    writesElementsOf: (set) => inner.writesElementsOf(set),
     coldStartChunk: inner.coldStartChunk,
   };
   return {

@@ -143,11 +143,12 @@ describe('NftablesBackend', () => {
     fake.failOperation = undefined;
     const next = await cluster.sync(backend); // asked for partial, but the backend must do a full sync
     assert.equal(next.full, true, 'the result says the backend did a full sync');
-    // A full sync: the setup again, both service chains rewritten (add, flush, rule), and svc2's two elements
-    // (svc1's are in the table already); a partial one would have been svc2's 5 operations alone.
+    // A full sync: the setup again, both service chains rewritten (add, flush, rule), the seven shared containers
+    // flushed and refilled with both Services' elements (two each); a partial one would have been svc2's 5
+    // operations alone.
     assert.equal(
       next.operations,
-      setupOps(false) + 2 * 3 + 2,
+      setupOps(false) + 2 * 3 + 7 + 2 * 2,
       `expected a full sync, got ${next.operations}`,
     );
     assert.match(

@@ -1,8 +1,8 @@
 // The flat layout against the real `nft` in a network namespace the test makes, IPv4 and IPv6: every kind of
 // frontend (ClusterIP, NodePort, external IP, load-balancer VIP with source ranges), both traffic policies, ClientIP
 // affinity and TCP, UDP and SCTP, through a full sync, partial syncs that make new dispatch chains (nft reading the
-// maps back from the kernel), a restart that reads every element back and writes none, and a switch to the
-// upstream layout and back.
+// maps back from the kernel), a restart that reads no element and refills every container in one transaction,
+// and a switch to the upstream layout and back.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
@@ -58,15 +58,22 @@ describe('flat layout in a network namespace', suite.options, () => {
       // The kernel holds what the fake holds for the same transactions (every element read back as written).
       const fake = new FakeNft({ family: nftFamily, table: 'kube-proxy' });
       fake.load(renderFullSyncTransaction(cluster.checkout().snapshot, node, undefined, FLAT_LAYOUT));
-      for (const c of [...(await fake.list()).sets, ...(await fake.list()).maps]) {
-        const key = (e: { key: readonly string[]; value?: readonly string[] }): string =>
-          `${e.key.join(' . ')} : ${(e.value ?? []).join(' . ')}`;
-        const real = (await exec.listElements(c.kind, c.name)).map(key).sort();
+      const containers = [...(await fake.list()).sets, ...(await fake.list()).maps];
+      const key = (e: { key: readonly string[]; value?: readonly string[] }): string =>
+        `${e.key.join(' . ')} : ${(e.value ?? []).join(' . ')}`;
+      const readAll = async (): Promise<Record<string, string[]>> => {
+        const out: Record<string, string[]> = {};
+        for (const c of containers) out[c.name] = (await exec.listElements(c.kind, c.name)).map(key).sort();
+        return out;
+      };
+      for (const c of containers) {
         const expected = (await fake.listElements(c.kind, c.name)).map(key).sort();
-        assert.deepEqual(real, expected, c.name);
+        assert.deepEqual((await readAll())[c.name], expected, c.name);
       }
 
-      // A restart reads it all back and writes no element but the nodeport-ips one the setup always rewrites.
+      // A restart reads no element back: one nft run flushes every container and writes it anew, and the kernel
+      // then holds exactly what it held before.
+      const before = await readAll();
       const restarted = new NftablesBackend({ node, commands, clock, layout: FLAT_LAYOUT });
       written.length = 0;
       const again = await restarted.sync(cluster.checkout().snapshot, {
@@ -74,11 +81,14 @@ describe('flat layout in a network namespace', suite.options, () => {
         changedServices: new Set(),
       });
       assert.equal(again.full, true);
-      const elementLines = written
-        .join('')
+      assert.equal(written.length, 1, 'one transaction');
+      const flushed = (written[0] ?? '')
         .split('\n')
-        .filter((l) => / element /.test(l) && !/ nodeport-ips /.test(l));
-      assert.deepEqual(elementLines, [], 'every element read back equal to what is wanted');
+        .filter((l) => /^flush (set|map) /.test(l))
+        .map((l) => l.split(' ').pop())
+        .filter((name) => name !== 'nodeport-ips');
+      assert.deepEqual(flushed.sort(), FLAT_LAYOUT.elementContainers.map((c) => c.name).sort());
+      assert.deepEqual(await readAll(), before, 'the refilled table holds what it held');
 
       // Switch to upstream's layout and back: each time the other layout's objects are gone.
       const upstream = new NftablesBackend({ node, commands, clock, layout: UPSTREAM_LAYOUT });

@@ -1,6 +1,7 @@
 // The steps both sides of flat-in-process.test.ts take, each with its own executor and namespace: a cold start,
 // partial syncs that move the web Service 3 → 5 → 2 endpoints (new dispatch chains, slots moved into holes), a
-// restart that reads the table back and converges, then a Service losing its endpoints and a new dispatch chain. After each step the side
+// restart that refills the live table (the in-process side: objects through libnftables, then every element in
+// one netlink transaction), then a Service losing its endpoints and a new dispatch chain. After each step the side
 // records `nft list table` of its namespace (run inside it), so the two can be compared line for line.
 import { NftablesBackend } from '../../../packages/agent/src/backends/nftables/backend.js';
 import { FLAT_LAYOUT } from '../../../packages/agent/src/backends/nftables/flat/layout.js';

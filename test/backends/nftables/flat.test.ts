@@ -1,5 +1,6 @@
 // The flat layout against the FakeNft: what one change costs in operations, how slots stay dense, that a restart
-// or an hourly resync writes no element it does not need to, and that switching layout leaves none of the other
+// or an hourly resync flushes and refills the table atomically (one transaction, or with an executor that writes
+// elements itself three that each serve every Service), and that switching layout leaves none of the other
 // layout's objects.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -132,29 +133,133 @@ describe('flat layout: one-endpoint changes at 1,000 Services', () => {
     assert.equal((await cluster.sync(backend)).operations, 0, 'no change, no operation');
   });
 
-  test('a restart (a new backend on the same table) and a forced full sync write no element', async () => {
+  test('a restart (a new backend on the same table) and a forced full sync refill every container in one transaction', async () => {
     const { fake, backend, cluster } = await thousand();
     const before = fake.dump();
-    const elementOps = (): number =>
-      (fake.lastTransaction?.operations ?? []).filter((op) => op.object.kind === 'element').length;
-    // nodeport-ips is rewritten by the fixed setup (flush + its one element), as upstream's layout does.
-    const r = await cluster.sync(backend, true);
-    assert.equal(r.full, true);
-    assert.equal(elementOps(), 1);
-    const restarted = backendOn(fake);
-    await cluster.sync(restarted, true);
-    assert.equal(elementOps(), 1);
-    assert.equal(fake.dump(), before);
+    const elements = countElements(before);
+    for (const sync of [() => cluster.sync(backend, true), () => cluster.sync(backendOn(fake), true)]) {
+      const n = fake.transactions.length;
+      const r = await sync();
+      assert.equal(r.full, true);
+      assert.equal(fake.transactions.length, n + 1, 'one transaction');
+      const ops = fake.lastTransaction?.operations ?? [];
+      // Every container (and nodeport-ips, which the fixed setup always rewrites) is flushed and refilled.
+      assert.deepEqual(
+        flushedContainers(ops).sort(),
+        [...FLAT_LAYOUT.elementContainers.map((c) => c.name), 'nodeport-ips'].sort(),
+      );
+      assert.equal(ops.filter((op) => op.object.kind === 'element').length, elements);
+      assert.equal(fake.dump(), before);
+    }
+    // The planner's ledger is what was written: a change after the refill is the same delta as before it.
+    cluster.upsertSlice(slice(7, [podIP(1, 7), '10.9.9.9']));
+    assert.equal((await cluster.sync(backend)).operations, 2);
   });
 });
 
+/** The sets and maps that `ops` flush, in order. */
+function flushedContainers(ops: readonly NftOperation[]): string[] {
+  return ops.flatMap((op) =>
+    op.verb === 'flush' && (op.object.kind === 'set' || op.object.kind === 'map') ? [op.object.name] : [],
+  );
+}
+
+/** The elements of a FakeNft dump (one `add element` line each). */
+function countElements(dump: string): number {
+  return dump.split('\n').filter((l) => l.startsWith('add element')).length;
+}
+
+/** Chains an element's verdict points at (`goto X` / `jump X`) that are missing or hold no rule. */
+function emptyTargets(fake: FakeNft): string[] {
+  const out = new Set<string>();
+  for (const l of fake.dump().split('\n')) {
+    if (!l.startsWith('add element')) continue;
+    for (const m of l.matchAll(/(?:goto|jump) (\S+)/g)) {
+      const chain = m[1] as string;
+      if (!fake.hasChain(chain) || fake.rules(chain).length === 0) out.add(chain);
+    }
+  }
+  return [...out].sort();
+}
+
+describe('flat layout: a refill with its elements apart', () => {
+  test('an executor that writes elements itself: objects, then one element-only refill, then stale chains', async () => {
+    const { fake, cluster } = await thousand();
+    // While no agent ran: svc500, the only Service with three endpoints, lost one, so dispatch-tcp-3 is stale.
+    cluster.upsertSlice(slice(500, [podIP(1, 500), podIP(2, 500)]));
+    const seen: { ops: readonly NftOperation[]; emptyTargets: string[] }[] = [];
+    const executor: NftExecutor = {
+      ref: fake.ref,
+      list: () => fake.list(),
+      listElements: () => Promise.reject(new Error('a refill reads no element')),
+      run: async (tx) => {
+        const stats = await fake.run(tx);
+        seen.push({ ops: tx.operations, emptyTargets: emptyTargets(fake) });
+        return stats;
+      },
+      // As the netlink executor: every declared set but firewall-allow, an interval set, which stays with nft.
+      writesElementsOf: (set) => set !== 'firewall-allow',
+    };
+    const clock = new FakeClock(0);
+    const restarted = new NftablesBackend({
+      node,
+      commands: NO_COMMANDS,
+      clock,
+      executor,
+      layout: FLAT_LAYOUT,
+    });
+    const r = await cluster.sync(restarted, true);
+    assert.equal(r.full, true);
+    assert.equal(seen.length, 3, 'objects, elements, stale chains');
+    const [objects, elements, stale] = seen as [(typeof seen)[0], (typeof seen)[0], (typeof seen)[0]];
+    const direct = FLAT_LAYOUT.elementContainers.map((c) => c.name).filter((n) => n !== 'firewall-allow');
+    const containers = new Set(direct);
+    // 1: no element or flush of a container the executor writes (nodeport-ips is the setup's own, firewall-allow
+    // goes with nft), no chain flushed that is not written again in the same transaction.
+    assert.deepEqual(flushedContainers(objects.ops), ['nodeport-ips', 'firewall-allow']);
+    for (const op of objects.ops) {
+      const o = op.object;
+      assert.ok(!(o.kind === 'element' && containers.has(o.set)), `objects: ${lines([op]).join()}`);
+      assert.ok(!((o.kind === 'set' || o.kind === 'map') && containers.has(o.name)) || op.verb === 'add');
+    }
+    assert.ok(
+      !objects.ops.some(
+        (op) => op.verb === 'flush' && op.object.kind === 'chain' && op.object.name === 'dispatch-tcp-3',
+      ),
+      'the stale chain is not flushed while elements point at it',
+    );
+    // 2: element-only, of the containers the executor writes: each flushed, then every element.
+    assert.ok(elements.ops.every((op) => op.object.kind === 'element' || op.verb === 'flush'));
+    assert.deepEqual(flushedContainers(elements.ops), direct);
+    assert.ok(elements.ops.every((op) => op.object.kind !== 'element' || containers.has(op.object.set)));
+    // 3: the stale chain, emptied only once no element points at it.
+    assert.deepEqual(lines(stale.ops), ['flush chain']);
+    assert.deepEqual(restarted.staleChains, ['dispatch-tcp-3']);
+    // After every transaction, every verdict of every element leads to a chain with its rule.
+    for (const s of seen) assert.deepEqual(s.emptyTargets, []);
+
+    // A second later the stale chain goes, and the table is a fresh node's.
+    clock.advance(1000);
+    await cluster.sync(restarted);
+    assert.equal(fake.hasChain('dispatch-tcp-3'), false);
+    assert.equal(fake.dump(), await coldStartDump(cluster));
+  });
+});
+
+/** What a fresh node's table is for the cluster's current state (a cold start on a new FakeNft). */
+async function coldStartDump(cluster: ModelCluster): Promise<string> {
+  const fresh = new FakeNft();
+  const { snapshot } = cluster.checkout();
+  await backendOn(fresh).sync(snapshot, { full: true, changedServices: new Set() });
+  return fresh.dump();
+}
+
 describe('flat layout: what the planner believes the kernel holds', () => {
-  test('after a run of partial syncs, a forced full sync and a restart find every element right', async () => {
+  test('after a run of partial syncs, and after a refill, the table is what a fresh node would write', async () => {
     const { fake, backend, cluster } = await thousand();
-    const elementOps = (): number =>
-      (fake.lastTransaction?.operations ?? []).filter((op) => op.object.kind === 'element').length;
     // Each change is one partial sync; FakeNft refuses a delete of a missing element and a re-add with another
-    // value, so a wrong belief about the kernel fails here, and a missed write shows in the full sync below.
+    // value, so a wrong belief about the kernel fails here, and a missed or extra write shows against a fresh
+    // node's table below.
     const changes: (() => void)[] = [
       () => cluster.upsertSlice(slice(3, [podIP(1, 3)])),
       () => cluster.upsertSlice(slice(3, [podIP(1, 3), podIP(2, 3), '10.9.9.1'])),
@@ -168,18 +273,21 @@ describe('flat layout: what the planner believes the kernel holds', () => {
         cluster.upsertSlice(slice(8, ['10.9.9.3', podIP(1, 8)]));
       },
     ];
-    for (const change of changes) {
-      change();
-      const r = await cluster.sync(backend);
-      assert.equal(r.full, false);
-    }
-    await cluster.sync(backend, true);
-    // nodeport-ips is rewritten by the fixed setup (flush + its one element).
-    assert.equal(elementOps(), 1, 'the forced full sync found an element the partial syncs left wrong');
+    const run = async (): Promise<void> => {
+      for (const change of changes) {
+        change();
+        const r = await cluster.sync(backend);
+        assert.equal(r.full, false);
+      }
+    };
+    await run();
     const dump = fake.dump();
-    await cluster.sync(backendOn(fake), true);
-    assert.equal(elementOps(), 1);
-    assert.equal(fake.dump(), dump);
+    assert.equal(dump, await coldStartDump(cluster), 'the partial syncs left the table unlike a fresh one');
+    await cluster.sync(backend, true);
+    assert.equal(fake.dump(), dump, 'a forced full sync changed the table');
+    // The same changes again after the refill: the ledger the refill left must be the table it wrote.
+    await run();
+    assert.equal(fake.dump(), await coldStartDump(cluster), 'after the refill, partial syncs went wrong');
     assert.equal((await cluster.sync(backend)).operations, 0, 'no change, no operation');
   });
 });

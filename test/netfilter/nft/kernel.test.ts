@@ -74,6 +74,38 @@ describe('nft in a network namespace', suite.options, () => {
     }
   });
 
+  test("listObjects() is list() without rules, this table's only, and NotFound without the table", async () => {
+    const v = loadVector('nft-v2-TestOverallNFTablesRules');
+    const cluster = new ModelCluster('IPv4', v.proxierConfig.nodeName);
+    for (const s of v.services ?? []) cluster.upsertService(s);
+    for (const s of v.endpointSlices ?? []) cluster.upsertSlice(s);
+    const text = renderFullSyncTransaction(
+      cluster.checkout().snapshot,
+      nodeConfigFromVector(v.proxierConfig),
+    );
+    const exec = new NftCommandExecutor(ref, commands);
+    await resetTable(exec, false);
+    await assert.rejects(exec.listObjects(), (e) => e instanceof NftError && e.code === 'NotFound');
+    await exec.run(txFromText(text));
+    // Another table of the same family, with objects of the same names, is not ours.
+    const other = new NftCommandExecutor({ family: 'ip', table: 'kube-proxy-other' }, commands);
+    await other.run(
+      new NftTransaction()
+        .add('add', { kind: 'table' })
+        .add('add', { kind: 'chain', name: 'services' })
+        .add('add', { kind: 'chain', name: 'not-ours' })
+        .add('add', { kind: 'set', name: 'not-ours-either', type: 'ipv4_addr' }),
+    );
+    try {
+      const objects = await exec.listObjects();
+      const listing = await exec.list();
+      assert.ok(listing.rules.length > 0);
+      assert.deepEqual(objects, { ...listing, rules: [] });
+    } finally {
+      await other.run(new NftTransaction().add('delete', { kind: 'table' }));
+    }
+  });
+
   test('one listing with elements reads what list() and listElements() read', async () => {
     const v = loadVector('nft-v2-TestOverallNFTablesRules');
     const cluster = new ModelCluster('IPv4', v.proxierConfig.nodeName);
@@ -270,7 +302,7 @@ describe('nft in a network namespace', suite.options, () => {
     }
     assert.equal((await cluster.sync(backend)).operations, 6);
 
-    // A new process: full sync, reading the table back; elements already right are not touched.
+    // A new process: full sync on the live table, reading no element: its seven containers flushed and refilled.
     const restarted = new NftablesBackend({ node, commands, clock });
     const again = await restarted.sync(cluster.checkout().snapshot, {
       full: true,
@@ -279,7 +311,8 @@ describe('nft in a network namespace', suite.options, () => {
     const exec = new NftCommandExecutor(ref, commands);
     const hairpin = await exec.listElements('set', 'hairpin-connections');
     assert.equal(hairpin.length, 3);
-    // Setup (8 base chains × 4 on a first sync, …) plus 3 service chains × 3; no element operations.
-    assert.equal(again.operations, 1 + 8 + 32 + 14 + 22 + 2 + 9);
+    // Setup (8 base chains × 4 on a first sync, …) plus 3 service chains × 3, the 7 flushes, and every element
+    // again: cluster-ips, service-ips and hairpin for each of the 3 Services.
+    assert.equal(again.operations, 1 + 8 + 32 + 14 + 22 + 2 + 9 + 7 + 3 * 3);
   });
 });

@@ -1,13 +1,16 @@
 // nftables mode: a ProxyBackend that keeps table `ip kube-proxy` (or `ip6 kube-proxy`) equal to what the
-// snapshot asks for. The first sync (and any sync after a failure) is a full one that reads the table back first,
-// so a restarted proxy converges without flushing live rules; later syncs are partial. The ruleset's layout
-// (upstream's, or flat/) is a constructor argument; everything here is the same for both.
+// snapshot asks for. The first sync (and any sync after a failure, and the proxier's periodic resync) is a full
+// one; later syncs are partial. A full sync on a live table of our own layout lists the table's objects (not one
+// element: the kernel's dump of a million-element map is quadratic) and, as upstream's proxier does, flushes every
+// set, map and chain it owns and writes them anew in one atomic transaction, so the old rules serve until the
+// kernel commits the new ones. The ruleset's layout (upstream's, or flat/) is a constructor argument; everything
+// here is the same for both.
 import type { CommandRunner } from '../../netfilter/command.js';
 import { NftError, isNotFound } from '../../netfilter/nft/errors.js';
 import type { NftExecutor, NftListing, NftRunStats } from '../../netfilter/nft/executor.js';
 import { NftCommandExecutor } from '../../netfilter/nft/executor.js';
 import type { NftExecutors } from '../../netfilter/nft/choose-executor.js';
-import type { NftElement, NftOperation } from '../../netfilter/nft/objects.js';
+import type { NftOperation } from '../../netfilter/nft/objects.js';
 import { serializeTransaction } from '../../netfilter/nft/serialize.js';
 import { NftTransaction } from '../../netfilter/nft/transaction.js';
 import type { FeatureGates } from '../../model/feature-gates.js';
@@ -31,7 +34,7 @@ import { TABLE_NAME } from './naming.js';
 import type { LayoutPlanner, NftablesLayout } from './layout.js';
 import { emptyKernel } from './layout.js';
 import type { KernelView, Plan } from './planner.js';
-import { planOperations, planSize } from './planner.js';
+import { planOperations, planSize, refill } from './planner.js';
 import { UPSTREAM_LAYOUT } from './upstream-layout.js';
 import { errorMessage } from '../../util/error-message.js';
 
@@ -103,6 +106,41 @@ function* chunkedTransactions(plan: Plan, chunk: number, replaceTable: boolean):
     if (tx.size > 0) yield tx;
     tx = new NftTransaction();
   }
+}
+
+/**
+ * A full sync on a live table with its elements apart (NftablesLayout.refillApart), as three transactions, each
+ * made once the one before it was applied: (1) the table's objects: setup, shared and service chains rewritten
+ * (add, flush, rules), and the refill of the few containers the executor does not write itself (`direct` false:
+ * interval sets); (2) every other container flushed and refilled, one element-only transaction, which the
+ * executor writes as one kernel transaction; (3) the stale chains flushed and unused affinity sets deleted. No
+ * state in between drops a Service's traffic: after (1) the old elements still point at chains that exist (a chain
+ * the new state uses was rewritten in place, one it does not was left alone), (2) swaps those elements at once for
+ * elements whose chains (1) made, and only (3) empties what nothing points at. (What (1) refills ahead is the flat
+ * layout's firewall-allow, the admitted sources of load-balancer source ranges: only a Service whose ranges
+ * changed while no agent ran sees its new ranges a moment before its new frontend entries.)
+ */
+function* refillTransactions(plan: Plan, direct: (set: string) => boolean): Generator<NftTransaction> {
+  const objects = new NftTransaction();
+  for (const op of plan.setupOps) objects.add(op.verb, op.object);
+  objects.addValidated(plan.ops);
+  const isDirect = (op: NftOperation): boolean =>
+    direct(op.object.kind === 'element' ? op.object.set : containerOf(op));
+  if (plan.deferredOps) {
+    for (const op of plan.deferredOps.make()) if (!isDirect(op)) objects.addValidated([op]);
+  }
+  yield objects;
+  if (plan.deferredOps) {
+    const elements = new NftTransaction();
+    for (const op of plan.deferredOps.make()) if (isDirect(op)) elements.addValidated([op]);
+    yield elements;
+  }
+  if (plan.tailOps && plan.tailOps.length > 0) yield new NftTransaction().addValidated(plan.tailOps);
+}
+
+/** The set or map an element part's operation is about (its flush), '' for anything else. */
+function containerOf(op: NftOperation): string {
+  return op.object.kind === 'set' || op.object.kind === 'map' ? op.object.name : '';
 }
 
 export class NftablesBackend implements ProxyBackend {
@@ -192,8 +230,8 @@ export class NftablesBackend implements ProxyBackend {
     let plan: Plan;
     let kernelState: KernelState = 'present';
     if (full) {
-      // nft lists the table while we render: rendering needs nothing from the kernel, only the diff does. Only
-      // the time spent waiting for the listing after rendering counts as nft's.
+      // The table's objects are listed while we render: rendering needs nothing from the kernel, only the plan's
+      // stale chains do. Only the time spent waiting for the listing after rendering counts as nft's.
       const reading = this.#readKernel();
       const rendered = this.#planner.renderFull(snapshot);
       const t0 = performance.now();
@@ -215,18 +253,8 @@ export class NftablesBackend implements ProxyBackend {
       });
     }
     const replaceTable = kernelState === 'foreign';
-    const layoutChunk = this.#layout.coldStartChunk;
-    const chunk =
-      layoutChunk === undefined
-        ? undefined
-        : Math.min(layoutChunk, this.#executor.coldStartChunk ?? layoutChunk);
     const size = planSize(plan);
-    // Only a table that did not exist is filled in pieces: nothing depends on it yet. Replacing the other
-    // layout's table stays one transaction, so no new connection meets a half-written table.
-    const chunked = kernelState === 'absent' && chunk !== undefined && size > chunk;
-    const txs: Iterable<NftTransaction> = chunked
-      ? chunkedTransactions(plan, chunk, replaceTable)
-      : [newTransaction(plan, replaceTable)];
+    const txs = this.#transactions(plan, full, kernelState, size);
     // Setup operations are validated as they are added, and an invalid one is dropped (the sticky error).
     const operations = size + plan.setupOps.length + (replaceTable ? 1 : 0);
     let transactions = 0;
@@ -285,51 +313,52 @@ export class NftablesBackend implements ProxyBackend {
     };
   }
 
-  /** The table as it is now: listing plus the elements of every diffed set and map. */
+  /** The transactions that apply `plan` (their number and kind by the table's state, the layout and executor). */
+  #transactions(plan: Plan, full: boolean, kernelState: KernelState, size: number): Iterable<NftTransaction> {
+    const replaceTable = kernelState === 'foreign';
+    const layoutChunk = this.#layout.coldStartChunk;
+    const chunk =
+      layoutChunk === undefined
+        ? undefined
+        : Math.min(layoutChunk, this.#executor.coldStartChunk ?? layoutChunk);
+    // Only a table that did not exist is filled in pieces: nothing depends on it yet. Replacing the other
+    // layout's table stays one transaction, so no new connection meets a half-written table; refilling our own is
+    // one, or (refillTransactions) three that each keep every Service served.
+    if (kernelState === 'absent' && chunk !== undefined && size > chunk)
+      return chunkedTransactions(plan, chunk, replaceTable);
+    if (!full || kernelState !== 'present') return [newTransaction(plan, replaceTable)];
+    const direct = this.#executor.writesElementsOf?.bind(this.#executor);
+    const apart = this.#layout.refillApart === true && direct !== undefined;
+    this.#logger.info(
+      'full sync on the live nftables table: flushing and refilling its sets, maps and chains',
+      {
+        layout: this.#layout.name,
+        operations: size + plan.setupOps.length,
+        elementsApart: apart,
+      },
+    );
+    return apart && direct ? refillTransactions(plan, direct) : [newTransaction(plan)];
+  }
+
+  /**
+   * The table's own objects (chains, to find the stale ones; sets; maps, to tell the other layout's table), and
+   * not one element: a full sync on a live table flushes and refills every container (refill()).
+   */
   async #readKernel(): Promise<{ view: KernelView; state: KernelState }> {
     const containers = this.#layout.elementContainers;
-    if (this.#executor.listWithElements) {
-      // One nft run for everything: nft fetches every element of the table for any listing of it, so listing
-      // the table and then each container made it fetch them all once per run (at 100,000 flat Services, over a
-      // minute each). Any trouble falls back to the separate reads below and their per-container handling.
-      try {
-        const { listing, elements: listed } = await this.#executor.listWithElements();
-        if (this.#layout.isForeign(listing)) return { view: emptyKernel(containers), state: 'foreign' };
-        const elements = new Map<string, readonly NftElement[]>();
-        for (const c of containers) elements.set(c.name, listed.get(c.name) ?? []);
-        return { view: { listing, elements }, state: 'present' };
-      } catch (e) {
-        if (isNotFound(e)) return { view: emptyKernel(containers), state: 'absent' };
-        this.#logger.warn('could not read the nftables table in one listing; reading it piece by piece', {
-          error: String(e),
-        });
-      }
-    }
-    let listing: NftListing | undefined;
+    let listing: NftListing;
     try {
-      listing = await this.#executor.list();
+      listing = await (this.#executor.listObjects?.() ?? this.#executor.list());
     } catch (e) {
       // A fresh node: nothing to converge from.
       if (isNotFound(e)) return { view: emptyKernel(containers), state: 'absent' };
-      this.#logger.warn('could not list the nftables table; its sets will be flushed', { error: String(e) });
-      return { view: { listing: undefined, elements: new Map() }, state: 'present' };
+      this.#logger.warn('could not list the nftables table; refilling it without knowing its stale chains', {
+        error: String(e),
+      });
+      return { view: refill(undefined), state: 'present' };
     }
     if (this.#layout.isForeign(listing)) return { view: emptyKernel(containers), state: 'foreign' };
-    const present = new Set([...listing.sets, ...listing.maps].map((s) => s.name));
-    const elements = new Map<string, readonly NftElement[]>();
-    for (const c of containers) {
-      if (!present.has(c.name)) {
-        elements.set(c.name, []);
-        continue;
-      }
-      try {
-        elements.set(c.name, await this.#executor.listElements(c.kind, c.name));
-      } catch (e) {
-        if (isNotFound(e)) elements.set(c.name, []);
-        else this.#logger.warn('could not list elements; flushing', { set: c.name, error: String(e) });
-      }
-    }
-    return { view: { listing, elements }, state: 'present' };
+    return { view: refill(listing), state: 'present' };
   }
 }
 

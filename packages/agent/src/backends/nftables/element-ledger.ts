@@ -67,20 +67,27 @@ function elementObject(set: string, key: string, value?: string, comment?: strin
 }
 
 /**
- * An element of the stream of adds a full sync makes (a cold start: over a million). Instances of a class, not
- * literals: V8 watches which literals' objects survive and may allocate all of a literal's objects straight into
- * the old generation, and it did so for these, which live only until their piece of the cold start is written
- * (≈ 230 MiB of old-generation garbage at 100,000 Services). Key and value are arrays made when read: the writer
- * reads them once.
+ * An operation of the stream of element operations a full sync makes (a cold start, a live table's refill: over a
+ * million), which is its own element (`object` is the operation itself): one object per element, not an operation
+ * and an element (measured on the 100,000-Service refill, whose million operations live until the kernel
+ * answered, the garbage collector's largest share). Instances of a class, not literals: V8 watches which literals'
+ * objects survive and may allocate all of a literal's objects straight into the old generation, and it did so for
+ * these, which at a cold start live only until their piece is written (≈ 230 MiB of old-generation garbage at
+ * 100,000 Services). Key and value are arrays made when read: the writer reads them once.
  */
-class StreamedElement implements NftElement {
+class StreamedElementOperation implements NftOperation, NftElement {
   readonly kind = 'element' as const;
   constructor(
+    readonly verb: NftVerb,
     readonly set: string,
     readonly keyText: string,
     readonly valueText: string | undefined,
     readonly comment: string | undefined,
   ) {}
+
+  get object(): NftElement {
+    return this;
+  }
 
   get key(): readonly string[] {
     return [this.keyText];
@@ -89,13 +96,6 @@ class StreamedElement implements NftElement {
   get value(): readonly string[] | undefined {
     return this.valueText === undefined ? undefined : [this.valueText];
   }
-}
-
-class StreamedOperation implements NftOperation {
-  constructor(
-    readonly verb: NftVerb,
-    readonly object: NftElement,
-  ) {}
 }
 
 export class ElementLedger {
@@ -258,13 +258,9 @@ export class ElementLedger {
         const d = desired.values.get(key) as string;
         const k = this.#kernelValue(setName, key);
         if (k === d) continue;
-        if (k !== undefined)
-          yield new StreamedOperation('delete', new StreamedElement(setName, key, undefined, undefined));
+        if (k !== undefined) yield new StreamedElementOperation('delete', setName, key, undefined, undefined);
         const value = d === '' ? undefined : d;
-        yield new StreamedOperation(
-          'add',
-          new StreamedElement(setName, key, value, desired.comments.get(key)),
-        );
+        yield new StreamedElementOperation('add', setName, key, value, desired.comments.get(key));
       }
     }
   }

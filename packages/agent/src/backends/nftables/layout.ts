@@ -1,4 +1,4 @@
-// What a ruleset layout gives NftablesBackend: which shared containers to read back, how to tell a table written
+// What a ruleset layout gives NftablesBackend: which shared containers it fills, how to tell a table written
 // by the other layout, and a planner of its own objects. The backend (syncs, failures, reading the kernel,
 // stale-chain cleanup) is the same for every layout; choosing one is this constructor argument.
 import type { NftablesLayoutName } from '../../config/nftables-layout.js';
@@ -25,7 +25,7 @@ export interface LayoutPlanner {
 
 export interface NftablesLayout {
   readonly name: NftablesLayoutName;
-  /** The sets and maps whose elements a full sync reads back and diffs. */
+  /** The sets and maps whose elements the planner keeps; a full sync on a live table flushes and refills them. */
   readonly elementContainers: readonly ElementContainer[];
   /** Whether a table read back holds the other layout's objects (it is then replaced, in the same transaction). */
   isForeign(listing: NftListing): boolean;
@@ -33,6 +33,16 @@ export interface NftablesLayout {
   declarations(node: NodeNetworkConfig): readonly (NftSet | NftMap)[];
   /** At most this many operations per transaction when filling a table that did not exist; undefined: one. */
   readonly coldStartChunk?: number;
+  /**
+   * A full sync on a live table flushes and refills every container. When the executor writes element-only
+   * transactions straight to the kernel (NftExecutor.writesElements), a layout whose table is nearly all elements
+   * (flat: a million at 100,000 Services, each costing nft far more than netlink) says true here: the table's
+   * objects are then rewritten in one transaction and the flush and refill of every container applied as the next
+   * (one kernel transaction, however many elements), then the stale chains are flushed. Each is atomic, and each
+   * state in between serves every Service (backend.ts says why). Otherwise (upstream's layout, or nft's executor)
+   * it is all one transaction, as upstream's proxier does it.
+   */
+  readonly refillApart?: boolean;
   createPlanner(
     node: NodeNetworkConfig,
     nodePortIPs: () => readonly string[],

@@ -4,7 +4,7 @@
 // what the kernel holds, so a partial sync costs O(changed services): it re-renders only those, diffs only the
 // element keys they touched, and keeps running totals instead of recounting. Kernel-side memory changes only in
 // commit(), after nft succeeded; after a failure the owner discards the planner's view by doing a full sync (which
-// reads the kernel back).
+// flushes and refills every container of a live table, so it needs no view of the kernel's elements).
 import { changedPorts } from './changed-ports.js';
 import { ElementLedger, KernelUpdates, elementKey, elementValue } from './element-ledger.js';
 import type { ElementContainer, LayoutPlanner } from './layout.js';
@@ -23,8 +23,17 @@ export const STALE_CHAIN_DELAY_MS = 1000;
 /** What the kernel held when a full sync started; `undefined` parts could not be read (they are flushed). */
 export interface KernelView {
   readonly listing: NftListing | undefined;
-  /** container name → elements; a container absent from the map could not be read. */
+  /**
+   * container name → elements. A container absent from the map was not read: it is flushed and refilled, in
+   * the transaction that writes its elements. A full sync on a live table reads no elements at all (refill()):
+   * the kernel's dump of a million-element map is quadratic (docs/nftables-layouts.md).
+   */
   readonly elements: ReadonlyMap<string, readonly NftElement[]>;
+}
+
+/** A live table's view for a full sync that flushes and refills every container: its objects, no element. */
+export function refill(listing: NftListing | undefined): KernelView {
+  return { listing, elements: new Map() };
 }
 
 export type RenderOutcome<R> =
@@ -66,8 +75,9 @@ export interface Plan {
   readonly setupOps: readonly NftOperation[];
   readonly ops: readonly NftOperation[];
   /**
-   * Written after `ops`, then `tailOps`: a full sync's element adds, made as they are written, so that a cold
-   * start's million operations never all exist at once (they were most of its peak memory).
+   * Written after `ops`, then `tailOps`: a full sync's element part (the flushes of the containers it did not
+   * read, then its element adds), made as it is written, so that a cold start's million operations never all
+   * exist at once (they were most of its peak memory).
    */
   readonly deferredOps?: DeferredOps;
   readonly tailOps?: readonly NftOperation[];
@@ -271,12 +281,12 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
     return { plan: (kernel, now, firstSync) => this.#diffFull(kernel, now, firstSync, rendering) };
   }
 
-  /** What the kernel holds of each container, as text; one it could not read is flushed and counts as empty. */
-  #heldElements(kernel: KernelView, ops: NftOperation[]): Map<string, Map<string, string>> {
+  /** What the kernel holds of each container, as text; one not read is flushed (`flushes`) and counts as empty. */
+  #heldElements(kernel: KernelView, flushes: NftOperation[]): Map<string, Map<string, string>> {
     const held = new Map<string, Map<string, string>>();
     for (const c of this.#layout.containers) {
       const listed = kernel.elements.get(c.name);
-      if (listed === undefined) ops.push({ verb: 'flush', object: { kind: c.kind, name: c.name } });
+      if (listed === undefined) flushes.push({ verb: 'flush', object: { kind: c.kind, name: c.name } });
       const elements = new Map<string, string>();
       for (const e of listed ?? []) elements.set(elementKey(e), elementValue(e));
       held.set(c.name, elements);
@@ -287,20 +297,31 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
   #diffFull(kernel: KernelView, now: number, firstSync: boolean, rendering: Rendering): Plan {
     const setupOps = this.#layout.setup(firstSync, this.#nodePortIPs());
     const ops: NftOperation[] = [];
-    this.#ledger.setKernel(this.#heldElements(kernel, ops));
+    const flushes: NftOperation[] = [];
+    this.#ledger.setKernel(this.#heldElements(kernel, flushes));
     const listedChains = (kernel.listing?.chains ?? []).map((c) => c.name);
     const kernelChains = new Set(listedChains.filter(isServiceChain));
     const kernelShared = listedChains.filter((n) => this.#layout.isSharedChain(n));
     const kernelAffinitySets = (kernel.listing?.sets ?? []).map((s) => s.name).filter(isAffinitySet);
+    const inUse = [...this.#sharedUsers.keys()];
 
-    const shared = this.#sharedChainOps(this.#sharedUsers.keys(), ops);
+    this.#sharedChainOps(inUse, ops);
     for (const op of rendering.chainOps) ops.push(op);
-    // The element adds (at a cold start, over a million) are made as they are written; the rest follows them.
+    // The element adds (at a cold start, over a million) are made as they are written, after the flushes of the
+    // containers that were not read (all of them on a live table): the element part of the plan, which the
+    // backend may apply on its own (the flat layout in-process). The rest follows them.
     const tailOps: NftOperation[] = [];
-    const adds = this.#ledger.fullDiff(
+    const diffed = this.#ledger.fullDiff(
       this.#layout.containers.map((c) => c.name),
       tailOps,
     );
+    const adds: DeferredOps = {
+      count: flushes.length + diffed.count,
+      *make() {
+        yield* flushes;
+        yield* diffed.make();
+      },
+    };
     const newStale = new Map<string, number>();
     for (const name of [...kernelChains, ...kernelShared]) {
       if (rendering.chains.has(name) || this.#sharedUsers.has(name)) continue;
@@ -314,7 +335,7 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
       // Every wanted or held key of every container was diffed: the kernel now holds what is wanted.
       this.#ledger.kernelIsDesired();
       this.#kernelChains = new Set([...kernelChains, ...rendering.chains]);
-      this.#kernelShared = new Set(shared);
+      this.#kernelShared = new Set(inUse);
       this.#kernelAffinitySets = new Set(rendering.affinitySets);
       this.staleChains.clear();
       for (const [n, t] of newStale) this.staleChains.set(n, t);

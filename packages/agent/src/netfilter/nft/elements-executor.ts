@@ -7,8 +7,9 @@
 // Why: at 10,000 flat Services a cold start is ≈ 126,000 element operations, and ≈ 70% of `nft -f`'s time for them
 // is nft's own parser, evaluator and cache; reading a 100,000-Service table back through `nft --json` takes nft
 // ≈ 3.4 GiB, and even its terse listing (no elements printed) fetches every element: 81 s and 2.2 GiB at 1.2
-// million. Here the element part is encoded from the text our planner already holds, the table's objects are read
-// over netlink without their elements (netlink/table.ts), and the elements set by set.
+// million. Here the element part is encoded from the text our planner already holds, and the table's objects are
+// read over netlink without their elements (netlink/table.ts); a full sync reads no element at all (it refills), and
+// writes its refill, however large, as one element-only transaction through here (writesElementsOf).
 //
 // The schemas (key and value layout of each set) come from the layout's declarations (useDeclarations), given
 // once by the backend: the sets exist with exactly those types, since the same declarations are in every full
@@ -55,8 +56,8 @@ export interface ElementsExecutorCounts {
 }
 
 /**
- * An executor with no listWithElements: a full sync then lists the table (netlink: its objects, no element) and
- * reads each set it diffs with listElements, which for a declared set is netlink's dump of that set alone.
+ * An executor with no listWithElements: list() is netlink's listing of the table's objects (no element), and
+ * listElements, for a declared set, netlink's dump of that set alone (`inspect`; a full sync reads none).
  */
 export class NftElementsExecutor implements NftExecutor {
   readonly ref: NftTableRef;
@@ -90,6 +91,11 @@ export class NftElementsExecutor implements NftExecutor {
   /** The table's set and map declarations (the layout's): which of them netlink may write, and how. */
   useDeclarations(declarations: readonly (NftSet | NftMap)[]): void {
     this.#schemas = elementSchemas(declarations);
+  }
+
+  /** A declared set netlink writes (not an interval set, whose elements stay with nft: netlink/schema.ts). */
+  writesElementsOf(set: string): boolean {
+    return this.#schemas.has(set);
   }
 
   get counts(): ElementsExecutorCounts {

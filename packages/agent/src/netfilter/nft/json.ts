@@ -72,6 +72,28 @@ export function parseTableJson(text: string): NftListing | string {
 }
 
 /**
+ * Parses the outputs of `nft --json --terse list chains|sets|maps FAMILY` as one listing of `table`'s own
+ * objects, without rules (entries of other tables are left out); undefined when none of them is the table's (it
+ * does not exist, or holds nothing of these: `list table` is cheap then). The table's comment is not known.
+ */
+export function parseObjectListsJson(
+  texts: readonly string[],
+  table: string,
+): NftListing | string | undefined {
+  const own: Json[] = [];
+  for (const text of texts) {
+    const list = entries(text);
+    if (typeof list === 'string') return list;
+    for (const entry of list) {
+      if (!isRecord(entry)) continue;
+      const object = entry.chain ?? entry.set ?? entry.map;
+      if (isRecord(object) && str(object.table) === table) own.push(entry);
+    }
+  }
+  return own.length > 0 ? listingFrom([{ table: { name: table } }, ...own]) : undefined;
+}
+
+/**
  * Parses `nft --json list table …` (elements included): the listing and the elements of every named set and map,
  * from one run of nft. nft fetches every element of the table for any listing of it (`--terse` only leaves them
  * out of its output), so reading the table this way costs about what one large map's listing does.

@@ -86,6 +86,7 @@ export const FLAT_LAYOUT: NftablesLayout = {
   // Upstream's layout always has its firewall-ips map; flat never does.
   isForeign: (listing) => listing.maps.some((m) => m.name === FIREWALL_IPS_MAP),
   coldStartChunk: FLAT_COLD_START_CHUNK,
+  refillApart: true,
   declarations: (node) => containerDeclarations(node, flatSetupParts(node)),
   createPlanner: (node, nodePortIPs, featureGates) =>
     new SyncPlanner(flatPorts(node), node, nodePortIPs, featureGates),
