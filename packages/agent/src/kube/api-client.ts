@@ -95,7 +95,11 @@ export function createApiClient(config: ClientConfig, deps: ApiClientDeps): ApiC
     body: string | undefined,
     signal: AbortSignal,
   ): Promise<ApiResponse> => {
-    await limiter.acquire(signal);
+    // A list's later pages (`continue`) ride on the token its first page took: the list is one request to the
+    // limiter, as in upstream, whose informers' first list (resourceVersion=0, served from the watch cache)
+    // comes back whole in one response. Paging here only bounds what is held at once; at 100,000 EndpointSlices
+    // charging each of the 200 pages at the default 5 qps would hold a start for 40 s.
+    if (query.continue === undefined) await limiter.acquire(signal);
     const opts: https.RequestOptions = { headers: {} };
     await authSource.applyToHTTPSOptions(opts);
     const headers: Record<string, string> = {

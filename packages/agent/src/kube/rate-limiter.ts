@@ -1,5 +1,6 @@
 // clientConnection.qps / burst: a token bucket in front of every request to the API server, as client-go's
-// flowcontrol limiter does (watches included: client-go throttles Watch() too). qps ≤ 0 disables limiting.
+// flowcontrol limiter does (watches included: client-go throttles Watch() too). qps ≤ 0 disables limiting. A paged
+// list is one request to it: api-client.ts lets the pages after the first pass.
 import type { Clock, TimerHandle } from '../util/clock.js';
 
 export interface RateLimiter {
