@@ -282,6 +282,40 @@ describe('Reflector: list and watch', () => {
     );
   });
 
+  test('the first list hands each page on as it arrives; a list cut after a page resumes without repeats', async (t) => {
+    const h = await harness<Service>(t, SERVICES, {
+      limits: { pageSize: 2 },
+      seed: (s) => {
+        for (const n of ['a', 'b', 'c', 'd', 'e']) s.add(PATH, svc(n));
+      },
+    });
+    // Each add notes how many list requests the server had answered when it came; after page one's second
+    // object the next request fails, so the list is made again from its start.
+    const { onAdd } = h.rec.handlers;
+    h.rec.handlers.onAdd = (o: Service) => {
+      onAdd?.(o);
+      h.rec.push(`lists ${h.server.listsOf(PATH).length}`);
+      if (o.metadata.name === 'b' && h.server.listsOf(PATH).length === 1)
+        h.server.failNext = { count: 1, code: 500 };
+    };
+    h.reflector.start();
+    await h.rec.waitFor((e) => e.includes('synced'), 'synced');
+    assert.deepEqual(h.rec.events, [
+      'add default/a 101',
+      'lists 1',
+      'add default/b 102',
+      'lists 1',
+      // the failed page 2 (500), then the list again: a and b are unchanged, so nothing for them
+      'add default/c 103',
+      'lists 4',
+      'add default/d 104',
+      'lists 4',
+      'add default/e 105',
+      'lists 5',
+      'synced',
+    ]);
+  });
+
   test('a list page too large to hold is abandoned and asked for again in smaller pages', async (t) => {
     // One Service is ~140 bytes of JSON here: 2 per page fit in 450 bytes, 4 or 8 do not.
     const h = await harness<Service>(t, SERVICES, {

@@ -10,6 +10,7 @@ import {
 import { waitForNode } from '../../packages/agent/src/kube/wait-for-node.js';
 import { systemClock } from '../../packages/agent/src/util/clock.js';
 import { FakeApiServer } from './helpers/fake-apiserver.js';
+import type { FakeObject } from './helpers/fake-apiserver.js';
 import { Recorder } from './helpers/recorder.js';
 import { clientFor, FAST_TIMING, WatchedLog } from './helpers/setup.js';
 
@@ -113,4 +114,47 @@ test('summarizeHealth: unsynced, and failing for longer than allowed, are proble
   assert.equal(summary.problems.length, 2);
   assert.match(summary.problems[0] ?? '', /^services: not synced \(ECONNREFUSED\)/);
   assert.match(summary.problems[1] ?? '', /^nodes: 2 failures since/);
+});
+
+test("the Service watch's store keeps each Service's remnant, and a resync redelivers it", async (t) => {
+  const server = await FakeApiServer.start();
+  t.after(() => server.close());
+  server.add('/api/v1/services', {
+    metadata: {
+      name: 'a',
+      namespace: 'default',
+      annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{}' },
+      managedFields: [{ manager: 'kubectl', operation: 'Update' }],
+    },
+    spec: { clusterIP: '198.18.0.10', ports: [{ port: 80 }] },
+  } as FakeObject);
+  const rec = new Recorder<Service>();
+  const seen: string[] = [];
+  const { onUpdate } = rec.handlers;
+  rec.handlers.onUpdate = (old, s) => {
+    seen.push(
+      `update: old has annotations ${old.metadata.annotations !== undefined}, spec ${old.spec?.clusterIP}`,
+    );
+    onUpdate?.(old, s);
+  };
+  const services = serviceReflector({
+    client: clientFor(server),
+    clock: systemClock,
+    logger: new WatchedLog().logger,
+    timing: { ...FAST_TIMING, resyncPeriodMs: 20 },
+    handlers: rec.handlers,
+  });
+  t.after(() => services.stop());
+  services.start();
+  await rec.waitFor((e) => e.some((x) => x.startsWith('update default/a')), 'a resync');
+  const stored = services.get('default/a') as unknown as Record<string, Record<string, unknown>>;
+  assert.deepEqual(Object.keys(stored.metadata ?? {}).sort(), [
+    'labels',
+    'name',
+    'namespace',
+    'resourceVersion',
+  ]);
+  assert.equal(stored.metadata?.labels, undefined);
+  assert.equal(seen[0], 'update: old has annotations false, spec 198.18.0.10');
+  assert.deepEqual(rec.events.slice(0, 2), ['add default/a 101', 'synced']);
 });

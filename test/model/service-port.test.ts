@@ -5,6 +5,7 @@ import {
   externallyAccessible,
   servicePortsFromService,
   servicePortString,
+  serviceRemnant,
   usesClusterEndpoints,
   usesLocalEndpoints,
 } from '../../packages/agent/src/model/service-port.js';
@@ -442,5 +443,79 @@ describe('bad ports are dropped with a reason; the others are kept', () => {
     assert.match(r0.problems.join(), /spec\.ports is not a list/);
     const rp = servicePortsFromService(weird[6] as Service, 'IPv4');
     assert.match(rp.skipped ?? '', /boom/);
+  });
+});
+
+describe('serviceRemnant: what the Service store keeps', () => {
+  // As an API server sends one: managedFields is not in our typed subset, hence the cast.
+  const whole = (labels: Record<string, string>, spec: Spec, status?: Service['status']): Service =>
+    ({
+      metadata: {
+        namespace: 'ns',
+        name: 'svc',
+        resourceVersion: '7',
+        uid: '0b8c7d2e-1111-4222-8333-944445555666',
+        labels,
+        annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{"big":"copy"}' },
+        managedFields: [{ manager: 'kubectl', operation: 'Update', fieldsV1: { 'f:spec': {} } }],
+      },
+      spec,
+      ...(status !== undefined ? { status } : {}),
+    }) as unknown as Service;
+  const cases: [string, Service][] = [
+    ['a plain ClusterIP', whole({ app: 'a' }, basic)],
+    [
+      'a LoadBalancer with Local policy, VIPs, source ranges and affinity',
+      whole(
+        {},
+        {
+          ...basic,
+          type: 'LoadBalancer',
+          externalTrafficPolicy: 'Local',
+          internalTrafficPolicy: 'Local',
+          healthCheckNodePort: 30999,
+          externalIPs: ['198.18.5.5', '2001:db8::5', 'nonsense'],
+          loadBalancerSourceRanges: ['198.18.9.0/24'],
+          sessionAffinity: 'ClientIP',
+          sessionAffinityConfig: { clientIP: { timeoutSeconds: 60 } },
+          ports: [
+            { name: 'http', port: 80, nodePort: 30080 },
+            { name: 'dns', port: 53, protocol: 'UDP' },
+          ],
+        },
+        { loadBalancer: { ingress: [{ ip: '198.18.7.7' }, { ip: '198.18.7.8', ipMode: 'Proxy' }] } },
+      ),
+    ],
+    [
+      'dual-stack',
+      whole({}, { ...basic, ipFamilies: ['IPv6', 'IPv4'], clusterIPs: ['2001:db8::a', '198.18.0.10'] }),
+    ],
+    ['claimed by another proxy', whole({ 'service.kubernetes.io/service-proxy-name': 'other' }, basic)],
+    ['headless', whole({}, { ...basic, clusterIP: 'None' })],
+  ];
+  for (const [what, s] of cases) {
+    test(`${what}: the remnant derives what the whole Service does, read either way`, () => {
+      const kept = serviceRemnant(s);
+      for (const family of ['IPv4', 'IPv6'] as const)
+        for (const ignoreServiceProxyName of [false, true])
+          assert.deepEqual(
+            servicePortsFromService(kept, family, { ignoreServiceProxyName }),
+            servicePortsFromService(s, family, { ignoreServiceProxyName }),
+            `${family}, ignoreServiceProxyName ${ignoreServiceProxyName}`,
+          );
+    });
+  }
+
+  test('keeps identity, the proxy-name label, spec and status; drops the rest of the metadata', () => {
+    const s = cases[3]?.[1] as Service;
+    const kept = serviceRemnant(s);
+    assert.deepEqual(kept.metadata, {
+      namespace: 'ns',
+      name: 'svc',
+      resourceVersion: '7',
+      labels: { 'service.kubernetes.io/service-proxy-name': 'other' },
+    });
+    assert.equal(kept.spec, s.spec);
+    assert.equal(serviceRemnant(cases[0]?.[1] as Service).metadata.labels, undefined);
   });
 });

@@ -12,6 +12,45 @@ import { ep, key, slice } from './fixtures.js';
 const OPTIONS = { family: 'IPv4', nodeName: 'node-a', nodeHints: true } as const;
 const SVC = { namespace: 'ns', name: 'svc' };
 
+describe('sliceEndpoints: the endpoints it builds read as whole ones', () => {
+  test('every combination of conditions and locality, and the ip:port string, IPv6 bracketed', () => {
+    const endpoints: EndpointSliceEndpoint[] = [];
+    const want: string[] = [];
+    for (let i = 0; i < 16; i++) {
+      const [local, ready, serving, terminating] = [1, 2, 4, 8].map((bit) => (i & bit) !== 0);
+      endpoints.push(
+        ep(`198.18.2.${i + 10}`, {
+          nodeName: local ? 'node-a' : 'node-b',
+          conditions: { ready, serving, terminating },
+        }),
+      );
+      want.push(`198.18.2.${i + 10}:8080 ${local} ${ready} ${serving} ${terminating}`);
+    }
+    const r = sliceEndpoints(
+      slice('s1', { ports: [{ name: 'http', port: 8080, protocol: 'TCP' }], endpoints }),
+      SVC,
+      OPTIONS,
+    );
+    const got = (r.lists[0] ?? []).map(
+      (e) => `${e.endpoint} ${e.isLocal} ${e.ready} ${e.serving} ${e.terminating}`,
+    );
+    assert.deepEqual(got, want.sort());
+    const v6 = sliceEndpoints(
+      slice('s6', {
+        addressType: 'IPv6',
+        ports: [{ name: 'http', port: 80, protocol: 'TCP' }],
+        endpoints: [ep('2001:db8::1')],
+      }),
+      SVC,
+      { ...OPTIONS, family: 'IPv6' },
+    );
+    assert.deepEqual(
+      (v6.lists[0] ?? []).map((e) => [e.ip, e.port, e.endpoint]),
+      [['2001:db8::1', 80, '[2001:db8::1]:80']],
+    );
+  });
+});
+
 describe('sliceEndpoints: one slice on its own', () => {
   test('keys in first-appearance order; a port whose endpoints are all skipped keeps an empty list', () => {
     const r = sliceEndpoints(

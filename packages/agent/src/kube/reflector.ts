@@ -92,6 +92,11 @@ export interface ReflectorOptions<T> {
    * nothing from it).
    */
   readonly keep?: (obj: T) => T;
+  /**
+   * What `keep` makes holds all the handlers read of an object (a Service's remnant: model/service-port.ts), so a
+   * resync redelivers it as it would the whole object; without this a resource with `keep` is not resynced.
+   */
+  readonly resyncKept?: boolean;
 }
 
 type Counters = { -readonly [K in keyof ReflectorHealth['counters']]: number };
@@ -311,8 +316,16 @@ export class Reflector<T extends KubeObject> {
     }
   }
 
+  /**
+   * Lists every page, then makes the store the list (replace). What is held meanwhile is kept small: before the
+   * first complete list each page's objects go to the handlers as the page arrives (nothing syncs on them before
+   * onSynced), so only one page of whole objects is alive at a time; in a relist an object whose resourceVersion
+   * the store already has is not held again (it makes no event). At 100,000 EndpointSlices as an API server
+   * writes them (≈ 3.7 KB of JSON each), holding the whole list before the first event cost ≈ 700 MiB at once.
+   */
   private async listAll(): Promise<void> {
     const items = new Map<string, StoredObject<T>>();
+    const streaming = !this.synced;
     let rv = '';
     let cont = '';
     let restarted = false;
@@ -339,8 +352,7 @@ export class Reflector<T extends KubeObject> {
         const parsed = parseListPage<T>(body, this.options.resource.namespaced);
         if (!parsed.ok) throw new ApiError('decode', `list ${this.describe}: ${parsed.reason}`);
         for (const item of parsed.page.items) {
-          if (item.ok)
-            items.set(item.id.key, { object: item.object, resourceVersion: item.id.resourceVersion });
+          if (item.ok) this.listed(items, item.id.key, item.object, item.id.resourceVersion, streaming);
           else this.skip(item.reason, item.hint, 'list');
         }
         rv = parsed.page.resourceVersion;
@@ -356,6 +368,28 @@ export class Reflector<T extends KubeObject> {
     this.replace(items, rv);
   }
 
+  /**
+   * One listed object into `items` (the store-to-be). Unchanged (the store has its resourceVersion): the stored
+   * entry. Streaming: into the store as well, its add or update delivered now, so replace() finds only deletes.
+   */
+  private listed(
+    items: Map<string, StoredObject<T>>,
+    key: string,
+    object: T,
+    resourceVersion: string,
+    streaming: boolean,
+  ): void {
+    const held = this.store.get(key);
+    if (held?.resourceVersion === resourceVersion) return void items.set(key, held);
+    if (!streaming) return void items.set(key, { object, resourceVersion });
+    const stored = { object: this.options.keep?.(object) ?? object, resourceVersion };
+    items.set(key, stored);
+    this.store.set(key, stored);
+    const h = this.options.handlers;
+    if (held) this.deliver('update', () => h.onUpdate?.(held.object, object));
+    else this.deliver('add', () => h.onAdd?.(object));
+  }
+
   private replace(items: Map<string, StoredObject<T>>, rv: string): void {
     const changes = diffStores(this.store, items);
     const keep = this.options.keep;
@@ -363,6 +397,7 @@ export class Reflector<T extends KubeObject> {
     if (keep)
       for (const [key, listed] of items) {
         const held = this.store.get(key);
+        if (held === listed) continue;
         items.set(key, {
           object: held?.resourceVersion === listed.resourceVersion ? held.object : keep(listed.object),
           resourceVersion: listed.resourceVersion,
@@ -527,7 +562,7 @@ export class Reflector<T extends KubeObject> {
 
   private armResync(): void {
     const period = this.timing.resyncPeriodMs;
-    if (!(period > 0) || this.options.keep) return;
+    if (!(period > 0) || (this.options.keep && !this.options.resyncKept)) return;
     this.resyncTimer = this.options.clock.setTimeout(() => {
       if (this.stopped) return;
       if (this.synced) {

@@ -3,6 +3,7 @@
 // headless Services, and this node's own Node object.
 import type { EndpointSlice, Node, Service, ServiceCIDR } from '../api/objects.js';
 import { LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME } from '../api/objects.js';
+import { serviceRemnant } from '../model/service-port.js';
 import { Reflector } from './reflector.js';
 import type { ReflectorHandlers, ReflectorOptions, ResourceSpec } from './reflector.js';
 
@@ -44,8 +45,14 @@ export type WatchOptions<T> = Omit<ReflectorOptions<T>, 'resource' | 'handlers'>
   readonly handlers: ReflectorHandlers<T>;
 };
 
+/**
+ * Services: the store keeps each one's remnant (serviceRemnant: identity, the service-proxy-name label, spec,
+ * status), unless the caller says what to keep. That is all the service tracker reads of an update's `old`, a
+ * relist's delete or a resync, which therefore stays on.
+ */
 export function serviceReflector(options: WatchOptions<Service>): Reflector<Service> {
-  return new Reflector<Service>({ ...options, resource: SERVICES });
+  const keep = options.keep === undefined ? { keep: serviceRemnant, resyncKept: true } : {};
+  return new Reflector<Service>({ ...options, ...keep, resource: SERVICES });
 }
 
 export function endpointSliceReflector(options: WatchOptions<EndpointSlice>): Reflector<EndpointSlice> {

@@ -111,6 +111,11 @@ interface ServiceSlices {
   merged: EndpointsMap | undefined;
 }
 
+/** A literal of one shape: spread in, the endpoints' fields went to an out-of-object property array per slice. */
+function sliceState(name: string, fingerprint: string, e: SliceEndpoints): SliceState {
+  return { name, removed: false, fingerprint, keys: e.keys, lists: e.lists, problems: e.problems };
+}
+
 function byName<T extends { readonly name: string }>(list: readonly T[] | undefined, name: string): number {
   if (list === undefined) return -1;
   for (let i = 0; i < list.length; i++) if (list[i]?.name === name) return i;
@@ -216,7 +221,7 @@ export class EndpointSliceCache {
     }
     const entry: SliceState | RemovedSlice = remove
       ? { name: id.sliceName, removed: true, fingerprint: fp }
-      : { name: id.sliceName, removed: false, fingerprint: fp, ...sliceEndpoints(slice, svc, this.#options) };
+      : sliceState(id.sliceName, fp, sliceEndpoints(slice, svc, this.#options));
     // A literal for the first entry: one slot, not the 17 a push onto an empty array reserves.
     if (svc.pending === undefined) svc.pending = [entry];
     else if (pendingAt >= 0) svc.pending[pendingAt] = entry;

@@ -72,10 +72,6 @@ export class HintSets {
   }
 }
 
-function byEndpointString(a: Endpoint, b: Endpoint): number {
-  return a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0;
-}
-
 /** An endpoint's conditions as the proxy reads them. */
 export interface EndpointConditions {
   readonly ready: boolean;
@@ -106,12 +102,70 @@ export function addDeduplicated(set: Map<string, Endpoint>, ep: Endpoint): void 
   set.set(ep.endpoint, ep);
 }
 
-/** The set's endpoints sorted by endpoint string, frozen (a shared empty list when there are none). */
+/**
+ * The set's endpoints sorted by endpoint string, frozen (a shared empty list when there are none). Sorted by the
+ * set's keys, which are those strings: an endpoint's own may be made anew at each read (SliceEndpoint).
+ */
 export function sortedEndpoints(set: ReadonlyMap<string, Endpoint>): readonly Endpoint[] {
-  return set.size === 0 ? NO_ENDPOINTS : Object.freeze([...set.values()].sort(byEndpointString));
+  if (set.size === 0) return NO_ENDPOINTS;
+  // The default sort compares strings by UTF-16 code units, as `<` does.
+  return Object.freeze([...set.keys()].sort().map((key) => set.get(key) as Endpoint));
 }
 
 type EndpointBase = Omit<Endpoint, 'port' | 'endpoint'>;
+
+// The four conditions of a SliceEndpoint, as bits of one small integer.
+const LOCAL = 1;
+const READY = 2;
+const SERVING = 4;
+const TERMINATING = 8;
+
+/**
+ * An Endpoint as the cache keeps it (over a million of them at 100,000 Services × 10 endpoints): five fields
+ * instead of nine, 64 bytes instead of 96, and no "ip:port" string of its own (40 bytes more each). The four
+ * booleans are one small integer read through getters; `endpoint` is made when read, which only the model's
+ * merges, topology's rare union, explain and the iptables backend do (nftables never does). The Endpoint
+ * interface is unchanged, and every reader reads the same values.
+ */
+class SliceEndpoint implements Endpoint {
+  readonly ip: string;
+  readonly port: number;
+  readonly zoneHints: ReadonlySet<string>;
+  readonly nodeHints: ReadonlySet<string>;
+  readonly #flags: number;
+
+  constructor(base: EndpointBase, port: number) {
+    this.ip = base.ip;
+    this.port = port;
+    this.zoneHints = base.zoneHints;
+    this.nodeHints = base.nodeHints;
+    this.#flags =
+      (base.isLocal ? LOCAL : 0) |
+      (base.ready ? READY : 0) |
+      (base.serving ? SERVING : 0) |
+      (base.terminating ? TERMINATING : 0);
+  }
+
+  get endpoint(): string {
+    return endpointString(this.ip, this.port);
+  }
+
+  get isLocal(): boolean {
+    return (this.#flags & LOCAL) !== 0;
+  }
+
+  get ready(): boolean {
+    return (this.#flags & READY) !== 0;
+  }
+
+  get serving(): boolean {
+    return (this.#flags & SERVING) !== 0;
+  }
+
+  get terminating(): boolean {
+    return (this.#flags & TERMINATING) !== 0;
+  }
+}
 
 function endpointBase(
   ep: unknown,
@@ -192,21 +246,8 @@ export function sliceEndpoints(
     });
     let set = byKey.get(key);
     if (set === undefined) byKey.set(key, (set = new Map()));
-    for (const base of bases) {
-      if (base === undefined) continue;
-      // An explicit literal (one hidden class, no spread) keeps the initial 100k-endpoint build cheap.
-      addDeduplicated(set, {
-        ip: base.ip,
-        port: portNumber,
-        endpoint: endpointString(base.ip, portNumber),
-        isLocal: base.isLocal,
-        ready: base.ready,
-        serving: base.serving,
-        terminating: base.terminating,
-        zoneHints: base.zoneHints,
-        nodeHints: base.nodeHints,
-      });
-    }
+    for (const base of bases)
+      if (base !== undefined) addDeduplicated(set, new SliceEndpoint(base, portNumber));
   });
   // Built at their final length: an array grown by push from empty reserves 17 slots.
   const keys = [...byKey.keys()];
