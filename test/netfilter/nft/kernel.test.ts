@@ -36,19 +36,21 @@ function txFromText(text: string): NftTransaction {
   return tx;
 }
 
+/** The full-sync transaction of upstream's TestOverallNFTablesRules vector, as text. */
+function overallRulesText(): string {
+  const v = loadVector('nft-v2-TestOverallNFTablesRules');
+  const cluster = new ModelCluster('IPv4', v.proxierConfig.nodeName);
+  for (const s of v.services ?? []) cluster.upsertService(s);
+  for (const s of v.endpointSlices ?? []) cluster.upsertSlice(s);
+  return renderFullSyncTransaction(cluster.checkout().snapshot, nodeConfigFromVector(v.proxierConfig));
+}
+
 describe('nft in a network namespace', suite.options, () => {
   const commands = netnsCommandRunner(ns);
   suite.hooks();
 
   test('applies a full transaction and reads the table back', async () => {
-    const v = loadVector('nft-v2-TestOverallNFTablesRules');
-    const cluster = new ModelCluster('IPv4', v.proxierConfig.nodeName);
-    for (const s of v.services ?? []) cluster.upsertService(s);
-    for (const s of v.endpointSlices ?? []) cluster.upsertSlice(s);
-    const text = renderFullSyncTransaction(
-      cluster.checkout().snapshot,
-      nodeConfigFromVector(v.proxierConfig),
-    );
+    const text = overallRulesText();
     const exec = new NftCommandExecutor(ref, commands);
     await resetTable(exec, false);
     await exec.run(txFromText(text));
@@ -75,14 +77,7 @@ describe('nft in a network namespace', suite.options, () => {
   });
 
   test("listObjects() is list() without rules, this table's only, and NotFound without the table", async () => {
-    const v = loadVector('nft-v2-TestOverallNFTablesRules');
-    const cluster = new ModelCluster('IPv4', v.proxierConfig.nodeName);
-    for (const s of v.services ?? []) cluster.upsertService(s);
-    for (const s of v.endpointSlices ?? []) cluster.upsertSlice(s);
-    const text = renderFullSyncTransaction(
-      cluster.checkout().snapshot,
-      nodeConfigFromVector(v.proxierConfig),
-    );
+    const text = overallRulesText();
     const exec = new NftCommandExecutor(ref, commands);
     await resetTable(exec, false);
     await assert.rejects(exec.listObjects(), (e) => e instanceof NftError && e.code === 'NotFound');
