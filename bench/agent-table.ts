@@ -1,6 +1,7 @@
 // The agent-process bench's rows (one per layout and size, from one run of bench/agent-run.ts) and how they are
 // printed: a text table for the terminal and the markdown of docs/performance.md. Also the one /metrics reading
 // it needs (a histogram's sum and count). Pure, so test/bench/agent.test.ts can check it.
+import { parseMetrics, sum } from 'kube-proxy-ts/inspect/prometheus.js';
 
 export interface AgentRow {
   readonly layout: string;
@@ -63,17 +64,10 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? (s[mid] ?? NaN) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
 }
 
-/** `sum` and `count` of a histogram in Prometheus text (no labels, or summed over every label set). */
+/** `sum` and `count` of a histogram in Prometheus text (summed over every label set), read by the agent's parser. */
 export function histogramTotals(text: string, name: string): { sum: number; count: number } {
-  let sum = 0;
-  let count = 0;
-  for (const line of text.split('\n')) {
-    const m = /^(\S+?)(?:\{[^}]*\})?\s+(\S+)$/.exec(line);
-    if (!m) continue;
-    if (m[1] === `${name}_sum`) sum += Number(m[2]);
-    else if (m[1] === `${name}_count`) count += Number(m[2]);
-  }
-  return { sum, count };
+  const m = parseMetrics(text);
+  return { sum: sum(m, `${name}_sum`) ?? 0, count: sum(m, `${name}_count`) ?? 0 };
 }
 
 const f = (n: number, digits = 1): string => (Number.isFinite(n) ? n.toFixed(digits) : '-');

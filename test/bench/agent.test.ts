@@ -287,15 +287,14 @@ describe('the agent log and the monitor', () => {
 
 describe('the table', () => {
   test('histogramTotals sums sum and count over label sets', () => {
-    const text = [
-      '# TYPE h histogram',
-      'h_bucket{ip_family="IPv4",le="0.001"} 1',
-      'h_sum{ip_family="IPv4"} 0.5',
-      'h_count{ip_family="IPv4"} 2',
-      'h_sum{ip_family="IPv6"} 0.25',
-      'h_count{ip_family="IPv6"} 1',
-      'h_other_sum 9',
-    ].join('\n');
+    const text = `# TYPE h histogram
+h_bucket{ip_family="IPv4",le="0.001"} 1
+h_sum{ip_family="IPv4"} 0.5
+h_count{ip_family="IPv4"} 2
+h_sum{ip_family="IPv6"} 0.25
+h_count{ip_family="IPv6"} 1
+h_other_sum 9
+`;
     assert.deepEqual(histogramTotals(text, 'h'), { sum: 0.75, count: 3 });
   });
 
