@@ -10,7 +10,7 @@
 // 10,000 Services and more is the in-process bench's business, and slow); KPTS_BENCH_AGENT_MARKDOWN=FILE also
 // writes the table as markdown; KPTS_BENCH_AGENT_FLAGS: more agent flags, space-separated (e.g.
 // `--kube-api-qps=0`: no client-side rate limit, to see the list's own cost beside the default qps 5 / burst 10); KPTS_BENCH_AGENT_BIN: the agent's main.js to run (default: the workspace's build).
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,7 @@ import { runChecked } from '@kube-proxy-ts/netns/exec.js';
 import { createNamespace, deleteNamespace } from '@kube-proxy-ts/netns/namespace.js';
 import type { AgentRow } from './agent-table.js';
 import { agentMarkdown, agentTable } from './agent-table.js';
+import { runNamespaceChild } from './namespace-child.js';
 import { AGENT_CHILD_ENV, NODE_IP, ROW_MARK } from './agent-workload.js';
 
 interface AgentSpec {
@@ -63,21 +64,12 @@ async function nodeNamespace(ns: string): Promise<void> {
 
 function runInNamespace(ns: string, spec: AgentSpec): Promise<AgentRow> {
   const script = fileURLToPath(new URL('./agent-run.js', import.meta.url));
-  return new Promise((resolve, reject) => {
-    const child = spawn('ip', ['netns', 'exec', ns, process.execPath, ...process.execArgv, script], {
-      env: { ...process.env, [AGENT_CHILD_ENV]: JSON.stringify(spec) },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (s: string) => (out += s));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const line = out.split('\n').find((l) => l.startsWith(ROW_MARK));
-      if (code !== 0 || line === undefined)
-        reject(new Error(`agent bench ${spec.layout} ${spec.size}: exited with ${code}\n${out}`));
-      else resolve(JSON.parse(line.slice(ROW_MARK.length)) as AgentRow);
-    });
+  return runNamespaceChild<AgentRow>({
+    ns,
+    argv: [process.execPath, ...process.execArgv, script],
+    env: { [AGENT_CHILD_ENV]: JSON.stringify(spec) },
+    mark: ROW_MARK,
+    what: `agent bench ${spec.layout} ${spec.size}`,
   });
 }
 

@@ -47,7 +47,7 @@
 //   before it). /metrics is served from those metrics on a Unix socket and fetched over HTTP by this process:
 //   once after each change (idle: the server's answer time, request in -> response out, and the round trip) and
 //   once sent as each revert is handed in (busy: answered while it syncs).
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { AGENT_NODE_FLAGS } from 'kube-proxy-ts/util/node-flags.js';
 import { hostCommandRunner } from 'kube-proxy-ts/netfilter/command.js';
@@ -59,6 +59,7 @@ import {
   nftablesFlatLibraryBench,
   nftablesLibraryBench,
 } from './nftables.js';
+import { runNamespaceChild } from './namespace-child.js';
 import { writeLayoutPlot } from './plot.js';
 import type { BenchModule, BenchRow } from './types.js';
 
@@ -169,25 +170,12 @@ function printTable(rows: readonly BenchRow[]): void {
  * socket is in the calling process's namespace) programs that namespace; this process never enters it.
  */
 function runChild(label: string, size: number, ns: string): Promise<BenchRow[]> {
-  return new Promise((resolve, reject) => {
-    const script = process.argv[1] ?? '';
-    const node = [process.execPath, ...process.execArgv, ...AGENT_NODE_FLAGS, script];
-    const child = spawn('ip', ['netns', 'exec', ns, ...node], {
-      env: { ...process.env, [CHILD_ENV]: JSON.stringify({ label, size, ns }) },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (s: string) => (out += s));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const line = out.split('\n').find((l) => l.startsWith(ROWS_MARK));
-      if (code !== 0 || line === undefined) {
-        reject(new Error(`${label} at ${size} Services: child exited with ${code}\n${out}`));
-        return;
-      }
-      resolve(JSON.parse(line.slice(ROWS_MARK.length)) as BenchRow[]);
-    });
+  return runNamespaceChild<BenchRow[]>({
+    ns,
+    argv: [process.execPath, ...process.execArgv, ...AGENT_NODE_FLAGS, process.argv[1] ?? ''],
+    env: { [CHILD_ENV]: JSON.stringify({ label, size, ns }) },
+    mark: ROWS_MARK,
+    what: `${label} at ${size} Services`,
   });
 }
 
