@@ -79,3 +79,25 @@ test('an abort ends the wait', async () => {
   assert.deepEqual(await done, { ok: false, reason: 'waiting for node node-a was cancelled' });
   assert.equal(clock.pendingTimers, 0);
 });
+
+test('a Node event ends the wait at once, not at the next poll; nothing looks after it ended', async () => {
+  const clock = new FakeClock();
+  const seen: { node?: Node } = {};
+  let lookAgain: (() => void) | undefined;
+  let lookups = 0;
+  const done = waitForNode('node-a', {
+    clock,
+    lookup: () => (lookups++, seen.node),
+    subscribe: (f) => ((lookAgain = f), () => (lookAgain = undefined)),
+  });
+  clock.advance(300); // between two polls
+  seen.node = node([{ type: 'InternalIP', address: '198.18.0.2' }]);
+  lookAgain!();
+  const result = await done;
+  assert.ok(result.ok);
+  assert.deepEqual(result.nodeIPs, ['198.18.0.2']);
+  assert.equal(clock.now(), 300, 'no time passed: the event, not a poll, ended it');
+  assert.equal(lookAgain, undefined, 'unsubscribed once done');
+  assert.equal(clock.pendingTimers, 0, 'the poll timer is gone');
+  assert.equal(lookups, 2);
+});

@@ -372,14 +372,15 @@ class Agent {
     client: ApiClient,
     health: ProxyHealth,
   ): Promise<Node | undefined> {
+    let lookAgain = (): void => {};
     const nodes = nodeReflector(config.nodeName, {
       client,
       clock: this.clock,
       timing: testReflectorTiming(),
       logger: this.logger.child({ resource: 'node' }),
       handlers: {
-        onAdd: (n) => this.onNode(n, health),
-        onUpdate: (_o, n) => this.onNode(n, health),
+        onAdd: (n) => (this.onNode(n, health), lookAgain()),
+        onUpdate: (_o, n) => (this.onNode(n, health), lookAgain()),
         onDelete: () => this.stop(1, `node ${config.nodeName} was deleted; exiting`),
       },
     });
@@ -390,6 +391,7 @@ class Agent {
       clock: this.clock,
       lookup: (name) => nodes.get(name),
       requirePodCIDRs: config.detectLocalMode === 'NodeCIDR',
+      subscribe: (f) => ((lookAgain = f), () => (lookAgain = () => {})),
     });
     if (!waited.ok) throw new Error(`node ${config.nodeName}: ${waited.reason}`);
     if (this.exitCode !== undefined) return undefined;

@@ -1,5 +1,7 @@
-// Startup waits for this node's Node object (upstream pkg/proxy/node.go NewNodeManager): poll every second, for
-// up to five minutes, until the Node exists and has node IPs (and PodCIDRs, when detect-local mode is NodeCIDR).
+// Startup waits for this node's Node object (upstream pkg/proxy/node.go NewNodeManager, which polls every second),
+// for up to five minutes, until the Node exists and has node IPs (and PodCIDRs, when detect-local mode is NodeCIDR).
+// It looks again each time the node reflector delivers the Node (`subscribe`), so the wait ends as the Node is
+// listed rather than at the next poll; the poll stays for a lookup with no events.
 // Its IPs and pod CIDRs are read as model/node-facts.ts reads them for every other use.
 import type { Clock, TimerHandle } from '../util/clock.js';
 import type { Node } from '../api/objects.js';
@@ -14,6 +16,8 @@ export interface WaitForNodeOptions {
   /** With detect-local mode NodeCIDR, the Node must also have spec.podCIDRs (or podCIDR). */
   readonly requirePodCIDRs?: boolean;
   readonly signal?: AbortSignal;
+  /** Hands over a function that looks again at once (call it on each Node event); returns what stops that. */
+  readonly subscribe?: (lookAgain: () => void) => () => void;
 }
 
 export type WaitForNodeResult =
@@ -28,13 +32,19 @@ export function waitForNode(nodeName: string, options: WaitForNodeOptions): Prom
   return new Promise((resolve) => {
     let timer: TimerHandle | undefined;
     let why = 'not found';
+    let done = false;
+    let unsubscribe = (): void => {};
     const finish = (result: WaitForNodeResult): void => {
+      done = true;
       if (timer) clock.clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
+      unsubscribe();
       resolve(result);
     };
     const onAbort = (): void => finish({ ok: false, reason: `waiting for node ${nodeName} was cancelled` });
     const poll = (): void => {
+      if (done) return;
+      if (timer) clock.clearTimeout(timer);
       timer = undefined;
       const node = lookup(nodeName);
       if (node) {
@@ -52,6 +62,7 @@ export function waitForNode(nodeName: string, options: WaitForNodeOptions): Prom
     };
     if (options.signal?.aborted) return onAbort();
     options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.subscribe) unsubscribe = options.subscribe(poll);
     poll();
   });
 }
