@@ -24,6 +24,25 @@ const NODE_ADDRESS = '198.18.0.10';
 const GUEST_ADDRESS = '198.18.0.20';
 const PORT = 8080;
 
+/**
+ * How long one step may wait for the guest (TCG on a busy 2-core machine starts Node.js in tens of seconds): a step
+ * that hangs fails with its name, well inside the runner's 600 s for the whole test.
+ */
+const WAIT_MS = 120_000;
+
+/** `promise`, or a failure naming `what` once WAIT_MS passed. */
+async function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: nothing after ${WAIT_MS} ms`)), WAIT_MS);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** A TCP server (node -e): answers each connection with who it is and who called, then closes it. */
 const serverScript = (name: string, address: string): string =>
   `require('net').createServer((c) => c.end('hello from ${name} to ' + c.remoteAddress + '\\n'))` +
@@ -77,28 +96,38 @@ describe('a guest as a lab node: processes that keep running, and the underlay',
 
   test('spawn: output follows as it comes, a signal reaches the process, its exit is seen', async () => {
     const g = guest!;
-    // dash: `wait` returns when a trapped signal arrives; the trap says so on stdout and exits 7.
-    const proc = g.spawn("echo ready; echo warming >&2; trap 'echo got TERM; exit 7' TERM; sleep 600 & wait");
-    await proc.waitForOutput(/^ready$/m, { stream: 'stdout' });
-    await proc.waitForOutput(/warming/, { stream: 'stderr' });
+    // dash: `wait` returns when a trapped signal arrives; the trap says so on stdout and exits 7. "ready" comes
+    // after the trap is set and the sleep is forked: a TERM that came between the two would leave a sleep holding
+    // stdout, and the exit (reported once both outputs close) would wait for the sleep's 600 s.
+    const proc = g.spawn("trap 'echo got TERM; exit 7' TERM; sleep 600 & echo ready; echo warming >&2; wait");
+    await proc.waitForOutput(/^ready$/m, { stream: 'stdout', timeoutMs: WAIT_MS });
+    await proc.waitForOutput(/warming/, { stream: 'stderr', timeoutMs: WAIT_MS });
     const pid = await proc.pid;
     assert.equal((await g.run(`kill -0 ${pid}`)).code, 0, 'running while its output is followed');
     const seen: string[] = [];
     proc.onOutput((c) => seen.push(c.text));
     proc.kill('TERM');
-    assert.deepEqual(await proc.exited, { code: 7 });
+    assert.deepEqual(await within(proc.exited, 'the exit after TERM'), { code: 7 });
     assert.equal(seen.join(''), 'got TERM\n', 'the last output arrives before the exit');
     assert.notEqual((await g.run(`kill -0 ${pid}`)).code, 0, 'gone after its exit');
 
     const killed = g.spawn(['sleep', '600']);
     await killed.pid;
     killed.kill('KILL');
-    assert.deepEqual(await killed.exited, { code: 137 });
+    assert.deepEqual(await within(killed.exited, 'the exit of a killed sleep'), { code: 137 });
+
+    // A signal asked for at once goes out the moment the guest says STARTED, which can be before the process has
+    // run its own redirections: it must still find the process group, and its death must still close the output.
+    for (let i = 0; i < 10; i++) {
+      const early = g.spawn(['sleep', '600']);
+      early.kill('KILL');
+      assert.deepEqual(await within(early.exited, `the exit of sleep ${i}, killed at once`), { code: 137 });
+    }
 
     // Many chunks, in order and whole: ~110 KB through the fifo, the pump and the channel.
     const long = g.spawn(['seq', '1', '20000']);
     const expected = Array.from({ length: 20000 }, (_, i) => `${i + 1}\n`).join('');
-    assert.deepEqual(await long.exited, { code: 0 });
+    assert.deepEqual(await within(long.exited, 'the exit of seq'), { code: 0 });
     assert.equal(long.stdout(), expected);
   });
 
@@ -130,7 +159,10 @@ describe('a guest as a lab node: processes that keep running, and the underlay',
         hostServer.stdout.setEncoding('utf8').on('data', (s: string) => s.includes('listening') && resolve());
         hostServer.once('close', (code) => reject(new Error(`the server in ${node} exited (${code})`)));
       });
-      const fromGuest = await g.run([process.execPath, '-e', clientScript(NODE_ADDRESS)]);
+      const fromGuest = await within(
+        g.run([process.execPath, '-e', clientScript(NODE_ADDRESS)]),
+        'the client in the guest',
+      );
       assert.equal(fromGuest.code, 0, fromGuest.stderr);
       assert.equal(fromGuest.stdout, `hello from ${node} to ${GUEST_ADDRESS}\n`);
     } finally {
@@ -140,7 +172,7 @@ describe('a guest as a lab node: processes that keep running, and the underlay',
     // host namespace → guest (a pod on a namespace node → a pod in the guest).
     const guestServer = g.spawn([process.execPath, '-e', serverScript('vm-node-1', GUEST_ADDRESS)]);
     try {
-      await guestServer.waitForOutput(/listening/, { stream: 'stdout' });
+      await guestServer.waitForOutput(/listening/, { stream: 'stdout', timeoutMs: WAIT_MS });
       const fromNode = await hostCommandRunner.run('ip', [
         'netns',
         'exec',
@@ -153,6 +185,6 @@ describe('a guest as a lab node: processes that keep running, and the underlay',
     } finally {
       guestServer.kill('KILL');
     }
-    assert.equal((await guestServer.exited).code, 137);
+    assert.equal((await within(guestServer.exited, 'the exit of the killed server')).code, 137);
   });
 });

@@ -91,7 +91,7 @@ run_one() {
   echo "$2" | base64 -d >$d.cmd
   : >$d.in
   [ -n "$3" ] && echo "$3" | base64 -d >$d.in
-  setsid chroot $R /bin/sh -c "$(cat $d.cmd)" <$d.in >$d.out 2>$d.err &
+  setsid chroot $R /bin/sh -c "$(cat $d.cmd)" <$d.in >$d.out 2>$d.err 3>&- &
   echo $! >$d.pid
   wait $!
   st=$?
@@ -131,8 +131,19 @@ spawn_one() {
   p1=$!
   pump $1 2 <$d.o2 &
   p2=$!
-  setsid chroot $R /bin/sh -c "$(cat $d.cmd)" <$d.in >$d.o1 2>$d.o2 &
+  # The write ends are opened here, before the fork, and handed down: a process that dies before its own
+  # redirections would have run still held them, so the pumps see end of file, rather than wait in open() for a
+  # writer that never comes. It gets no control port (fd 3) either.
+  exec 5>$d.o1 6>$d.o2
+  mkfifo $d.go
+  setsid /bin/sh -c ': >"$1"; exec chroot "$2" /bin/sh -c "$3"' spawn $d.go $R "$(cat $d.cmd)" \
+    <$d.in >&5 2>&6 3>&- 5>&- 6>&- &
   pid=$!
+  exec 5>&- 6>&-
+  # STARTED only once it leads its own process group (it opens .go after setsid): a SIGNAL or KILL, sent to the
+  # group, must find the group there.
+  : <$d.go
+  rm -f $d.go
   echo $pid >$d.pid
   send $d.started "STARTED $1 $pid"
   wait $pid

@@ -31,7 +31,10 @@ export interface GuestProcess {
   readonly id: number;
   /** Its pid in the guest, once the guest has started it (never resolves if the guest goes away first). */
   readonly pid: Promise<number>;
-  /** Resolves (never rejects) when it has exited, after its last output was delivered. */
+  /**
+   * Resolves (never rejects) when it has exited and its output has closed, after its last output was delivered; a
+   * child it left running with its stdout or stderr open holds this back until that child ends too.
+   */
   readonly exited: Promise<GuestExit>;
   /** What it wrote on stdout (and stderr) so far, as text: all of it, or its last `keepChars` characters. */
   stdout(): string;
