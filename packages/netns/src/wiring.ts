@@ -134,6 +134,18 @@ export interface NodeSpec extends UnderlayHostSpec {
  */
 export async function buildNode(runner: CommandRunner, node: NodeSpec): Promise<void> {
   await buildUnderlayHost(runner, node);
+  await buildPodBridge(runner, node);
+}
+
+/**
+ * What makes a host with an uplink a node: forwarding on, and the pod bridge with its addresses and bridged
+ * traffic through netfilter. buildNode's second half; on its own for a node whose namespace and uplink exist
+ * already (a guest's root namespace, its eth0 on the underlay: packages/lab/src/vm/node.ts).
+ */
+export async function buildPodBridge(
+  runner: CommandRunner,
+  node: Pick<NodeSpec, 'namespace' | 'podBridgeAddresses'>,
+): Promise<void> {
   const families = familiesOf(node.podBridgeAddresses);
   for (const family of families) await setSysctl(runner, node.namespace, FORWARDING[family], 1);
   await addBridge(runner, node.namespace, NODE_BRIDGE);
