@@ -355,8 +355,10 @@ const LOAD_LINE = {
 /** Internal: runs inside a node namespace, started by the lab (see src/lab/cluster/relay.ts). */
 const RELAY_LINE = {
   name: 'lab relay',
-  usage: 'Usage: kube-proxy-ts lab relay --listen HOST:PORT --socket PATH (internal: the lab starts it)\n',
-  options: { listen: { type: 'string' }, socket: { type: 'string' } },
+  usage:
+    'Usage: kube-proxy-ts lab relay --listen HOST:PORT (--socket PATH | --connect HOST:PORT)\n' +
+    '(internal: the lab starts it)\n',
+  options: { listen: { type: 'string' }, socket: { type: 'string' }, connect: { type: 'string' } },
 } as const;
 
 function loadCommand(argv: string[]): Promise<number> {
@@ -403,14 +405,20 @@ function dnsServerCommand(argv: string[]): Promise<number> {
 }
 
 function relayCommand(argv: string[]): Promise<number> {
-  return runCommand(RELAY_LINE, argv, processOutput, ({ values }) => relay(values.listen, values.socket));
+  return runCommand(RELAY_LINE, argv, processOutput, ({ values }) => relay(values));
 }
 
-async function relay(listenFlag: string | undefined, socket: string | undefined): Promise<number> {
-  const listen = parseHostPort(listenFlag ?? '');
-  if (!listen || !socket) throw new UsageError('--listen HOST:PORT and --socket PATH are required');
-  const pipe = await startRelay(listen, socket);
-  process.stderr.write(`relay: ${listenFlag ?? ''} → ${socket}\n`);
+async function relay(values: { listen?: string; socket?: string; connect?: string }): Promise<number> {
+  const listen = parseHostPort(values.listen ?? '');
+  if (!listen) throw new UsageError('--listen HOST:PORT is required');
+  if ((values.socket === undefined) === (values.connect === undefined))
+    throw new UsageError('one of --socket PATH and --connect HOST:PORT is required');
+  const connectTo = values.connect === undefined ? undefined : parseHostPort(values.connect);
+  if (values.connect !== undefined && !connectTo)
+    throw new UsageError(`--connect: expected HOST:PORT, got ${JSON.stringify(values.connect)}`);
+  const target = connectTo ?? (values.socket as string);
+  const pipe = await startRelay(listen, target);
+  process.stderr.write(`relay: ${values.listen ?? ''} → ${values.connect ?? values.socket ?? ''}\n`);
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);

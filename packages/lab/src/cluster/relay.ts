@@ -82,10 +82,22 @@ export async function startSocketBridge(socketPath: string, port: number): Promi
   };
 }
 
-/** In a node namespace: accept on host:port, forward each connection to the Unix socket. */
-export async function startRelay(listen: { host: string; port: number }, socketPath: string): Promise<Pipe> {
+/** Where a relay forwards to: a Unix socket's path, or a TCP address (a guest node's relay, across the underlay). */
+export type RelayTarget = string | { readonly host: string; readonly port: number };
+
+/**
+ * In a node namespace: accept on host:port, forward each connection to `target`. A guest node's needs TCP to TCP:
+ * a Unix socket does not cross into a guest (one on a 9p share connects nowhere), so its relay forwards over the
+ * underlay to a relay beside the underlay bridge, which forwards to the socket (packages/lab/src/vm/README.md).
+ */
+export async function startRelay(
+  listen: { host: string; port: number },
+  target: RelayTarget,
+): Promise<Pipe & { readonly port: number }> {
   const sockets = new Set<Socket>();
-  const server = createServer((client) => splice(client, connect(socketPath)));
+  const dial = (): Socket =>
+    typeof target === 'string' ? connect(target) : connect(target.port, target.host);
+  const server = createServer((client) => splice(client, dial()));
   track(server, sockets);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -94,7 +106,8 @@ export async function startRelay(listen: { host: string; port: number }, socketP
       resolve();
     });
   });
-  return { close: closer(server, sockets) };
+  const address = server.address();
+  return { close: closer(server, sockets), port: typeof address === 'object' && address ? address.port : 0 };
 }
 
 /** "127.0.0.1:6443" → parts; undefined when it is not HOST:PORT. */
