@@ -97,6 +97,11 @@ export interface NamespacePodLifecycleOptions {
   /** A container process started (the lab follows its kube-proxy pods' PIDs and logs). */
   readonly containerStarted?: (pod: Pod, container: ContainerProcess) => void;
   readonly runner: CommandRunner;
+  /**
+   * The runner of a node whose commands run elsewhere (a guest node's: packages/lab/src/vm/node.ts); undefined,
+   * or no function: `runner`. Everything a Pod's kubelet does on its node goes through its node's runner.
+   */
+  readonly runnerFor?: (node: string) => CommandRunner | undefined;
   readonly layout: LabLayout;
   /** For the pod servers' ready files. */
   readonly podStateDir: string;
@@ -240,6 +245,11 @@ class NamespaceKubelet implements NamespacePodLifecycle {
     this.now = o.now ?? Date.now;
   }
 
+  /** Where the commands for a Pod on `node` run. */
+  private runnerOf(node: string | undefined): CommandRunner {
+    return (node !== undefined ? this.o.runnerFor?.(node) : undefined) ?? this.o.runner;
+  }
+
   start(pod: Pod, report?: (status: PodStatusReport) => void): Promise<void> {
     const ns = this.nsOf(pod);
     return this.serial(ns, async () => {
@@ -247,9 +257,10 @@ class NamespaceKubelet implements NamespacePodLifecycle {
       const s = this.prepare(pod, ns);
       if (!s.hostNetwork) {
         // A namespace left by a Pod of the same name (removed at its deadline while its stop still ran) goes first.
-        await detachPod(this.o.runner, ns);
+        const runner = this.runnerOf(s.node.name);
+        await detachPod(runner, ns);
         const ips = podIPsOf(pod);
-        await attachPod(this.o.runner, { namespace: ns, node: s.node, veth: podVethName(s.uid), ips });
+        await attachPod(runner, { namespace: ns, node: s.node, veth: podVethName(s.uid), ips });
         this.o.events?.added(ns, pod);
       }
       const views: PodContainerView[] = [];
@@ -304,7 +315,7 @@ class NamespaceKubelet implements NamespacePodLifecycle {
       this.servers.delete(ns);
       await server?.stop(1000);
       if (pod.spec?.hostNetwork !== true) {
-        await detachPod(this.o.runner, ns);
+        await detachPod(this.runnerOf(pod.spec?.nodeName), ns);
         this.o.events?.removed(ns);
       }
       this.o.logger.v(2, () => ({ msg: 'pod stopped', fields: { pod: pod.metadata.name, ns } }));
@@ -457,7 +468,7 @@ class NamespaceKubelet implements NamespacePodLifecycle {
     const logDir = join(s.podDir, 'containers', serverName);
     mkdirSync(logDir, { recursive: true, mode: 0o700 });
     const ports = podPorts(s.pod);
-    const server = await startPodServerIn(this.o.runner, s.ns, {
+    const server = await startPodServerIn(this.runnerOf(s.node.name), s.ns, {
       name: s.name,
       tcpPorts: ports.tcp,
       udpPorts: ports.udp,
@@ -547,7 +558,7 @@ class NamespaceKubelet implements NamespacePodLifecycle {
     const server = this.servers.get(s.ns);
     this.servers.delete(s.ns);
     await server?.stop(EVICTION_GRACE_MS);
-    await killNamespaceProcesses(this.o.runner, s.ns, 'KILL');
+    await killNamespaceProcesses(this.runnerOf(s.node.name), s.ns, 'KILL');
   }
 
   private containerProcess(
@@ -558,7 +569,7 @@ class NamespaceKubelet implements NamespacePodLifecycle {
   ): ContainerProcess {
     const r = d.resolved;
     return new ContainerProcess(
-      this.o.runner,
+      this.runnerOf(s.node.name),
       s.netns,
       { ...r, argv: r.argv ?? [] },
       s.podDir,
