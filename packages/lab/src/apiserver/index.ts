@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { cpus, totalmem } from 'node:os';
+import { cpus, release, totalmem } from 'node:os';
 import { dirname } from 'node:path';
 import type { Clock } from 'kube-proxy-ts/util/clock.js';
 import { SILENT_LOGGER, type Logger } from 'kube-proxy-ts/util/logger.js';
@@ -175,6 +175,10 @@ function nodeObject(spec: NodeSpec, index: number, controlPlaneTaint: boolean): 
   const controlPlane = index === 0 && spec.name === 'control-plane';
   const podCIDRs = spec.podCIDRs ?? [spec.podCIDR ?? `198.18.${10 + index}.0/24`];
   const ips = spec.internalIPs ?? [spec.internalIP ?? `198.18.0.${10 + index}`];
+  const taints = [
+    ...(controlPlane && controlPlaneTaint ? [{ ...CONTROL_PLANE_TAINT }] : []),
+    ...(spec.taints ?? []).map((t) => ({ ...t })),
+  ];
   return {
     apiVersion: 'v1',
     kind: 'Node',
@@ -192,7 +196,7 @@ function nodeObject(spec: NodeSpec, index: number, controlPlaneTaint: boolean): 
     spec: {
       podCIDR: podCIDRs[0],
       podCIDRs,
-      ...(controlPlane && controlPlaneTaint ? { taints: [{ ...CONTROL_PLANE_TAINT }] } : {}),
+      ...(taints.length > 0 ? { taints } : {}),
     },
     status: {
       addresses: [
@@ -206,6 +210,7 @@ function nodeObject(spec: NodeSpec, index: number, controlPlaneTaint: boolean): 
       nodeInfo: {
         kubeletVersion: 'v1.32.0-kpts',
         kubeProxyVersion: '',
+        kernelVersion: spec.kernelVersion ?? release(),
         osImage: 'kube-proxy-ts lab',
         architecture: 'amd64',
         operatingSystem: 'linux',

@@ -249,6 +249,22 @@ function hpaTargets(o: JsonObject): string {
   return list.length > 2 ? `${list.slice(0, 2).join(', ')} + ${list.length - 2} more...` : list.join(', ');
 }
 
+/** A Node's addresses of one type, comma-separated; <none> without one (kubectl's -o wide). */
+function nodeAddresses(node: unknown, type: string): string {
+  return orNone(
+    arr(child(node, 'status'), 'addresses')
+      .filter((a) => str(a, 'type') === type)
+      .map((a) => str(a, 'address') ?? '')
+      .join(','),
+  );
+}
+
+/** A field of status.nodeInfo, <unknown> when empty (kubectl's -o wide). */
+function nodeInfo(node: unknown, field: string): string {
+  const value = str(child(child(node, 'status'), 'nodeInfo'), field) ?? '';
+  return value === '' ? '<unknown>' : value;
+}
+
 const COLUMNS: Readonly<Record<string, readonly Column[]>> = {
   Namespace: [nameCol, col('Status', (o) => str(child(o, 'status'), 'phase') ?? ''), ageCol],
   Node: [
@@ -257,17 +273,11 @@ const COLUMNS: Readonly<Record<string, readonly Column[]>> = {
     col('Roles', nodeRoles),
     ageCol,
     col('Version', (o) => str(child(child(o, 'status'), 'nodeInfo'), 'kubeletVersion') ?? ''),
-    col(
-      'Internal-IP',
-      (o) =>
-        orNone(
-          arr(child(o, 'status'), 'addresses')
-            .filter((a) => str(a, 'type') === 'InternalIP')
-            .map((a) => str(a, 'address') ?? '')
-            .join(','),
-        ),
-      1,
-    ),
+    col('Internal-IP', (o) => nodeAddresses(o, 'InternalIP'), 1),
+    col('External-IP', (o) => nodeAddresses(o, 'ExternalIP'), 1),
+    col('OS-Image', (o) => nodeInfo(o, 'osImage'), 1),
+    col('Kernel-Version', (o) => nodeInfo(o, 'kernelVersion'), 1),
+    col('Container-Runtime', (o) => nodeInfo(o, 'containerRuntimeVersion'), 1),
   ],
   Pod: [
     nameCol,

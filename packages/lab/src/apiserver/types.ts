@@ -110,6 +110,10 @@ export interface NodeSpec {
   /** topology.kubernetes.io/zone label, when set. */
   readonly zone?: string;
   readonly labels?: Readonly<Record<string, string>>;
+  /** status.nodeInfo.kernelVersion (default: this host's, which namespace nodes share); a guest node's own. */
+  readonly kernelVersion?: string;
+  /** spec.taints beside the control-plane one (a guest node's: only what tolerates it goes there). */
+  readonly taints?: readonly { readonly key: string; readonly value?: string; readonly effect: string }[];
 }
 
 /**
