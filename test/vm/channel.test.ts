@@ -4,7 +4,12 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
-import { AnswerParser, ControlChannel, type Answer } from '../../packages/lab/src/vm/channel.js';
+import {
+  AnswerParser,
+  ControlChannel,
+  STDIN_CHUNK_BYTES,
+  type Answer,
+} from '../../packages/lab/src/vm/channel.js';
 import { SpawnedProcess } from '../../packages/lab/src/vm/process.js';
 
 /** Every way of cutting `bytes` in two must give the same answers as the whole. */
@@ -121,5 +126,71 @@ describe('a spawned process over the channel', () => {
     assert.deepEqual(await proc.exited, { code: 0 });
     assert.equal(proc.stdout(), '6789abc'.padStart(8, '5'));
     assert.equal(heard, '0123456789abc');
+  });
+
+  test('an open stdin: SPAWN says so, write() sends IN lines (cut, base64), end() one EOF, nothing after the exit', async () => {
+    const { socket, ch } = channel();
+    const proc = new SpawnedProcess(ch).start('exec cat', 'first ', true);
+    assert.deepEqual(socket.written, [
+      `SPAWN ${proc.id} ${Buffer.from('exec cat').toString('base64')} -\n`,
+      `IN ${proc.id} ${Buffer.from('first ').toString('base64')}\n`,
+    ]);
+    socket.written.length = 0;
+    // Before STARTED already: the guest made the stdin's directory when it read SPAWN, and keeps the bytes.
+    const big = Buffer.alloc(2 * STDIN_CHUNK_BYTES + 5, 'ab€');
+    proc.write(big);
+    proc.write("€ and a quote ' and\na line");
+    proc.write('');
+    const lines = socket.written.map((l) => /^IN (\d+) ([A-Za-z0-9+/=]+)\n$/.exec(l));
+    assert.ok(
+      lines.every((m) => m !== null && Number(m[1]) === proc.id),
+      socket.written.join(''),
+    );
+    const chunks = lines.map((m) => Buffer.from(m![2]!, 'base64'));
+    assert.deepEqual(
+      chunks.map((c) => c.length),
+      [STDIN_CHUNK_BYTES, STDIN_CHUNK_BYTES, 5, Buffer.byteLength("€ and a quote ' and\na line")],
+    );
+    assert.deepEqual(Buffer.concat(chunks), Buffer.concat([big, Buffer.from("€ and a quote ' and\na line")]));
+
+    socket.written.length = 0;
+    proc.end();
+    proc.end(); // once only
+    assert.deepEqual(socket.written, [`EOF ${proc.id}\n`]);
+    assert.throws(() => proc.write('late'), /write after end/);
+    assert.equal(socket.written.length, 1);
+
+    socket.say(`STARTED ${proc.id} 9\nOUT ${proc.id} 1 4\nabc\nEXIT ${proc.id} 0\n`);
+    assert.deepEqual(await proc.exited, { code: 0 });
+    const other = new SpawnedProcess(ch).start('exec cat', '', true);
+    socket.say(`STARTED ${other.id} 10\nEXIT ${other.id} 141\n`);
+    await other.exited;
+    socket.written.length = 0;
+    other.write('after its exit'); // no-ops, no throw: the exit may cross a write on the wire
+    other.end();
+    ch.writeStdin(proc.id, Buffer.from('x'));
+    ch.endStdin(proc.id);
+    ch.writeStdin(999, Buffer.from('x')); // an id never spawned
+    assert.deepEqual(socket.written, []);
+  });
+
+  test('a fixed stdin is sent with SPAWN; write() then throws, end() does nothing; a closed channel sends nothing', async () => {
+    const { socket, ch } = channel();
+    const fixed = new SpawnedProcess(ch).start('exec cat', 'all of it');
+    assert.equal(
+      socket.written.at(-1),
+      `SPAWN ${fixed.id} ${Buffer.from('exec cat').toString('base64')} ${Buffer.from('all of it').toString('base64')}\n`,
+    );
+    assert.throws(() => fixed.write('more'), /stdin is not open/);
+    fixed.end();
+    const open = new SpawnedProcess(ch).start('exec cat', '', true);
+    assert.equal(socket.written.length, 2, 'an open stdin without first bytes: no IN yet');
+    socket.emit('close');
+    assert.equal((await open.exited).code, null);
+    open.write('x');
+    open.end();
+    ch.writeStdin(open.id, Buffer.from('x'));
+    ch.endStdin(open.id);
+    assert.equal(socket.written.length, 2);
   });
 });

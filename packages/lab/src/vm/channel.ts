@@ -1,7 +1,7 @@
 // The host's end of the guest's control channel (the protocol is described in init-script.ts): a Unix socket QEMU
 // connects to at start (`-chardev socket,path=…,server=off`), carrying the virtio-serial port kpts.ctl. Requests
-// are lines; answers are a line, then for DONE the command's stdout and stderr bytes and for OUT a spawned
-// process's chunk of output, counted in that line.
+// are lines (a spawned process's stdin too: IN lines of base64); answers are a line, then for DONE the command's
+// stdout and stderr bytes and for OUT a spawned process's chunk of output, counted in that line.
 import type { Socket } from 'node:net';
 
 export interface GuestCommandResult {
@@ -86,6 +86,12 @@ export interface SpawnListener {
 
 const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
 
+/**
+ * The most bytes one IN line carries (64 KiB of base64): the guest's shell reads a line a byte at a time into a
+ * variable, so a write is cut into lines of a bounded size.
+ */
+export const STDIN_CHUNK_BYTES = 48 * 1024;
+
 /** Requests over one connected socket, matched to their answers by id. */
 export class ControlChannel {
   private readonly parser = new AnswerParser();
@@ -131,16 +137,38 @@ export class ControlChannel {
     this.spawned.clear();
   }
 
-  /** Starts `script` as `sh -c` in the guest, its output and exit reported to `listener` as they happen. */
-  spawn(script: string, stdin: string, listener: SpawnListener): number {
+  /**
+   * Starts `script` as `sh -c` in the guest, its output and exit reported to `listener` as they happen. Its stdin is
+   * `stdin` then end of file; with `openStdin`, `stdin` then what `writeStdin` sends, until `endStdin`.
+   */
+  spawn(script: string, stdin: string, listener: SpawnListener, openStdin = false): number {
     const id = this.nextId++;
     if (this.closedReason !== undefined) {
       listener.ended(null, this.closedReason);
       return id;
     }
     this.spawned.set(id, listener);
-    this.socket.write(`SPAWN ${id} ${b64(script)}${stdin === '' ? '' : ` ${b64(stdin)}`}\n`);
+    const input = openStdin ? ' -' : stdin === '' ? '' : ` ${b64(stdin)}`;
+    this.socket.write(`SPAWN ${id} ${b64(script)}${input}\n`);
+    if (openStdin) this.writeStdin(id, Buffer.from(stdin, 'utf8'));
     return id;
+  }
+
+  /**
+   * Sends `bytes` to the open stdin of spawned process `id` (IN lines of at most STDIN_CHUNK_BYTES); nothing once it
+   * has ended (its EXIT came) or the channel closed. The guest keeps what its process has not read yet.
+   */
+  writeStdin(id: number, bytes: Buffer): void {
+    if (this.closedReason !== undefined || !this.spawned.has(id)) return;
+    for (let at = 0; at < bytes.length; at += STDIN_CHUNK_BYTES) {
+      const chunk = bytes.subarray(at, at + STDIN_CHUNK_BYTES);
+      this.socket.write(`IN ${id} ${chunk.toString('base64')}\n`);
+    }
+  }
+
+  /** Closes the open stdin of spawned process `id` once the bytes sent before have been written; the same no-ops. */
+  endStdin(id: number): void {
+    if (this.closedReason === undefined && this.spawned.has(id)) this.socket.write(`EOF ${id}\n`);
   }
 
   /** Sends `signal` (a name: TERM, INT, KILL, …) to a command's process group; nothing once it has ended. */

@@ -4,9 +4,9 @@
 // QEMU runs under `setpriv --pdeathsig KILL`, so it dies with the process that started it; what that leaves (the
 // namespace, the state directory) the next start in the same directory, or sweepGuests, removes.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { join } from 'node:path';
+import { isAbsolute, join, posix, resolve } from 'node:path';
 import { hostCommandRunner } from 'kube-proxy-ts/netfilter/command.js';
 import { createNamespace } from '@kube-proxy-ts/netns/namespace.js';
 import { runChecked } from '@kube-proxy-ts/netns/exec.js';
@@ -15,7 +15,7 @@ import { checkInterfaceName, checkNamespaceName } from '@kube-proxy-ts/netns/nam
 import { ControlChannel, type GuestCommandResult } from './channel.js';
 import { SpawnedProcess, type GuestProcess } from './process.js';
 import { QEMU_PIDFILE, sweepGuest, writeGuestRecord } from './cleanup.js';
-import { CONTROL_PORT_NAME } from './init-script.js';
+import { CONTROL_PORT_NAME, GUEST_SCRATCH_DIR, shareTag } from './init-script.js';
 import { guestInitramfs } from './initramfs.js';
 import { DEFAULT_VM_CACHE_DIR, debianKernel } from './kernel.js';
 
@@ -43,13 +43,26 @@ export interface GuestNetwork {
   readonly mac?: string;
 }
 
+/**
+ * A host directory the guest mounts read-write (virtio-9p, no cache in the guest): a file either side writes there
+ * is the other's at once (a lab node's pid files, container logs, ready files).
+ */
+export interface GuestShare {
+  /** An existing directory on the host: an absolute path, normalised (no `..`, `//` or trailing `/`). */
+  readonly hostPath: string;
+  /** Where the guest's root has it (absolute, normalised, not `/`; default: hostPath, so paths mean the same). */
+  readonly guestPath?: string;
+}
+
 export interface GuestOptions {
   /** The guest's own directory (a short path: the control socket's must fit 107 bytes). Swept first. */
   readonly stateDir: string;
   readonly hostname?: string;
   readonly network?: GuestNetwork;
-  /** Share `<stateDir>/scratch` read-write, mounted at /kpts/scratch in the guest. */
+  /** Share `<stateDir>/scratch` read-write, mounted at /kpts/scratch in the guest (a share, mounted first). */
   readonly scratch?: boolean;
+  /** Host directories the guest mounts read-write, in this order (a path inside an earlier one is made there). */
+  readonly shares?: readonly GuestShare[];
   /** Let the host's /tmp show through the guest's overlay (warm tsx caches carry over; writes stay in the guest). */
   readonly hostTmp?: boolean;
   readonly memoryMiB?: number;
@@ -75,6 +88,11 @@ export interface GuestRunOptions {
 export interface GuestSpawnOptions extends Omit<GuestRunOptions, 'timeoutMs'> {
   /** How much of each output the handle keeps for stdout(), stderr() and waitForOutput (default 1 Mi chars). */
   readonly keepChars?: number;
+  /**
+   * Keep its stdin open for `write()` and `end()` (after `stdin`, if given), as `kubectl exec -i` needs; otherwise
+   * its stdin is `stdin` (default empty) and then end of file, as a container's without `stdin: true`.
+   */
+  readonly openStdin?: boolean;
 }
 
 export interface Guest {
@@ -113,8 +131,63 @@ export function commandScript(command: string | readonly string[], options: Gues
   return [...exports, `cd ${quote(options.cwd ?? '/')} || exit 126`, body].join('\n');
 }
 
-function qemuArgs(o: GuestOptions, kernel: { vmlinuz: string }, initrd: string): string[] {
-  const dir = o.stateDir;
+/** A share as QEMU and the guest's init get it. */
+interface ShareMount {
+  readonly tag: string;
+  readonly hostPath: string;
+  readonly guestPath: string;
+}
+
+function checkSharePath(path: string, side: string): void {
+  const problem = !isAbsolute(path)
+    ? 'is not absolute'
+    : /[\n\r\0]/.test(path)
+      ? 'has a line break or NUL in it'
+      : posix.normalize(path) !== path || (path.endsWith('/') && path !== '/')
+        ? `is not normalised (${posix.normalize(path).replace(/(.)\/$/, '$1')})`
+        : undefined;
+  if (problem !== undefined)
+    throw new Error(`guest share: the ${side} path ${JSON.stringify(path)} ${problem}`);
+}
+
+/**
+ * The guest's shares, scratch first, tagged share0, share1, …, and checked: what could not be passed whole to QEMU
+ * (`-fsdev …,path=`: a comma is doubled, everything else goes as it is) and to init (the guest path base64 on the
+ * kernel command line) fails here, before anything starts, naming the path.
+ */
+function shareMounts(o: GuestOptions): ShareMount[] {
+  const scratch = o.scratch
+    ? [{ hostPath: resolve(o.stateDir, 'scratch'), guestPath: GUEST_SCRATCH_DIR }]
+    : [];
+  const seen = new Set<string>();
+  return [...scratch, ...(o.shares ?? [])].map((share, i) => {
+    const guestPath = share.guestPath ?? share.hostPath;
+    checkSharePath(share.hostPath, 'host');
+    checkSharePath(guestPath, 'guest');
+    if (guestPath === '/')
+      throw new Error(`guest share: ${JSON.stringify(share.hostPath)} cannot hide the guest's root`);
+    if (seen.has(guestPath))
+      throw new Error(`guest share: two shares at ${JSON.stringify(guestPath)} in the guest`);
+    seen.add(guestPath);
+    if (i >= scratch.length) {
+      let directory = false;
+      try {
+        directory = statSync(share.hostPath).isDirectory();
+      } catch {
+        // missing: said below
+      }
+      if (!directory)
+        throw new Error(`guest share: ${JSON.stringify(share.hostPath)} is not a directory on the host`);
+    }
+    return { tag: shareTag(i), hostPath: share.hostPath, guestPath };
+  });
+}
+
+/** Linux's limit on the kernel command line (x86: COMMAND_LINE_SIZE, with its NUL). */
+const KERNEL_COMMAND_LINE_MAX = 2047;
+
+/** The guest kernel's command line: how init learns its hostname, address, and where its shares go. */
+function kernelCommandLine(o: GuestOptions, shares: readonly ShareMount[]): string {
   const cmdline = [
     'console=ttyS0',
     'quiet',
@@ -126,8 +199,29 @@ function qemuArgs(o: GuestOptions, kernel: { vmlinuz: string }, initrd: string):
     cmdline.push(`kpts.ip=${o.network.guestAddress}`);
     if (o.network.gateway) cmdline.push(`kpts.gw=${o.network.gateway}`);
   }
-  if (o.scratch) cmdline.push('kpts.scratch=1');
   if (o.hostTmp) cmdline.push('kpts.hosttmp=1');
+  if (shares.length > 0) {
+    const paths = shares.map((s) => Buffer.from(s.guestPath, 'utf8').toString('base64'));
+    cmdline.push(`kpts.shares=${paths.join(',')}`);
+  }
+  const line = cmdline.join(' ');
+  if (line.length > KERNEL_COMMAND_LINE_MAX) {
+    throw new Error(
+      `guest shares: their guest paths make the kernel command line ${line.length} bytes, over Linux's ` +
+        `${KERNEL_COMMAND_LINE_MAX}: ${shares.map((s) => JSON.stringify(s.guestPath)).join(', ')}`,
+    );
+  }
+  return line;
+}
+
+function qemuArgs(
+  o: GuestOptions,
+  cmdline: string,
+  shares: readonly ShareMount[],
+  kernel: { vmlinuz: string },
+  initrd: string,
+): string[] {
+  const dir = o.stateDir;
   const args = [
     ...[
       '-name',
@@ -143,16 +237,18 @@ function qemuArgs(o: GuestOptions, kernel: { vmlinuz: string }, initrd: string):
     ],
     ...['-m', String(o.memoryMiB ?? 512), '-nodefaults', '-no-user-config', '-display', 'none', '-no-reboot'],
     ...['-pidfile', join(dir, QEMU_PIDFILE), '-kernel', kernel.vmlinuz, '-initrd', initrd],
-    ...['-append', cmdline.join(' ')],
+    ...['-append', cmdline],
     ...['-chardev', `file,id=console,path=${join(dir, 'console.log')}`, '-serial', 'chardev:console'],
     ...['-chardev', `socket,id=ctl,path=${join(dir, 'ctl.sock')}`, '-device', 'virtio-serial-pci'],
     ...['-device', `virtserialport,chardev=ctl,name=${CONTROL_PORT_NAME}`],
     ...['-fsdev', 'local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap'],
     ...['-device', 'virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot', '-device', 'virtio-rng-pci'],
   ];
-  if (o.scratch) {
-    args.push('-fsdev', `local,id=scratch,path=${join(dir, 'scratch')},security_model=none`);
-    args.push('-device', 'virtio-9p-pci,fsdev=scratch,mount_tag=scratch');
+  for (const share of shares) {
+    // security_model=none: the guest's root writes as QEMU's user (root), no ownership kept in xattrs.
+    const path = share.hostPath.replace(/,/g, ',,');
+    args.push('-fsdev', `local,id=${share.tag},path=${path},security_model=none,multidevs=remap`);
+    args.push('-device', `virtio-9p-pci,fsdev=${share.tag},mount_tag=${share.tag}`);
   }
   if (o.network) {
     args.push('-netdev', `tap,id=net0,ifname=${o.network.tap},script=no,downscript=no`);
@@ -209,6 +305,8 @@ function readConsole(stateDir: string): string {
 
 /** Boots a guest and resolves once its init is ready for commands; on any failure, leaves nothing behind. */
 export async function startGuest(o: GuestOptions): Promise<Guest> {
+  const shares = shareMounts(o);
+  const cmdline = kernelCommandLine(o, shares);
   const cacheDir = o.cacheDir ?? DEFAULT_VM_CACHE_DIR;
   await sweepGuest(o.stateDir); // a crashed run's leftovers in this directory
   const kernel = await debianKernel(cacheDir);
@@ -226,7 +324,7 @@ export async function startGuest(o: GuestOptions): Promise<Guest> {
     const control = await listenControl(join(o.stateDir, 'ctl.sock'));
     server = control.server;
     const started = Date.now();
-    const { child, stderr } = spawnQemu(o, qemuArgs(o, kernel, initrd));
+    const { child, stderr } = spawnQemu(o, qemuArgs(o, cmdline, shares, kernel, initrd));
     const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
     const failed = exited.then(() => {
       throw new Error(`QEMU exited before the guest was ready: ${stderr().trim() || 'no message'}`);
@@ -290,7 +388,7 @@ function guestHandle(
     },
     spawn(command, options = {}) {
       const proc = new SpawnedProcess(channel, options.keepChars);
-      return proc.start(commandScript(command, options), options.stdin ?? '');
+      return proc.start(commandScript(command, options), options.stdin ?? '', options.openStdin ?? false);
     },
     rssKiB() {
       try {

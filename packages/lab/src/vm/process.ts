@@ -1,6 +1,7 @@
 // A long-running process in a guest (`guest.spawn`): started with SPAWN on the control channel, its output heard
-// as the guest reads it (OUT), signalled (SIGNAL, KILL), its end reported (EXIT). Nothing here polls: every wait is
-// on a message the channel delivers. What a lab node runs in its guest (pod servers, the kube-proxy agent) is one.
+// as the guest reads it (OUT), its stdin fed (IN, EOF) when it was spawned with one open, signalled (SIGNAL, KILL),
+// its end reported (EXIT). Nothing here polls: every wait is on a message the channel delivers. What a lab node
+// runs in its guest (pod servers, the kube-proxy agent, an exec's shell) is one.
 import { StringDecoder } from 'node:string_decoder';
 import type { ControlChannel, GuestStream, SpawnListener } from './channel.js';
 
@@ -45,6 +46,13 @@ export interface GuestProcess {
   waitForOutput(pattern: RegExp, options?: OutputWaitOptions): Promise<RegExpExecArray>;
   /** Sends a signal (a name: TERM, INT, HUP, KILL, …) to its process group; nothing once it has exited. */
   kill(signal?: string): void;
+  /**
+   * Sends bytes (a string as UTF-8) to its stdin, which must have been left open (`openStdin`); nothing once it has
+   * exited. The guest holds what it has not read yet (there is no back-pressure). Throws after `end()`.
+   */
+  write(data: string | Buffer): void;
+  /** Closes its stdin (after what was written); nothing once it has exited, or when its stdin was not left open. */
+  end(): void;
 }
 
 /** Characters of each output a process keeps unless told otherwise (listeners see every chunk regardless). */
@@ -64,6 +72,8 @@ export class SpawnedProcess implements GuestProcess, SpawnListener {
   private exit: GuestExit | undefined;
   /** Signals asked for before the guest said STARTED (its pid file may not exist yet). */
   private queued: string[] = [];
+  private openStdin = false;
+  private stdinEnded = false;
 
   constructor(
     private readonly channel: ControlChannel,
@@ -74,9 +84,10 @@ export class SpawnedProcess implements GuestProcess, SpawnListener {
     this.exited = new Promise((resolve) => (this.resolveExit = resolve));
   }
 
-  /** Sends SPAWN; the id is known from then on. */
-  start(script: string, stdin: string): this {
-    this.id = this.channel.spawn(script, stdin, this);
+  /** Sends SPAWN; the id is known from then on. With `openStdin`, `stdin` is only its first bytes (see write). */
+  start(script: string, stdin: string, openStdin = false): this {
+    this.openStdin = openStdin;
+    this.id = this.channel.spawn(script, stdin, this, openStdin);
     return this;
   }
 
@@ -144,6 +155,20 @@ export class SpawnedProcess implements GuestProcess, SpawnListener {
     if (this.exit) return;
     if (this.startedPid === undefined) this.queued.push(signal);
     else this.channel.signal(this.id, signal);
+  }
+
+  write(data: string | Buffer): void {
+    if (this.exit) return;
+    if (!this.openStdin)
+      throw new Error(`guest process ${this.id}: its stdin is not open (spawn it with openStdin)`);
+    if (this.stdinEnded) throw new Error(`guest process ${this.id}: write after end()`);
+    this.channel.writeStdin(this.id, Buffer.isBuffer(data) ? data : Buffer.from(data, 'utf8'));
+  }
+
+  end(): void {
+    if (this.exit || !this.openStdin || this.stdinEnded) return;
+    this.stdinEnded = true;
+    this.channel.endStdin(this.id);
   }
 
   private deliver(stream: GuestStream, text: string): void {
