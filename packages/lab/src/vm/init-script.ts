@@ -62,6 +62,13 @@ const COMMAND_FUNCTIONS = `run_one() {
 # One message for the writer: its text into a file, the file's name into the fifo.
 send() { echo "$2" >"$1"; echo "$1" >/run/kpts/answers; }
 
+# signal_group ID SIGNAL: to the process group of command ID, while it runs (nothing once its pid file is gone, or
+# before it is written). busybox's kill takes no "--": a negative number after the signal is a process group.
+signal_group() {
+  sg=$(cat /run/kpts/$1.pid 2>/dev/null)
+  [ -n "$sg" ] && kill -"$2" -"$sg"
+}
+
 # pump ID STREAM, stdin a fifo: each read (up to 64 KiB, whatever one read returns) goes out as one OUT message.
 pump() {
   n=0
@@ -260,8 +267,8 @@ while read -r verb id cmd input <&3; do
       fi
       ;;
     EOF) echo 2>/dev/null >/run/kpts/$id.stdin/eof && wake /run/kpts/$id.stdin ;;
-    SIGNAL) [ -f /run/kpts/$id.pid ] && kill -"$cmd" -- -$(cat /run/kpts/$id.pid) ;;
-    KILL) [ -f /run/kpts/$id.pid ] && kill -KILL -- -$(cat /run/kpts/$id.pid) ;;
+    SIGNAL) signal_group "$id" "$cmd" ;;
+    KILL) signal_group "$id" KILL ;;
     POWEROFF) break ;;
   esac
 done
