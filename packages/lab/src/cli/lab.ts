@@ -35,7 +35,7 @@ export const LAB_USAGE = `Usage: kube-proxy-ts lab COMMAND
 Commands:
   up [--nodes 2] [--mode nftables|iptables] [--nftables-layout upstream|flat] [--iptables legacy|nft]
      [--ip-family ipv4|ipv6|dual] [--zones zone-a,zone-b] [--control-plane-taint] [--follow-configmap]
-     [--image FILE]
+     [--image FILE] [--vm-nodes N]
             start a cluster on this host (needs root): nodes and pods as network namespaces,
             kube-proxy-ts as the pods of DaemonSet kube-system/kube-proxy, Service svc/web; runs in the
             foreground, Ctrl-C removes everything.
@@ -53,6 +53,10 @@ Commands:
             is the one that serialises writers on the xtables lock (each node has its own lock file)
             --image FILE: run each node's kube-proxy from the node image (the OCI archive that
             scripts/image.sh writes) with runc, as a node's runtime would (needs runc and umoci)
+            --vm-nodes N: the last N nodes are QEMU guests on Debian's kernel (its own conntrack,
+            IPVS; kubectl get nodes -o wide shows it), tainted kube-proxy-ts.lab/vm-node so that only
+            what tolerates it runs there; IPv4 only; each guest takes 10-60 s to boot and its proxy
+            minutes to sync under emulation (needs qemu-system-x86)
   down      stop the lab (also after it crashed) and remove every namespace, link and process it made
   status    nodes, proxies (pid, mode, last sync) and pods
   watch [--rounds N]
@@ -108,6 +112,7 @@ async function upCommand(argv: string[]): Promise<number> {
         'control-plane-taint': { type: 'boolean' },
         'follow-configmap': { type: 'boolean' },
         image: { type: 'string' },
+        'vm-nodes': { type: 'string' },
         'state-dir': { type: 'string' },
         // Undocumented: tests run a lab beside a user's own under another prefix.
         prefix: { type: 'string' },
@@ -144,6 +149,14 @@ async function upCommand(argv: string[]): Promise<number> {
   const badZone = zones.find((z) => !/^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/.test(z));
   if (badZone !== undefined)
     return fail(`up: --zones: ${JSON.stringify(badZone)} is not a label value (letters, digits, - _ .)`);
+  const vmNodes = Number(values['vm-nodes'] ?? '0');
+  if (!Number.isInteger(vmNodes) || vmNodes < 0 || vmNodes >= nodes)
+    return fail(
+      `up: --vm-nodes ${values['vm-nodes'] ?? ''}: expected 0…${nodes - 1} (the control-plane node stays a namespace)`,
+    );
+  if (vmNodes > 0 && ipFamily !== 'ipv4') return fail('up: --vm-nodes: guest nodes are IPv4 only for now');
+  if (vmNodes > 0 && values.image !== undefined)
+    return fail('up: --vm-nodes and --image: the node image runs by runc on this host, not in a guest');
   if (!isRoot()) return fail('up: the lab creates network namespaces and needs root (try sudo)', 1);
   const image = values.image === undefined ? undefined : resolve(values.image);
   const stateDir = values['state-dir'] ?? defaultStateDir();
@@ -166,6 +179,7 @@ async function upCommand(argv: string[]): Promise<number> {
       ...(controlPlaneTaint ? { controlPlaneTaint } : {}),
       ...(values['follow-configmap'] === true ? { followConfigMap: true } : {}),
       ...(image !== undefined ? { image } : {}),
+      ...(vmNodes > 0 ? { vmNodes } : {}),
       stateDir,
       ...(values.prefix !== undefined ? { prefix: values.prefix } : {}),
       progress,

@@ -49,6 +49,15 @@ export interface ReadinessProbe {
   readonly timeoutMs: number;
 }
 
+/**
+ * A probe on a node where everything runs `scale` times slower (a guest under emulation): asked that many times
+ * less often and given that many times as long, so that probing does not crowd out what it probes.
+ */
+export function scaledProbe(probe: ReadinessProbe | undefined, scale: number): ReadinessProbe | undefined {
+  if (probe === undefined || scale === 1) return probe;
+  return { ...probe, periodMs: probe.periodMs * scale, timeoutMs: probe.timeoutMs * scale };
+}
+
 export function readinessProbeOf(container: JsonObject): ReadinessProbe | undefined {
   const probe = container.readinessProbe;
   if (typeof probe !== 'object' || probe === null || Array.isArray(probe)) return undefined;

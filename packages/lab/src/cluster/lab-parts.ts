@@ -185,13 +185,16 @@ export function labUsageSampler(
   runner: CommandRunner,
   layout: LabLayout,
   runningPods: () => readonly RunningPod[],
+  /** Nodes whose processes are not this host's (guest nodes): no usage for them or their Pods. */
+  elsewhere: ReadonlySet<string> = new Set(),
 ): UsageSampler {
   const pidsOf = async (netns: string): Promise<number[]> => namespacePids(runner, netns).catch(() => []);
   return new UsageSampler(async () => {
     const groups = new Map<string, number[]>();
     const byNode = new Map<string, number[]>();
-    for (const n of layout.nodes) byNode.set(n.name, await pidsOf(n.namespace));
+    for (const n of layout.nodes) if (!elsewhere.has(n.name)) byNode.set(n.name, await pidsOf(n.namespace));
     for (const p of runningPods()) {
+      if (elsewhere.has(p.node)) continue;
       const own = p.containers.flatMap((c) => c.pid() ?? []);
       const inNs = p.hostNetwork ? [] : await pidsOf(p.netns);
       p.containers.forEach((c, i) => {

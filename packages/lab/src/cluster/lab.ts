@@ -39,6 +39,16 @@ import type { LabIPFamily, LabLayout, LabNodeLayout, LabPaths } from './layout.j
 import { KubeletIptables } from './kubelet-iptables.js';
 import { fetchProxyMetrics, metricValue } from './metrics.js';
 import { buildLabNetwork } from './network.js';
+import {
+  guestNodeNames,
+  guestNodeRelay,
+  startGuestNodes,
+  underlayRelay,
+  GUEST_TIME_SCALE,
+  VM_NODE_TAINT,
+  type GuestNode,
+} from './guest-nodes.js';
+import type { Guest } from '../vm/guest.js';
 import { nodeEnvironment, prepareIptablesBinDir, type IptablesBackendName } from './node-env.js';
 import { namespacePodLifecycle, type NamespacePodLifecycle } from './pod-lifecycle.js';
 import { labCliArgv } from './processes.js';
@@ -121,6 +131,11 @@ export interface LabOptions {
    */
   readonly image?: string;
   /**
+   * `lab up --vm-nodes N`: the last N nodes are QEMU guests on Debian's kernel (guest-nodes.ts), IPv4 only, not
+   * with `image`; the wait for the proxies' first syncs then allows 15 minutes (the agent under emulation).
+   */
+  readonly vmNodes?: number;
+  /**
    * Aborting it stops the start at its next step (`lab up` and Ctrl-C before the lab is up): what was built is
    * removed, and startLab throws the signal's reason.
    */
@@ -146,6 +161,10 @@ import type { ProxyView } from './lab-parts.js';
 export interface NodeHandle {
   readonly name: string;
   readonly namespace: string;
+  /** Runs commands on this node's side: the lab's runner, or a guest node's (commands in the guest). */
+  readonly runner: CommandRunner;
+  /** The guest, for a guest node. */
+  readonly guest?: Guest;
   readonly proxy: ProxyView;
   readonly relay: Supervised;
 }
@@ -254,6 +273,7 @@ function nodeHandles(
   nodeKubeconfig: string,
   configText: string,
   proxies: ProxyProcesses,
+  guests: ReadonlyMap<string, GuestNode>,
   logger: Logger,
 ): NodeHandle[] {
   return layout.nodes.map((n) => {
@@ -261,6 +281,12 @@ function nodeHandles(
     writeAtomically(paths.nodeKubeconfig(n.name), nodeKubeconfig);
     // A copy of config.conf for tools run by hand (`explain --config`); the proxies read their pod's volume.
     writeAtomically(paths.nodeConfig(n.name), configText);
+    const proxy = proxies.view(n.name);
+    const guest = guests.get(n.name);
+    if (guest) {
+      const relay = guestNodeRelay(guest, layout, paths, n.namespace, logger.child({ node: n.name }));
+      return { name: n.name, namespace: n.namespace, runner: guest.runner, guest: guest.guest, proxy, relay };
+    }
     const relay = new Supervised(
       runner,
       {
@@ -273,7 +299,7 @@ function nodeHandles(
       },
       logger.child({ node: n.name }),
     );
-    return { name: n.name, namespace: n.namespace, proxy: proxies.view(n.name), relay };
+    return { name: n.name, namespace: n.namespace, runner, proxy, relay };
   });
 }
 
@@ -345,12 +371,24 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
   const progress = options.progress ?? ((): void => undefined);
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   const layout = labLayout(options.nodes ?? 2, prefix, options.ipFamily);
+  const guestNames = guestNodeNames(layout, options.vmNodes ?? 0);
+  if (guestNames.size > 0 && options.image !== undefined)
+    throw new Error('--vm-nodes and --image: the node image runs by runc on this host, not in a guest');
   const paths = labPaths(options.stateDir ?? defaultStateDir());
   const lock = takeLabLocks(paths, prefix);
   const teardown = new LabTeardown(runner, prefix, paths, lock, logger, progress);
   try {
     await sweepLeftovers(runner, paths, prefix, progress);
-    const lab = await buildLab(options, { runner, logger, progress, prefix, layout, paths, teardown });
+    const lab = await buildLab(options, {
+      runner,
+      logger,
+      progress,
+      prefix,
+      layout,
+      paths,
+      teardown,
+      guestNames,
+    });
     return lab;
   } catch (e) {
     const tails = layout.nodes.flatMap((n) =>
@@ -370,6 +408,8 @@ interface LabContext {
   readonly layout: LabLayout;
   readonly paths: LabPaths;
   readonly teardown: LabTeardown;
+  /** The nodes that are guests (`vmNodes`). */
+  readonly guestNames: ReadonlySet<string>;
 }
 
 /** The lab, step by step: network, kubelet, API server, nodes, web view, kube-proxy, workload; then the wait. */
@@ -394,8 +434,10 @@ async function buildLab(options: LabOptions, c: LabContext): Promise<Lab> {
     step(`unpacking the node image ${options.image} (kube-proxy runs from it, by runc)`);
     image = await openImageRuntime(runner, options.image, paths.stateDir);
   }
-  await buildLabNetwork(runner, layout);
-  startKubeletIptables(options, c);
+  await buildLabNetwork(runner, layout, c.guestNames);
+  const guests = await bootGuestNodes(c);
+  const runnerOf = (node: string): CommandRunner => guests.get(node)?.runner ?? runner;
+  startKubeletIptables(options, c, runnerOf);
 
   const hosts = new LabHosts(layout, logger);
   const proxies = new ProxyProcesses(paths, logger);
@@ -404,6 +446,8 @@ async function buildLab(options: LabOptions, c: LabContext): Promise<Lab> {
     runner,
     layout,
     ...(image ? { image } : {}),
+    runnerFor: (node) => guests.get(node)?.runner,
+    timeScaleFor: (node) => (guests.has(node) ? GUEST_TIME_SCALE : undefined),
     podStateDir: paths.podDir(),
     logger: logger.child({ component: 'pods' }),
     configMaps: configMapLookup(() => serverRef.current),
@@ -414,10 +458,10 @@ async function buildLab(options: LabOptions, c: LabContext): Promise<Lab> {
   mkdirSync(paths.podDir(), { recursive: true, mode: 0o700 });
 
   step('starting the API server');
-  const usage = labUsageSampler(runner, layout, () => lifecycle.runningPods());
+  const usage = labUsageSampler(runner, layout, () => lifecycle.runningPods(), c.guestNames);
   usage.start();
   cleanups.push(() => usage.stop());
-  const server = await startLabApiServer(options, c, lifecycle, usage);
+  const server = await startLabApiServer(options, c, lifecycle, usage, guests);
   serverRef.current = server;
   cleanups.push(() => server.stop());
   const serverState: LabState = {
@@ -442,16 +486,19 @@ async function buildLab(options: LabOptions, c: LabContext): Promise<Lab> {
   if (!created.ok) throw new Error(`creating ConfigMap kube-system/kube-proxy: ${created.error.message}`);
   const configText = configFromConfigMap(created.value) ?? '';
   const nodeKubeconfig = kubeconfigYaml(`https://${NODE_APISERVER_ADDRESS}`, server.token, server.caPem);
-  const nodes = nodeHandles(runner, layout, paths, nodeKubeconfig, configText, proxies, logger);
+  const nodes = nodeHandles(runner, layout, paths, nodeKubeconfig, configText, proxies, guests, logger);
+  const relays = nodes.map((n) => n.relay);
+  if (guests.size > 0)
+    relays.push(underlayRelay(runner, layout, paths, logger.child({ component: 'underlay' })));
   cleanups.push(async () => {
     await lifecycle.stopProcesses(5000);
-    await Promise.all(nodes.map((n) => n.relay.stop()));
+    await Promise.all(relays.map((r) => r.stop()));
   });
   const web = options.web !== false ? await startWeb(options, c, server, baseState.startedAt) : undefined;
   if (web) writeLabState(paths.stateFile, { ...serverState, webURL: web.url });
 
   step('starting a relay on every node, and DaemonSet kube-system/kube-proxy');
-  for (const n of nodes) n.relay.start();
+  for (const r of relays) r.start();
   startKubeProxy(options, c, server, nodes, configText, lifecycle);
   startClusterDns(c, server);
 
@@ -467,11 +514,10 @@ async function buildLab(options: LabOptions, c: LabContext): Promise<Lab> {
   }
 
   await waitUntilReady(
-    runner,
     server,
     nodes,
     options.workload !== false,
-    options.readyTimeoutMs ?? 120_000,
+    options.readyTimeoutMs ?? (guests.size > 0 ? 15 * 60_000 : 120_000),
     progress,
     options.signal,
   );
@@ -496,6 +542,21 @@ async function buildLab(options: LabOptions, c: LabContext): Promise<Lab> {
       progress('API server restart: serving again');
     },
   };
+}
+
+/** `vmNodes`: the guests booted and wired as nodes; stopped when the lab stops (after the kubelet's processes). */
+async function bootGuestNodes(c: LabContext): Promise<ReadonlyMap<string, GuestNode>> {
+  if (c.guestNames.size === 0) return new Map();
+  c.progress(
+    `booting ${c.guestNames.size} guest node(s) on Debian's kernel: ${[...c.guestNames].join(', ')} (QEMU, TCG: 10–60 s)`,
+  );
+  const guests = await startGuestNodes(c.layout, c.paths, c.guestNames);
+  c.teardown.cleanups.push(() => Promise.all([...guests.values()].map((g) => g.guest.stop())).then(() => {}));
+  for (const g of guests.values())
+    c.progress(
+      `guest node ${g.name}: kernel ${g.guest.release}, booted in ${(g.guest.bootMs / 1000).toFixed(1)} s`,
+    );
+  return guests;
 }
 
 /**
@@ -559,13 +620,17 @@ function startKubeProxy(
  * Each node's kubelet iptables chains (kubelet-iptables.ts): made in the node's namespace, with the proxies' back
  * end and the node's xtables lock, and kept there by a background check until the lab stops.
  */
-function startKubeletIptables(options: LabOptions, c: LabContext): void {
+function startKubeletIptables(
+  options: LabOptions,
+  c: LabContext,
+  runnerOf: (node: string) => CommandRunner,
+): void {
   for (const n of c.layout.nodes) {
     // The lock file's directory (nodeHandles makes it too, later).
     mkdirSync(c.paths.nodeDir(n.name), { recursive: true, mode: 0o700 });
     const kubelet = new KubeletIptables({
       node: n.name,
-      commands: netnsCommandRunner(n.namespace, c.runner),
+      commands: netnsCommandRunner(n.namespace, runnerOf(n.name)),
       variant: options.iptables ?? 'auto',
       lockFile: c.paths.nodeXtablesLock(n.name),
       logger: c.logger.child({ component: 'kubelet-iptables', node: n.name }),
@@ -603,13 +668,19 @@ function startLabApiServer(
   c: LabContext,
   lifecycle: NamespacePodLifecycle,
   usage: UsageSampler,
+  guests: ReadonlyMap<string, GuestNode>,
 ): Promise<ApiServer> {
   const zones = options.zones ?? [];
+  const guestFacts = (name: string): { kernelVersion?: string; taints?: (typeof VM_NODE_TAINT)[] } => {
+    const g = guests.get(name);
+    return g ? { kernelVersion: g.guest.release, taints: [VM_NODE_TAINT] } : {};
+  };
   return startApiServer({
     nodes: defaultNodes(c.layout.nodes.length).map((n, i) => ({
       ...n,
       ...familyAddresses(c.layout.nodes[i]),
       ...(zones.length > 0 ? { zone: zones[i % zones.length] } : {}),
+      ...guestFacts(n.name),
     })),
     ...(options.controlPlaneTaint === true ? { controlPlaneTaint: true } : {}),
     serviceCIDR: serviceCIDRs(c.layout).join(','),
@@ -680,7 +751,6 @@ function logTail(path: string, lines: number): string {
 }
 
 async function waitUntilReady(
-  runner: CommandRunner,
   server: ApiServer,
   nodes: readonly NodeHandle[],
   workload: boolean,
@@ -696,7 +766,7 @@ async function waitUntilReady(
     signal?.throwIfAborted();
     for (const n of nodes) {
       if (synced.has(n.name)) continue;
-      const text = await fetchProxyMetrics(runner, n.namespace);
+      const text = await fetchProxyMetrics(n.runner, n.namespace);
       const last = text ? metricValue(text, 'kubeproxy_sync_proxy_rules_last_timestamp_seconds') : undefined;
       if (last !== undefined && last > 0) {
         synced.add(n.name);

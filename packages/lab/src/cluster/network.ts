@@ -20,7 +20,8 @@ import type { LabLayout, LabNodeLayout } from './layout.js';
 
 const familyOfIP = (ip: string): 4 | 6 => (ip.includes(':') ? 6 : 4);
 
-function buildLabNode(runner: CommandRunner, layout: LabLayout, node: LabNodeLayout): Promise<void> {
+/** A node's routes: the client's subnet on its uplink, a default route, and each peer's pod CIDR via the peer. */
+export function labNodeRoutes(layout: LabLayout, node: LabNodeLayout): RouteSpec[] {
   const routes: RouteSpec[] = [];
   for (const plan of layout.families) {
     routes.push(
@@ -33,6 +34,15 @@ function buildLabNode(runner: CommandRunner, layout: LabLayout, node: LabNodeLay
   // Peers' pod CIDRs via their underlay address of the same family, as a host-gw CNI routes them.
   for (const peer of layout.nodes)
     if (peer !== node) for (const f of peer.families) routes.push({ to: f.podCIDR, via: f.ip });
+  return routes;
+}
+
+/** A node's pod bridge addresses, one per family: its pods' gateways, with the pod CIDR's prefix. */
+export function labPodBridgeAddresses(node: LabNodeLayout): string[] {
+  return node.families.map((f) => withPrefixOf(f.gatewayIP, f.podCIDR));
+}
+
+function buildLabNode(runner: CommandRunner, layout: LabLayout, node: LabNodeLayout): Promise<void> {
   // Every node has the lab's families, in the layout's order.
   const addresses = node.families.map((f, i) => withPrefixOf(f.ip, layout.families[i]?.underlayCIDR ?? ''));
   return buildNode(runner, {
@@ -40,14 +50,21 @@ function buildLabNode(runner: CommandRunner, layout: LabLayout, node: LabNodeLay
     underlayNamespace: layout.underlayNamespace,
     underlayLink: node.underlayLink,
     addresses,
-    routes,
+    routes: labNodeRoutes(layout, node),
     // One bridge address per family: forwarding and br_netfilter are turned on for each (wiring.ts).
-    podBridgeAddresses: node.families.map((f) => withPrefixOf(f.gatewayIP, f.podCIDR)),
+    podBridgeAddresses: labPodBridgeAddresses(node),
   });
 }
 
-/** Creates the underlay, the client and every node. Rejects with the first failure; `lab down` removes the rest. */
-export async function buildLabNetwork(runner: CommandRunner, layout: LabLayout): Promise<void> {
+/**
+ * Creates the underlay, the client and every node but the guests' (`guestNodes`: their uplinks are the guests'
+ * own, wired once they boot, cluster/guest-nodes.ts). Rejects with the first failure; `lab down` removes the rest.
+ */
+export async function buildLabNetwork(
+  runner: CommandRunner,
+  layout: LabLayout,
+  guestNodes: ReadonlySet<string> = new Set(),
+): Promise<void> {
   await buildUnderlay(runner, {
     namespace: layout.underlayNamespace,
     gatewayAddresses: layout.families.map((p) => withPrefixOf(p.underlayGateway, p.underlayCIDR)),
@@ -59,7 +76,8 @@ export async function buildLabNetwork(runner: CommandRunner, layout: LabLayout):
     addresses: layout.families.map((p) => withPrefixOf(p.clientIP, p.clientCIDR)),
     routes: layout.families.map((p) => ({ to: p.underlayCIDR, dev: UPLINK })),
   });
-  await Promise.all(layout.nodes.map((node) => buildLabNode(runner, layout, node)));
+  const nodes = layout.nodes.filter((node) => !guestNodes.has(node.name));
+  await Promise.all(nodes.map((node) => buildLabNode(runner, layout, node)));
 }
 
 /** A Pod's addresses: status.podIPs (one per family, primary first), or else the older status.podIP. */

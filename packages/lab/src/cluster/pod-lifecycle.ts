@@ -27,7 +27,13 @@ import { startPodServerIn, type PodServerHandle } from '@kube-proxy-ts/netns/pod
 import { killNamespaceProcesses } from '@kube-proxy-ts/netns/index.js';
 import { resolveContainer, type ImageLauncher, type VolumeMapping } from './container-spec.js';
 import { imageContainerArgv, type ImageRuntime } from './image-runtime.js';
-import { ContainerProcess, preStopOf, readinessProbeOf, type RestartPolicy } from './containers.js';
+import {
+  ContainerProcess,
+  preStopOf,
+  readinessProbeOf,
+  scaledProbe,
+  type RestartPolicy,
+} from './containers.js';
 import {
   appFirst,
   declaredContainers,
@@ -102,6 +108,11 @@ export interface NamespacePodLifecycleOptions {
    * or no function: `runner`. Everything a Pod's kubelet does on its node goes through its node's runner.
    */
   readonly runnerFor?: (node: string) => CommandRunner | undefined;
+  /**
+   * How many times slower than this host a node runs things (a guest node under emulation: 5); its Pods' readiness
+   * probes and pod servers' start get that many times longer. Default 1.
+   */
+  readonly timeScaleFor?: (node: string) => number | undefined;
   readonly layout: LabLayout;
   /** For the pod servers' ready files. */
   readonly podStateDir: string;
@@ -243,6 +254,10 @@ class NamespaceKubelet implements NamespacePodLifecycle {
 
   constructor(private readonly o: NamespacePodLifecycleOptions) {
     this.now = o.now ?? Date.now;
+  }
+
+  private timeScaleOf(node: string): number {
+    return this.o.timeScaleFor?.(node) ?? 1;
   }
 
   /** Where the commands for a Pod on `node` run. */
@@ -474,7 +489,7 @@ class NamespaceKubelet implements NamespacePodLifecycle {
       udpPorts: ports.udp,
       stateDir: this.o.podStateDir,
       maxLifetimeSeconds: POD_SERVER_LIFETIME_SECONDS,
-      readyTimeoutMs: 60_000,
+      readyTimeoutMs: 60_000 * this.timeScaleOf(s.node.name),
       logFile: join(logDir, '0.log'),
     });
     this.servers.set(s.ns, server);
@@ -577,7 +592,7 @@ class NamespaceKubelet implements NamespacePodLifecycle {
       `${s.name}_${s.podNamespace}(${s.uid})`,
       { started: (c) => this.o.containerStarted?.(s.pod, c), changed },
       this.o.logger,
-      readinessProbeOf(d.spec),
+      scaledProbe(readinessProbeOf(d.spec), this.timeScaleOf(s.node.name)),
       preStopOf(d.spec),
     );
   }
