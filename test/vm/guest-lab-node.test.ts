@@ -5,16 +5,15 @@
 // Everything is removed afterwards, also when a step fails.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { hostCommandRunner } from '../../packages/agent/src/netfilter/command.js';
 import { listNamespaces } from '../../packages/netns/src/namespace.js';
-import { attachPod, buildNode, buildUnderlay, UNDERLAY_BRIDGE } from '../../packages/netns/src/wiring.js';
+import { attachPod, buildNode, buildUnderlay } from '../../packages/netns/src/wiring.js';
 import { sweepGuests } from '../../packages/lab/src/vm/cleanup.js';
-import { startGuest, type Guest } from '../../packages/lab/src/vm/guest.js';
+import type { Guest } from '../../packages/lab/src/vm/guest.js';
 import { guestCommandRunner, wireGuestNode } from '../../packages/lab/src/vm/node.js';
 import { GUEST_TOOLS } from './guest-tools.js';
+import { clientScript, serverScript, startHostServer, startUnderlayGuest, WAIT_MS } from './tcp-peers.js';
 import { kernelOptions, runPrefix, sweepNamespaces } from '../helpers/kernel.js';
 
 const options = kernelOptions([...GUEST_TOOLS, 'ip', '/bin/busybox']);
@@ -22,20 +21,6 @@ const options = kernelOptions([...GUEST_TOOLS, 'ip', '/bin/busybox']);
 const GATEWAY = '198.18.0.1';
 const NODE = { ip: '198.18.0.10', podCIDR: '198.19.1.0/24', bridge: '198.19.1.1', pod: '198.19.1.5' };
 const GUEST = { ip: '198.18.0.20', podCIDR: '198.19.2.0/24', bridge: '198.19.2.1', pod: '198.19.2.5' };
-const PORT = 8080;
-/** How long one step may wait for the guest (TCG on a busy machine starts Node.js in tens of seconds). */
-const WAIT_MS = 120_000;
-
-/** A TCP server (node -e): answers each connection with who it is and who called, then closes it. */
-const serverScript = (name: string, address: string): string =>
-  `require('net').createServer((c) => c.end('hello from ${name} to ' + c.remoteAddress + '\\n'))` +
-  `.listen(${PORT}, '${address}', () => console.log('listening'))`;
-
-/** A TCP client (node -e): prints what the server said; fails on an error or after 60 s. */
-const clientScript = (address: string): string =>
-  `const c = require('net').connect(${PORT}, '${address}'); let d = ''; c.on('data', (b) => (d += b));` +
-  `c.on('end', () => process.stdout.write(d)); c.on('error', (e) => { console.error(e.message); process.exit(1); });` +
-  `setTimeout(() => { console.error('no answer in 60 s'); process.exit(2); }, 60000).unref();`;
 
 describe(
   'a guest as a lab node: its pods are namespaces of its kernel, routed to a namespace node',
@@ -67,19 +52,7 @@ describe(
         addresses: [`${NODE.pod}/24`],
         gateways: [NODE.bridge],
       });
-      guest = await startGuest({
-        stateDir: join(stateRoot, 'g1'),
-        hostname: 'vm-node-1',
-        network: {
-          namespace: underlay,
-          createNamespace: false,
-          tap: 'vm1',
-          bridge: UNDERLAY_BRIDGE,
-          guestAddress: `${GUEST.ip}/24`,
-          gateway: GATEWAY,
-        },
-      });
-      console.log(`# vm: boot to ready ${guest.bootMs} ms`);
+      guest = await startUnderlayGuest(stateRoot, underlay, GUEST.ip, GATEWAY);
       const runner = guestCommandRunner(guest);
       await wireGuestNode(runner, {
         namespace: guestNode,
@@ -156,20 +129,8 @@ describe(
       }
 
       // the guest's pod → namespace node's pod
-      const nodeServer = spawn(
-        'ip',
-        ['netns', 'exec', nodePod, process.execPath, '-e', serverScript('p1', NODE.pod)],
-        {
-          stdio: ['ignore', 'pipe', 'inherit'],
-        },
-      );
+      const nodeServer = await startHostServer(nodePod, 'p1', NODE.pod);
       try {
-        await new Promise<void>((resolve, reject) => {
-          nodeServer.stdout
-            .setEncoding('utf8')
-            .on('data', (s: string) => s.includes('listening') && resolve());
-          nodeServer.once('close', (code) => reject(new Error(`the server in ${nodePod} exited (${code})`)));
-        });
         const fromGuestPod = await guestCommandRunner(g).run(
           'ip',
           ['netns', 'exec', guestPod, process.execPath, '-e', clientScript(NODE.pod)],

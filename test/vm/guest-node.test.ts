@@ -8,7 +8,6 @@
 // removed afterwards, also when a step fails.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostCommandRunner } from '../../packages/agent/src/netfilter/command.js';
@@ -17,6 +16,14 @@ import { buildUnderlay, buildUnderlayHost, UNDERLAY_BRIDGE } from '../../package
 import { sweepGuests } from '../../packages/lab/src/vm/cleanup.js';
 import { startGuest, type Guest } from '../../packages/lab/src/vm/guest.js';
 import { GUEST_TOOLS } from './guest-tools.js';
+import {
+  clientScript,
+  serverScript,
+  startHostServer,
+  startUnderlayGuest,
+  WAIT_MS,
+  within,
+} from './tcp-peers.js';
 import { kernelOptions, runPrefix, sweepNamespaces } from '../helpers/kernel.js';
 
 const options = kernelOptions([...GUEST_TOOLS, 'ip', '/bin/busybox']);
@@ -24,38 +31,6 @@ const options = kernelOptions([...GUEST_TOOLS, 'ip', '/bin/busybox']);
 const GATEWAY = '198.18.0.1/24';
 const NODE_ADDRESS = '198.18.0.10';
 const GUEST_ADDRESS = '198.18.0.20';
-const PORT = 8080;
-
-/**
- * How long one step may wait for the guest (TCG on a busy 2-core machine starts Node.js in tens of seconds): a step
- * that hangs fails with its name, well inside the runner's 600 s for the whole test.
- */
-const WAIT_MS = 120_000;
-
-/** `promise`, or a failure naming `what` once WAIT_MS passed. */
-async function within<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: nothing after ${WAIT_MS} ms`)), WAIT_MS);
-  });
-  try {
-    return await Promise.race([promise, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** A TCP server (node -e): answers each connection with who it is and who called, then closes it. */
-const serverScript = (name: string, address: string): string =>
-  `require('net').createServer((c) => c.end('hello from ${name} to ' + c.remoteAddress + '\\n'))` +
-  `.listen(${PORT}, '${address}', () => console.log('listening'))`;
-
-/** A TCP client (node -e): prints what the server said; fails on an error or after 60 s. */
-const clientScript = (address: string): string =>
-  `const c = require('net').connect(${PORT}, '${address}'); let d = ''; c.on('data', (b) => (d += b));` +
-  `c.on('end', () => process.stdout.write(d)); c.on('error', (e) => { console.error(e.message); process.exit(1); });` +
-  `setTimeout(() => { console.error('no answer in 60 s'); process.exit(2); }, 60000).unref();`;
-
 describe('a guest as a lab node: processes that keep running, and the underlay', options, () => {
   const prefix = runPrefix();
   const underlay = `${prefix}-ul`;
@@ -74,20 +49,9 @@ describe('a guest as a lab node: processes that keep running, and the underlay',
       addresses: [`${NODE_ADDRESS}/24`],
       routes: [],
     });
-    guest = await startGuest({
-      stateDir: join(stateRoot, 'g1'),
-      hostname: 'vm-node-1',
-      network: {
-        namespace: underlay,
-        createNamespace: false,
-        tap: 'vm1',
-        bridge: UNDERLAY_BRIDGE,
-        guestAddress: `${GUEST_ADDRESS}/24`,
-        gateway: GATEWAY.split('/')[0]!,
-      },
+    guest = await startUnderlayGuest(stateRoot, underlay, GUEST_ADDRESS, GATEWAY.split('/')[0]!, {
       shares: [{ hostPath: shareDir }],
     });
-    console.log(`# vm: boot to ready ${guest.bootMs} ms`);
   });
 
   after(async () => {
@@ -238,18 +202,8 @@ describe('a guest as a lab node: processes that keep running, and the underlay',
     assert.match(ports.stdout, /\bvm1\b/, 'the tap is a port of the underlay bridge');
 
     // guest → host namespace (the guest's agent → the API server on the lab's side).
-    const hostServer = spawn(
-      'ip',
-      ['netns', 'exec', node, process.execPath, '-e', serverScript(node, NODE_ADDRESS)],
-      {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
+    const hostServer = await startHostServer(node, node, NODE_ADDRESS);
     try {
-      await new Promise<void>((resolve, reject) => {
-        hostServer.stdout.setEncoding('utf8').on('data', (s: string) => s.includes('listening') && resolve());
-        hostServer.once('close', (code) => reject(new Error(`the server in ${node} exited (${code})`)));
-      });
       const fromGuest = await within(
         g.run([process.execPath, '-e', clientScript(NODE_ADDRESS)]),
         'the client in the guest',

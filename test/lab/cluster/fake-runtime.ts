@@ -36,3 +36,36 @@ export abstract class FakeContainerRuntime implements CommandRunner {
     env: Record<string, string>,
   ): Promise<CommandResult>;
 }
+
+/**
+ * A runtime whose launches run until a signal ends them (exit 143): it records each launch's working directory (its
+ * writable layer) and each signal's name; `firstPid` numbers the launches.
+ */
+export class HeldLaunchRuntime extends FakeContainerRuntime {
+  readonly workDirs: string[] = [];
+  readonly signals: string[] = [];
+  private readonly running = new Map<string, (r: CommandResult) => void>();
+
+  constructor(
+    scratch: string,
+    private nextPid = 3000,
+  ) {
+    super(scratch);
+  }
+
+  protected onSignal(signal: string, pid: string): void {
+    this.signals.push(signal);
+    this.running.get(pid)?.({ code: 143, stdout: '', stderr: '' });
+  }
+
+  protected onLaunch(
+    _cmd: string,
+    _args: readonly string[],
+    env: Record<string, string>,
+  ): Promise<CommandResult> {
+    const pid = this.nextPid++;
+    this.workDirs.push(env.KPTS_WORKDIR ?? '');
+    this.writePid(env, pid);
+    return new Promise((resolve) => this.running.set(String(pid), resolve));
+  }
+}

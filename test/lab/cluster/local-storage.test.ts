@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { hostCommandRunner, type CommandResult } from '../../../packages/agent/src/netfilter/command.js';
+import { hostCommandRunner } from '../../../packages/agent/src/netfilter/command.js';
 import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import { SILENT_LOGGER } from '../../../packages/agent/src/util/logger.js';
 import type { Pod } from '../../../packages/lab/src/apiserver/types.js';
@@ -24,7 +24,7 @@ import {
 import { namespacePodLifecycle } from '../../../packages/lab/src/cluster/pod-lifecycle.js';
 import { launchInNamespace } from '../../../packages/lab/src/cluster/processes.js';
 import { waitFor } from '../../helpers/wait-for.js';
-import { FakeContainerRuntime } from './fake-runtime.js';
+import { HeldLaunchRuntime } from './fake-runtime.js';
 import { fileTempDir } from '../../helpers/temp-dir.js';
 
 const dir = fileTempDir('kpts-local-storage-');
@@ -108,33 +108,8 @@ test('a launched process runs in its working directory, and its relative paths l
   assert.equal(readFileSync(join(work, 'file')).length, 4096);
 });
 
-/** A container runtime at the CommandRunner seam: each launch stays up until `kill` ends it. */
-class FakeRuntime extends FakeContainerRuntime {
-  /** Each launch's working directory (its writable layer). */
-  readonly workDirs: string[] = [];
-  readonly signals: string[] = [];
-  private readonly running = new Map<string, (r: CommandResult) => void>();
-  private nextPid = 3000;
-
-  protected onSignal(signal: string, pid: string): void {
-    this.signals.push(signal);
-    this.running.get(pid)?.({ code: 143, stdout: '', stderr: '' });
-  }
-
-  protected onLaunch(
-    _cmd: string,
-    _args: readonly string[],
-    env: Record<string, string>,
-  ): Promise<CommandResult> {
-    const pid = this.nextPid++;
-    this.workDirs.push(env.KPTS_WORKDIR ?? '');
-    this.writePid(env, pid);
-    return new Promise((resolve) => this.running.set(String(pid), resolve));
-  }
-}
-
 function kubeletHarness() {
-  const runtime = new FakeRuntime(dir);
+  const runtime = new HeldLaunchRuntime(dir);
   const clock = new FakeClock(Date.now());
   const layout = labLayout(1, 'kptsls');
   const kubelet = namespacePodLifecycle({

@@ -5,26 +5,25 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CommandResult } from '../../../packages/agent/src/netfilter/command.js';
 import { SILENT_LOGGER } from '../../../packages/agent/src/util/logger.js';
 import type { Pod } from '../../../packages/lab/src/apiserver/types.js';
 import { labLayout } from '../../../packages/lab/src/cluster/layout.js';
 import { namespacePodLifecycle } from '../../../packages/lab/src/cluster/pod-lifecycle.js';
-import { DONE, FakeContainerRuntime } from './fake-runtime.js';
+import { DONE, HeldLaunchRuntime } from './fake-runtime.js';
 import { fileTempDir } from '../../helpers/temp-dir.js';
 
 const dir = fileTempDir('kpts-runners-');
 
-/** Records every command; `ip` answers at once, a launch runs until `kill -s TERM` its pid. */
-class RecordingRuntime extends FakeContainerRuntime {
+/** Records every command (a signal as `signal NAME`); `ip` answers at once, keeping `ip netns` names. */
+class RecordingRuntime extends HeldLaunchRuntime {
   readonly commands: string[] = [];
   /** What `ip netns add` made and `ip netns del` did not remove yet. */
   readonly namespaces = new Set<string>();
-  private readonly running = new Map<string, (r: CommandResult) => void>();
-  private nextPid = 4000;
 
   override run(cmd: string, args: readonly string[], options?: { env?: Record<string, string> }) {
-    this.commands.push([cmd, ...args].join(' '));
+    this.commands.push(
+      cmd === 'kill' ? `signal ${args[1] ?? ''} ${args[2] ?? ''}` : [cmd, ...args].join(' '),
+    );
     if (cmd !== 'ip') return super.run(cmd, args, options);
     const [a, b, c] = args;
     if (a === 'netns' && b === 'add' && c !== undefined) this.namespaces.add(c);
@@ -34,21 +33,6 @@ class RecordingRuntime extends FakeContainerRuntime {
       return Promise.resolve({ ...DONE, stdout: JSON.stringify(list) });
     }
     return Promise.resolve(DONE);
-  }
-
-  protected onSignal(signal: string, pid: string): void {
-    this.commands.push(`signal ${signal} ${pid}`);
-    this.running.get(pid)?.({ code: 143, stdout: '', stderr: '' });
-  }
-
-  protected onLaunch(
-    _cmd: string,
-    _args: readonly string[],
-    env: Record<string, string>,
-  ): Promise<CommandResult> {
-    const pid = this.nextPid++;
-    this.writePid(env, pid);
-    return new Promise((resolve) => this.running.set(String(pid), resolve));
   }
 }
 
@@ -73,8 +57,8 @@ test('a Pod on a node with a runner of its own is made, run and stopped through 
   const layout = labLayout(2, 'kptsrn');
   const [first, second] = layout.nodes;
   assert.ok(first && second);
-  const lab = new RecordingRuntime(dir);
-  const guest = new RecordingRuntime(dir);
+  const lab = new RecordingRuntime(dir, 3000);
+  const guest = new RecordingRuntime(dir, 4000);
   const kubelet = namespacePodLifecycle({
     runner: lab,
     runnerFor: (node) => (node === second.name ? guest : undefined),
