@@ -17,7 +17,8 @@ import { VM_NODE_TAINT } from '../../packages/lab/src/cluster/guest-nodes.js';
 import { podNamespaceName } from '../../packages/lab/src/cluster/layout.js';
 import { kernelOptions } from '../helpers/kernel.js';
 import { GUEST_TOOLS } from './guest-tools.js';
-import { field, httpService, kubectlFor, mustRun, podViews, waitFor } from '../e2e/helpers.js';
+import { field, httpService, kubectlFor, mustRun, podViews, run, waitFor } from '../e2e/helpers.js';
+import { LAB_MAIN, SOURCE_FLAGS } from '../helpers/cli.js';
 import { labTurn, newLabPlace } from '../e2e/helpers/lab-turn.js';
 
 const gate = kernelOptions([...GUEST_TOOLS, 'ip', 'nft', 'curl', 'kubectl', '/bin/busybox']);
@@ -98,6 +99,34 @@ describe('lab up --vm-nodes 1: a guest node on Debian kernel', { ...gate, timeou
         ?.split(/\s{2,}/)[8];
     assert.equal(kernelOf(GUEST), guest.release);
     assert.equal(kernelOf('control-plane'), release(), "the namespace node shows this host's kernel");
+  });
+
+  test("the guest's kube-proxy logs reach kubectl; lab exec says a guest node is out of its reach", async () => {
+    const proxy = podViews(
+      await k().json(['-n', 'kube-system', 'get', 'pods', '-l', 'k8s-app=kube-proxy']),
+    ).find((p) => p.node === GUEST);
+    assert.ok(proxy, `a kube-proxy pod on ${GUEST}`);
+    const logs = await k().run(['-n', 'kube-system', 'logs', proxy.name]);
+    assert.match(
+      logs,
+      /"Caches are synced" controller="endpoint slice config"/,
+      'its log, written in the guest',
+    );
+    const exec = await run(process.execPath, [
+      ...SOURCE_FLAGS,
+      LAB_MAIN,
+      'exec',
+      '--state-dir',
+      stateDir,
+      GUEST,
+      '--',
+      'true',
+    ]);
+    assert.equal(exec.code, 1);
+    assert.match(
+      exec.stderr,
+      /worker is a guest node \(lab up --vm-nodes\): lab exec does not reach into guests yet/,
+    );
   });
 
   test('a pod on the guest node reaches svc/web, whose pods are on the namespace node', async () => {

@@ -27,7 +27,7 @@ import { IPTABLES_BACKENDS, nodeEnvironment } from '../cluster/node-env.js';
 import { labApiserverCommand } from './lab-apiserver.js';
 import { stateDirArg } from './state-dir-arg.js';
 import { shellQuote } from '../cluster/streams.js';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 
 export const LAB_USAGE = `Usage: kube-proxy-ts lab COMMAND
@@ -301,6 +301,12 @@ async function execCommand(argv: string[]): Promise<number> {
   const cmd = after[0] === '--' ? after.slice(1) : after;
   const read = readLabState(labPaths(parsed.stateDir).stateFile);
   if (!read.ok) return fail(read.missing ? 'exec: no lab is up' : `exec: ${read.reason}`, 1);
+  // A guest node's namespace is the guest's: the control channel belongs to the `lab up` process.
+  if (existsSync(join(labPaths(parsed.stateDir).guestsDir, target)))
+    return fail(
+      `exec: ${target} is a guest node (lab up --vm-nodes): lab exec does not reach into guests yet`,
+      1,
+    );
   const found = await resolveTarget(hostCommandRunner, read.state, target);
   if (!found.ok) return fail(`exec: ${found.reason}`, 1);
   if (cmd.length === 0) {
