@@ -313,32 +313,47 @@ EOF`);
     });
     assert.match(clean.evidence.join('\n'), /IPv4: \d+ UDP entries, 0 stale/);
     // A client's flow to the Service, answered by 198.18.11.99: an address that is no endpoint of it.
-    await execOnNode('worker', [
-      'conntrack',
-      '-I',
-      '-p',
-      'udp',
-      '-s',
-      '198.18.11.20',
-      '-d',
-      clusterIP,
-      '--sport',
-      '40000',
-      '--dport',
-      '53',
-      '-r',
-      '198.18.11.99',
-      '-q',
-      '198.18.11.20',
-      '--reply-port-src',
-      '8080',
-      '--reply-port-dst',
-      '40000',
-      '-t',
-      '120',
-    ]);
+    const insertStale = (): Promise<string> =>
+      execOnNode('worker', [
+        'conntrack',
+        '-I',
+        '-p',
+        'udp',
+        '-s',
+        '198.18.11.20',
+        '-d',
+        clusterIP,
+        '--sport',
+        '40000',
+        '--dport',
+        '53',
+        '-r',
+        '198.18.11.99',
+        '-q',
+        '198.18.11.20',
+        '--reply-port-src',
+        '8080',
+        '--reply-port-dst',
+        '40000',
+        '-t',
+        '120',
+      ]);
+    const staleEntryThere = async (): Promise<boolean> =>
+      (await execOnNode('worker', ['conntrack', '-L', '-p', 'udp', '--orig-dst', clusterIP])).includes(
+        'src=198.18.11.99',
+      );
     try {
-      const f = await stale();
+      // The agent removes such an entry itself after any sync that changed a UDP endpoint (its conntrack cleanup),
+      // which the cluster's own churn (web's UDP port, kube-dns) can bring at any moment: when doctor says ok and
+      // the entry is gone, the agent was first, and it goes in again. Doctor saying ok while it is there fails.
+      let f = { severity: 'ok', summary: '', evidence: [] as string[] };
+      for (let attempt = 1; f.severity === 'ok'; attempt++) {
+        assert.ok(attempt <= 5, 'the agent removed the inserted entry five times before doctor read it');
+        await insertStale();
+        f = await stale();
+        if (f.severity === 'ok')
+          assert.equal(await staleEntryThere(), false, 'doctor says ok with the entry there');
+      }
       assert.equal(f.severity, 'warn');
       assert.match(f.summary, /^1 UDP conntrack entry is DNATed/);
       assert.match(
