@@ -147,7 +147,7 @@ export function guestNodeRelay(
           '--connect',
           `${gateway}:${UNDERLAY_API_PORT}`,
         ]),
-      pidFile: `${paths.nodeDir(node.name)}/relay.pid`,
+      pidFile: paths.relayPidFile(node.name),
       log: paths.relayLog(node.name),
     },
     logger,

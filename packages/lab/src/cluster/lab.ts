@@ -294,7 +294,7 @@ function nodeHandles(
         namespace: n.namespace,
         argv: () =>
           labCliArgv(['relay', '--listen', NODE_APISERVER_ADDRESS, '--socket', paths.apiserverSocket]),
-        pidFile: `${paths.nodeDir(n.name)}/relay.pid`,
+        pidFile: paths.relayPidFile(n.name),
         log: paths.relayLog(n.name),
       },
       logger.child({ node: n.name }),

@@ -178,6 +178,8 @@ export interface LabPaths {
   proxyLog(node: string): string;
   proxyPidFile(node: string): string;
   relayLog(node: string): string;
+  /** The pid file of the node's relay to the API server. */
+  relayPidFile(node: string): string;
   /**
    * The node's xtables lock (its proxy's $XTABLES_LOCKFILE): each lab node is a host of its own, so legacy
    * iptables writers on one node wait for each other and never for the real host's /run/xtables.lock.
@@ -209,6 +211,7 @@ export function labPaths(relativeOrAbsolute: string): LabPaths {
     proxyLog: (node) => join(nodeDir(node), 'kube-proxy.log'),
     proxyPidFile: (node) => join(nodeDir(node), 'kube-proxy.pid'),
     relayLog: (node) => join(nodeDir(node), 'relay.log'),
+    relayPidFile: (node) => join(nodeDir(node), 'relay.pid'),
     nodeXtablesLock: (node) => join(nodeDir(node), 'xtables.lock'),
     iptablesBinDir: (backend) => join(stateDir, `iptables-${backend}`, 'bin'),
     guestsDir: join(stateDir, 'guests'),
