@@ -13,6 +13,9 @@ command -v nfacct >/dev/null 2>&1 || need_apt+=(nfacct)
 command -v kubectl >/dev/null 2>&1 || need_apt+=(kubernetes-client)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v modprobe >/dev/null 2>&1 || need_apt+=(kmod)
+# IPVS mode (issue 30): ipset for its sets, ipvsadm to read the virtual servers back (tests, doctor, operators).
+command -v ipset >/dev/null 2>&1 || need_apt+=(ipset)
+command -v ipvsadm >/dev/null 2>&1 || need_apt+=(ipvsadm)
 # The lab web view's browser tests drive Debian's chromium (playwright-core never downloads a browser).
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 # The node image (scripts/image.sh) and the OCI runtime that runs it (its tests, `lab up --image`).
