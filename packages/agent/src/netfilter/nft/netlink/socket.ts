@@ -1,4 +1,5 @@
-// A NETLINK_NETFILTER socket through libc, called with koffi (as libnftables.ts calls nft's library): socket, bind,
+// A netlink socket through libc, called with koffi (as libnftables.ts calls nft's library): NETLINK_NETFILTER unless
+// the caller names another protocol (../../ipvs/ opens NETLINK_GENERIC). socket, bind,
 // setsockopt, sendto, recv, close, and strerror for the kernel's errno as nft prints it. Sends and receives have a
 // call on this thread and one on a koffi worker thread: the kernel applies a batch inside the sendto that carries
 // it (≈ 0.3 s for a cold start's 126,000 elements), during which this thread can go on rendering.
@@ -103,7 +104,7 @@ function failure(c: Libc, errno: number): SocketFailure {
   return { errno, message: c.strerror(errno) ?? `errno ${errno}` };
 }
 
-/** One NETLINK_NETFILTER socket, bound, with extended ACKs on. */
+/** One netlink socket (NETLINK_NETFILTER by default), bound, with extended ACKs on. */
 export class NetfilterSocket {
   readonly #c: Libc;
   #fd: number;
@@ -116,11 +117,13 @@ export class NetfilterSocket {
     this.#fd = fd;
   }
 
-  /** Opens a socket in this process's current network namespace, or says why it cannot. */
-  static open(): NetfilterSocket | { error: string } {
+  /**
+   * Opens a socket of netlink `protocol` in this process's current network namespace, or says why it cannot.
+   */
+  static open(protocol: number = NETLINK_NETFILTER): NetfilterSocket | { error: string } {
     const c = libc();
     if ('error' in c) return c;
-    const fd = c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+    const fd = c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol);
     if (fd < 0) return { error: `netlink socket: ${failure(c, c.koffi.errno()).message}` };
     const s = new NetfilterSocket(c, fd);
     const problem =
