@@ -130,9 +130,9 @@ spec: {clusterIP: "2001:db8::10", ipFamilies: [IPv6], ports: [{port: 80}]}
 
   test('usage errors name the flag', () => {
     assert.equal(run([]).code, 2);
-    const bad = run([...BASE, '--proxy-mode', 'ipvs']);
+    const bad = run([...BASE, '--proxy-mode', 'ipvsx']);
     assert.equal(bad.code, 2);
-    assert.match(bad.stderr, /--proxy-mode: unknown mode "ipvs"/);
+    assert.match(bad.stderr, /--proxy-mode: unknown mode "ipvsx"/);
     const bit = run([...BASE, '--masquerade-bit', '40']);
     assert.match(bit.stderr, /--masquerade-bit: must be an integer 0-31/);
     const missing = run(['-f', 'nope.yaml']);
@@ -157,6 +157,59 @@ describe('render --proxy-mode iptables', () => {
       /"svc\/empty has no endpoints" -m tcp -p tcp -d 198\.19\.0\.30 --dport 80 -j REJECT/,
     );
     assert.doesNotMatch(r.stdout, /--random-fully/);
+  });
+});
+
+describe('render --proxy-mode ipvs', () => {
+  /** The lines of one section of the output, by its heading's first words. */
+  function section(text: string, heading: string): string[] {
+    const parts = text.split(/^# (?=kube-ipvs0|ipsets|IPVS|iptables)/m);
+    const part = parts.find((p) => p.startsWith(heading)) ?? '';
+    return part
+      .split('\n')
+      .slice(1)
+      .filter((l) => l !== '' && !l.startsWith('#'));
+  }
+
+  test('prints kube-ipvs0, the ipsets, the virtual servers and the iptables glue, each for its tool', () => {
+    const r = run([...BASE, '--proxy-mode', 'ipvs', '--random-fully=false']);
+    assert.equal(r.code, 0, r.stderr);
+    const ipvsadm = section(r.stdout, 'IPVS');
+    // svc/web: three endpoints, round robin, masquerading, weight 1.
+    assert.deepEqual(
+      ipvsadm.filter((l) => l.includes('198.19.0.10:80')),
+      [
+        '-A -t 198.19.0.10:80 -s rr',
+        '-a -t 198.19.0.10:80 -r 198.18.10.2:8080 -m -w 1',
+        '-a -t 198.19.0.10:80 -r 198.18.11.2:8080 -m -w 1',
+        '-a -t 198.19.0.10:80 -r 198.18.11.3:8080 -m -w 1',
+      ],
+    );
+    // ClientIP affinity is IPVS persistence with the Service's timeout; no endpoints, no real server.
+    assert.ok(ipvsadm.includes('-A -t 198.19.0.20:80 -s rr -p 10800'), ipvsadm.join('\n'));
+    assert.deepEqual(
+      ipvsadm.filter((l) => l.includes('198.19.0.30')),
+      ['-A -t 198.19.0.30:80 -s rr'],
+    );
+    // The UDP NodePort on the node's address, with externalTrafficPolicy Local falling back to the cluster's
+    // endpoints (upstream's IPVS does, k/k #97081) and its port in the Local set.
+    assert.ok(ipvsadm.includes('-a -u 198.18.0.3:30053 -r 198.18.10.5:53 -m -w 1'));
+    const ipsets = section(r.stdout, 'ipsets');
+    assert.ok(ipsets.includes('add KUBE-CLUSTER-IP 198.19.0.53,udp:53'));
+    assert.ok(ipsets.includes('add KUBE-NODE-PORT-LOCAL-UDP 30053'));
+    assert.ok(ipsets.includes('add KUBE-IPVS-IPS 198.19.0.10'));
+    assert.deepEqual(section(r.stdout, 'kube-ipvs0').slice(0, 2), [
+      'link add kube-ipvs0 type dummy',
+      'address add 198.19.0.10/32 dev kube-ipvs0',
+    ]);
+    assert.match(
+      r.stdout,
+      /^-A KUBE-SERVICES -m comment --comment "Kubernetes service cluster ip \+ port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 198\.18\.8\.0\/21 -j KUBE-MARK-MASQ$/m,
+    );
+    assert.match(
+      r.stdout,
+      /^# iptables -t filter -I INPUT -m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-FILTER$/m,
+    );
   });
 });
 
@@ -215,7 +268,7 @@ describe('render --nftables-layout flat', () => {
 describe('render output is accepted by the real tools', () => {
   test(
     'nft -c and iptables-restore --test accept it, inside a private namespace',
-    kernelOptions(['ip', 'nft', 'iptables-restore']),
+    kernelOptions(['ip', 'nft', 'iptables-restore', 'iptables-save', 'ipset']),
     () => {
       const ns = `${runPrefix()}-render`;
       execFileSync('ip', ['netns', 'add', ns]);
@@ -229,6 +282,21 @@ describe('render output is accepted by the real tools', () => {
         execFileSync('ip', ['netns', 'exec', ns, 'iptables-restore', '--test', '--noflush'], {
           input: ipt.stdout,
         });
+        // ipvs mode: the ipsets load, then the rules that match them (this kernel has no IPVS for the rest).
+        const ipvs = run([...BASE, '--proxy-mode', 'ipvs']).stdout;
+        const sets = ipvs.slice(ipvs.indexOf('# ipsets'), ipvs.indexOf('# IPVS'));
+        execFileSync('ip', ['netns', 'exec', ns, 'ipset', 'restore', '-exist'], { input: sets });
+        const rules = ipvs.slice(ipvs.indexOf('# iptables ('));
+        execFileSync('ip', ['netns', 'exec', ns, 'iptables-restore', '--noflush'], { input: rules });
+        const saved = execFileSync('ip', ['netns', 'exec', ns, 'iptables-save'], { encoding: 'utf8' });
+        assert.match(
+          saved,
+          /-A KUBE-IPVS-FILTER -m set --match-set KUBE-IPVS-IPS dst -m conntrack --ctstate NEW -j REJECT|-A KUBE-IPVS-FILTER -m conntrack --ctstate NEW -m set --match-set KUBE-IPVS-IPS dst -j REJECT/,
+        );
+        const listed = execFileSync('ip', ['netns', 'exec', ns, 'ipset', 'list', 'KUBE-CLUSTER-IP'], {
+          encoding: 'utf8',
+        });
+        assert.match(listed, /^198\.19\.0\.10,tcp:80$/m);
       } finally {
         execFileSync('ip', ['netns', 'del', ns]);
       }

@@ -30,12 +30,23 @@ describe('closed choices', () => {
 
   test('the agent refuses a wrong layout and executor together with every other problem', () => {
     const errors = expectErrors(
-      load(['--nftables-layout', 'tall', '--nft-executor', 'netlink', '--proxy-mode', 'ipvs']),
+      load([
+        '--nftables-layout',
+        'tall',
+        '--nft-executor',
+        'netlink',
+        '--proxy-mode',
+        'ipvs',
+        '--feature-gates',
+        'KubeProxyIPVS=false',
+      ]),
     );
     assert.equal(errors.length, 3, errors.join('\n'));
     assert.ok(errors.includes('--nftables-layout: unknown layout "tall" (upstream or flat)'));
     assert.ok(errors.includes('--nft-executor: unknown executor "netlink" (auto, cli or library)'));
-    assert.ok(errors.some((e) => e.startsWith('mode (--proxy-mode): ipvs mode is not supported')));
+    assert.ok(
+      errors.some((e) => e.startsWith('mode (--proxy-mode): ipvs mode needs the KubeProxyIPVS feature gate')),
+    );
   });
 
   test('--help and --version are answered whatever else the command line holds', () => {

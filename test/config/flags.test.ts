@@ -134,10 +134,12 @@ describe('precedence without --config', () => {
     );
   });
 
-  test('--ipvs-sync-period has no effect outside ipvs mode, with a warning', () => {
+  test('--ipvs-sync-period sets the sync period in ipvs mode only, as upstream', () => {
     const r = expectOk(load(['--proxy-mode=nftables', '--ipvs-sync-period=5m']));
     assert.equal(r.config.syncPeriodMs, 30_000);
-    assert.ok(r.warnings.some((w) => w.includes('--ipvs-sync-period')));
+    const ipvs = expectOk(load(['--proxy-mode=ipvs', '--ipvs-sync-period=5m', '--ipvs-scheduler=wrr']));
+    assert.equal(ipvs.config.syncPeriodMs, 300_000);
+    assert.equal(ipvs.config.ipvs.scheduler, 'wrr');
   });
 
   test('--iptables-masquerade-bit sets the iptables bit only; nftables keeps 14', () => {

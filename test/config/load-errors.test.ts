@@ -106,7 +106,10 @@ describe('decoding', () => {
 
 describe('validation', () => {
   const single: ReadonlyArray<readonly [string, string]> = [
-    ['mode: userspace\n', 'mode: must be "iptables" or "nftables" (or "" for iptables), got "userspace"'],
+    [
+      'mode: userspace\n',
+      'mode: must be "iptables", "ipvs" or "nftables" (or "" for iptables), got "userspace"',
+    ],
     [
       'mode: nftables\nnftables:\n  syncPeriod: -1s\n',
       'nftables.syncPeriod: must be greater than 0, got -1s',
@@ -175,10 +178,25 @@ describe('validation', () => {
     });
   }
 
-  test('ipvs mode is recognised and refused with a clear message', () => {
-    const errors = expectErrors(loadFile('mode: ipvs\n'));
-    assert.equal(errors.length, 1);
-    assert.match(errors[0] ?? '', /^mode: ipvs mode is not supported by kube-proxy-ts/);
+  test('ipvs mode is accepted with its gate on (the default), refused with it off', () => {
+    const { config } = expectOk(loadFile('mode: ipvs\nipvs:\n  scheduler: wrr\n  syncPeriod: 20s\n'));
+    assert.equal(config.mode, 'ipvs');
+    assert.equal(config.ipvs.scheduler, 'wrr');
+    assert.equal(config.syncPeriodMs, 20_000, 'ipvs mode reads its periods from the ipvs section');
+    const errors = expectErrors(loadFile('mode: ipvs\nfeatureGates:\n  KubeProxyIPVS: false\n'));
+    assert.deepEqual(errors, [
+      'mode: ipvs mode needs the KubeProxyIPVS feature gate, which featureGates turns off',
+    ]);
+  });
+
+  test('the ipvs section is checked in ipvs mode only, every problem named', () => {
+    const body = 'ipvs:\n  tcpTimeout: -1s\n  udpTimeout: -2s\n  excludeCIDRs: ["198.18.0.0/15", "nope"]\n';
+    assert.equal(expectOk(loadFile(`mode: nftables\n${body}`)).config.mode, 'nftables');
+    assert.deepEqual(expectErrors(loadFile(`mode: ipvs\n${body}`)), [
+      'ipvs.tcpTimeout: must be greater than or equal to 0, got -1s',
+      'ipvs.udpTimeout: must be greater than or equal to 0, got -2s',
+      'ipvs.excludeCIDRs[1]: must be a CIDR, got "nope"',
+    ]);
   });
 
   test('several problems are all reported, each naming its field', () => {
@@ -214,7 +232,7 @@ describe('validation', () => {
 
   test('flag-set fields are attributed to their flag; file fields are not', () => {
     assert.deepEqual(expectErrors(load(['--proxy-mode=ipvsx', '--bind-address=nope'])), [
-      'mode (--proxy-mode): must be "iptables" or "nftables" (or "" for iptables), got "ipvsx"',
+      'mode (--proxy-mode): must be "iptables", "ipvs" or "nftables" (or "" for iptables), got "ipvsx"',
       'bindAddress (--bind-address): must be an IP address, got "nope"',
     ]);
     assert.deepEqual(expectErrors(loadFile('bindAddress: nope\n', ['--bind-address=198.18.0.1'])), [

@@ -45,6 +45,8 @@ function optionsFor(mode: DataplaneBackend): { skip: string | false } {
   if (MODE_SUPPORT[mode].create === null)
     return skip(`no ${mode} backend yet (test/dataplane/harness/backends.ts)`);
   if (!requestedBackends().has(mode)) return skip(`${mode} not in KPTS_DATAPLANE_BACKENDS`);
+  const lacks = MODE_SUPPORT[mode].kernelLacks?.();
+  if (lacks !== undefined) return skip(lacks);
   return kernelOptions(MODE_SUPPORT[mode].tools ?? ['ip']);
 }
 

@@ -271,6 +271,45 @@ describe('explain: the topology experiment, predicted per node and direction', (
   });
 });
 
+describe('explain --proxy-mode ipvs', () => {
+  test('Local with no local endpoint: IPVS uses the Cluster set, and says so; the kernel objects are virtual servers', async () => {
+    const spec = { externalTrafficPolicy: 'Local' };
+    const e = await explainJSON(state({ spec }), ['--proxy-mode', 'ipvs', '--node', 'node-b']);
+    const external = view(e, 'node-b').external;
+    // node-b's only ready endpoints are its own: Local uses them, as in every mode.
+    assert.deepEqual(external?.endpoints, ['198.19.2.1:8080', '198.19.2.3:8080']);
+    const onlyA: Endpoint6[] = [{ ip: '198.19.1.1', node: 'node-a', zone: 'zone-a' }];
+    const a = await explainJSON(state({ spec, endpoints: onlyA }), [
+      '--proxy-mode',
+      'ipvs',
+      '--node',
+      'node-b',
+    ]);
+    const fallback = view(a, 'node-b').external;
+    assert.deepEqual(fallback?.endpoints, ['198.19.1.1:8080'], 'upstream IPVS falls back to the Cluster set');
+    assert.equal(fallback?.noEndpoints, undefined, 'not dropped, unlike the rule-based modes');
+    assert.match(
+      fallback?.notes.join('\n') ?? '',
+      /ipvs mode: no local endpoint, so the Cluster endpoints are used/,
+    );
+    const nft = await explainJSON(state({ spec, endpoints: onlyA }), ['--node', 'node-b']);
+    assert.equal(view(nft, 'node-b').external?.noEndpoints?.verdict, 'drop', 'nftables mode drops');
+
+    const r = await run(
+      ['service', 'web', '-n', 'demo', '-f', 'state.json', '--node', 'node-b', '--proxy-mode', 'ipvs'],
+      state({ spec, endpoints: onlyA }),
+    );
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /^node node-b, zone zone-b \(ipvs, IPv4\)$/m);
+    assert.match(
+      r.out,
+      /-A -t 198\.18\.100\.10:80 -s rr\n\s*-a -t 198\.18\.100\.10:80 -r 198\.19\.1\.1:8080 -m -w 1/,
+    );
+    assert.match(r.out, /-A -t 198\.18\.0\.3:30080 -s rr/, 'the NodePort on the node address');
+    assert.match(r.out, /add KUBE-NODE-PORT-LOCAL-TCP 30080/);
+  });
+});
+
 describe('explain: bad input', () => {
   const cases: [string, string[], RegExp, number][] = [
     ['unknown Service', ['service', 'nope', '-n', 'demo'], /Service "nope" not found in namespace "demo"/, 1],
@@ -285,8 +324,8 @@ describe('explain: bad input', () => {
     ],
     [
       'bad mode',
-      ['service', 'web', '-n', 'demo', '--proxy-mode', 'ipvs'],
-      /--proxy-mode: unknown mode "ipvs"/,
+      ['service', 'web', '-n', 'demo', '--proxy-mode', 'ipvsx'],
+      /--proxy-mode: unknown mode "ipvsx" \(iptables, nftables or ipvs\)/,
       2,
     ],
   ];

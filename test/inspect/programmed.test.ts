@@ -13,9 +13,16 @@ import { netnsCommandRunner } from '../../packages/agent/src/netfilter/command.j
 import type { NodeNetworkConfig } from '../../packages/agent/src/sync/backend.js';
 import { snapshotFromObjects } from '../../packages/agent/src/sync/snapshot.js';
 import { kernelOptions, runPrefix } from '../helpers/kernel.js';
+import { localNodeAddresses, planIpvs } from '../../packages/agent/src/backends/ipvs/plan.js';
+import { renderIpvs } from '../../packages/agent/src/backends/ipvs/render.js';
+import { IpvsServers } from '../../packages/agent/src/backends/ipvs/servers.js';
+import { ipvsServiceText } from '../../packages/agent/src/inspect/ipvs-objects.js';
+import { FakeIpvs } from '../../packages/agent/src/netfilter/ipvs/fake.js';
+import { realServerKey, virtualServerKey } from '../../packages/agent/src/netfilter/ipvs/types.js';
+import { SILENT_LOGGER } from '../../packages/agent/src/util/logger.js';
 import { testNode } from '../helpers/model-values.js';
 
-const options = kernelOptions(['ip', 'nft', 'iptables-restore', 'iptables']);
+const options = kernelOptions(['ip', 'nft', 'iptables-restore', 'iptables', 'ipset']);
 const prefix = runPrefix();
 const ns = `${prefix}-explain`;
 
@@ -133,4 +140,66 @@ describe('explain --programmed', options, () => {
     );
     assert.match(changed[1]?.difference ?? '', /^2 rules, not 3$/);
   });
+
+  test('ipvs: virtual servers and ipset entries present, then a real server gone and an entry missing', async () => {
+    const { port, node, snapshot } = explained('ipvs');
+    // The sets as a node holds them, in the namespace's real ipset; IPVS (which this kernel lacks) as FakeIpvs
+    // holds what the backend's server code applied for the same plan.
+    const text = renderIpvs(snapshot, node, { randomFully: false });
+    inNs('ipset', ['restore', '-exist'], text.slice(text.indexOf('# ipsets'), text.indexOf('# IPVS')));
+    const ipvs = new FakeIpvs();
+    const plan = planIpvs(snapshot, node, { scheduler: 'rr', nodeAddresses: localNodeAddresses(node) });
+    new IpvsServers(ipvs, {
+      family: 'IPv4',
+      excluded: () => false,
+      now: () => 0,
+      logger: SILENT_LOGGER,
+    }).apply(plan, true);
+    const kernel = { ...reader(), ipvsVirtualServers: () => Promise.resolve(fakeServers(ipvs)) };
+    const all = await checkProgrammed(port.objects, kernel);
+    assert.ok(
+      all.some((o) => o.object.startsWith('-A -t 198.18.100.10:80 -s rr')),
+      JSON.stringify(all, null, 1),
+    );
+    assert.deepEqual(
+      all.filter((o) => o.state !== 'present'),
+      [],
+    );
+
+    const vip = {
+      address: '198.18.100.10',
+      port: 80,
+      protocol: 'TCP' as const,
+      scheduler: 'rr',
+      flags: 0,
+      timeout: 0,
+    };
+    assert.ok(ipvs.deleteRealServer(vip, { address: '198.19.2.1', port: 8080, weight: 1 }).ok);
+    inNs('ipset', ['del', 'KUBE-CLUSTER-IP', '198.18.100.10,tcp:80']);
+    const changed = (await checkProgrammed(port.objects, kernel)).filter((o) => o.state !== 'present');
+    assert.deepEqual(
+      changed.map((o) => [o.object.split('\n')[0], o.state, o.difference]),
+      [
+        ['-A -t 198.18.100.10:80 -s rr', 'different', 'real servers 198.19.1.1:8080 w1'],
+        ['add KUBE-CLUSTER-IP 198.18.100.10,tcp:80', 'missing', undefined],
+      ],
+    );
+    inNs('ipset', ['destroy']);
+  });
 });
+
+/** FakeIpvs's servers as the kernel reader gives them. */
+function fakeServers(ipvs: FakeIpvs): Map<string, { service: string; realServers: string[] }> {
+  const out = new Map<string, { service: string; realServers: string[] }>();
+  const listed = ipvs.listVirtualServers();
+  assert.ok(listed.ok);
+  for (const vs of listed.value) {
+    const real = ipvs.listRealServers(vs);
+    assert.ok(real.ok);
+    out.set(virtualServerKey(vs), {
+      service: ipvsServiceText(vs),
+      realServers: real.value.map((rs) => `${realServerKey(rs)} w${rs.weight}`).sort(),
+    });
+  }
+  return out;
+}

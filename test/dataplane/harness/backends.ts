@@ -16,6 +16,12 @@ import { PROXY_MODES } from '../../../packages/agent/src/config/proxy-mode.js';
 import { IptablesBackend } from '../../../packages/agent/src/backends/iptables/backend.js';
 import { DEFAULT_IPTABLES_EXTRAS } from '../../../packages/agent/src/backends/iptables/render.js';
 import { join } from 'node:path';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { IpvsBackend } from '../../../packages/agent/src/backends/ipvs/backend.js';
+import { ipvsSysctlValues } from '../../../packages/agent/src/backends/ipvs/node-setup.js';
+import { openIpvs } from '../../../packages/agent/src/netfilter/ipvs/client.js';
+import { inNetworkNamespace } from '../../../packages/agent/src/netfilter/netns-call.js';
 
 export interface BackendFactoryInput {
   readonly node: NodeNetworkConfig;
@@ -24,6 +30,8 @@ export interface BackendFactoryInput {
   readonly clock: Clock;
   /** The cluster's temporary directory (for a mode's own files, such as an xtables lock). */
   readonly stateDir: string;
+  /** The node's network namespace (ipvs mode opens its IPVS socket inside it). */
+  readonly namespace: string;
 }
 
 /** What the scenarios run against: each proxy mode, and nftables mode's flat layout (--nftables-layout flat). */
@@ -49,6 +57,18 @@ export interface ModeSupport {
   readonly nodePortAddresses: readonly string[];
   /** Host tools the backend needs (a kernel test without them skips, or fails with KPTS_REQUIRE_KERNEL=1). */
   readonly tools?: readonly string[];
+  /**
+   * Why this kernel cannot run the mode at all (ipvs on a kernel without IP_VS), or undefined. Such a mode skips,
+   * saying so, also under KPTS_REQUIRE_KERNEL=1: no setup can fix a kernel; test/vm runs it on Debian's.
+   */
+  readonly kernelLacks?: () => string | undefined;
+}
+
+/** ipvs mode's kernel: IPVS in the kernel (loaded, built in, or loadable by modprobe). */
+function kernelLacksIPVS(): string | undefined {
+  if (existsSync('/sys/module/ip_vs')) return undefined;
+  if (spawnSync('modprobe', ['-n', '--', 'ip_vs']).status === 0) return undefined;
+  return "this kernel has no IP_VS (ipvs mode runs in a guest on Debian's kernel: test/vm/ipvs-dataplane.test.ts)";
 }
 
 export const MODE_SUPPORT: Record<DataplaneBackend, ModeSupport> = {
@@ -69,6 +89,34 @@ export const MODE_SUPPORT: Record<DataplaneBackend, ModeSupport> = {
     dump: [['nft', 'list', 'ruleset']],
     nodePortAddresses: ['primary'],
     tools: ['ip', 'nft'],
+  },
+  ipvs: {
+    create: ({ node, commands, clock, namespace }) => {
+      const ipvs = inNetworkNamespace(`/run/netns/${namespace}`, openIpvs);
+      if ('error' in ipvs) throw new Error(`${namespace}: ${ipvs.error}`);
+      // The agent sets these in its node's namespace at start (node-setup.ts); here each node namespace gets them.
+      const sysctls = ipvsSysctlValues(false).map(
+        ([path, v]) => `${path.slice('proc/sys/'.length).replace(/\//g, '.')}=${v}`,
+      );
+      execFileSync('ip', ['netns', 'exec', namespace, 'sysctl', '-q', '-w', ...sysctls]);
+      return new IpvsBackend({
+        node,
+        commands,
+        clock,
+        ipvs,
+        ipvsOptions: { scheduler: 'rr', excludeCIDRs: [], randomFully: false },
+      });
+    },
+    dump: [
+      ['ipvsadm', '-Ln'],
+      ['ip', 'addr', 'show', 'dev', 'kube-ipvs0'],
+      ['ipset', 'save'],
+      ['iptables-save'],
+      ['ip6tables-save'],
+    ],
+    nodePortAddresses: [],
+    tools: ['ip', 'ipset', 'ipvsadm', 'iptables-restore', 'iptables-save'],
+    kernelLacks: kernelLacksIPVS,
   },
   'nftables-flat': {
     create: ({ node, commands, clock }) =>

@@ -240,6 +240,7 @@ export class TestCluster {
           commands: inNamespace(this.runner, node.namespace),
           clock: this.clock,
           stateDir: this.stateDir,
+          namespace: node.namespace,
         });
         const onSkip = (s: SkippedObject): void => void this.skipped.push({ ...s, family });
         proxies.push(new NodeProxy(node, family, backend, onSkip));

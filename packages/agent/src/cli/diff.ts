@@ -4,7 +4,6 @@
 import { choiceFlag, REPORT_OUTPUTS } from './choice-flag.js';
 import { performance } from 'node:perf_hooks';
 import type { Node } from '../api/objects.js';
-import { PROXY_MODES } from '../config/proxy-mode.js';
 import type { ProxyMode } from '../config/proxy-mode.js';
 import type {
   BackendDiff,
@@ -42,7 +41,8 @@ Flags:
   --hostname-override NAME       this node's name (default: AFTER's only Node, else the host name)
 ${NODE_FLAGS_USAGE}`;
 
-const DIFF_MODES = [...PROXY_MODES, 'both'] as const;
+// ipvs mode is not diffed yet: `render --proxy-mode ipvs` shows what it programs.
+const DIFF_MODES = ['nftables', 'iptables', 'both'] as const;
 
 export interface DiffIO extends FileCommandIO {
   /** Monotonic milliseconds (default performance.now): when reading is slow, progress goes to stderr. */
@@ -91,7 +91,7 @@ async function diff(values: FlagValues<typeof DIFF_LINE>, io: DiffIO): Promise<n
   const nodeName = (values['hostname-override'] ?? soleNodeName(after.nodes) ?? io.hostname())
     .trim()
     .toLowerCase();
-  const modes: readonly ProxyMode[] = mode === 'both' ? ['nftables', 'iptables'] : [mode as ProxyMode];
+  const modes: readonly ('nftables' | 'iptables')[] = mode === 'both' ? ['nftables', 'iptables'] : [mode];
   const targets: DiffTarget[] = [];
   const problems = new Set<string>();
   let family: IPFamily = 'IPv4';
@@ -159,7 +159,7 @@ function count(n: number, unit: string): string {
   return `${n.toLocaleString('en-US')} ${unit}${n === 1 ? '' : 's'}`;
 }
 
-const UNITS: Record<ProxyMode, string> = { nftables: 'operation', iptables: 'line' };
+const UNITS: Record<ProxyMode, string> = { nftables: 'operation', iptables: 'line', ipvs: 'operation' };
 
 function eventsLine(events: DiffResult['events']): string {
   const parts: string[] = [];

@@ -4,6 +4,7 @@ import type { JumpRule } from '../backends/iptables/jumps.js';
 import { jumpArgs, jumpRulesFor } from '../backends/iptables/jumps.js';
 import { renderIptablesRestore } from '../backends/iptables/render-cache.js';
 import type { IptablesExtras } from '../backends/iptables/render.js';
+import { renderIpvs } from '../backends/ipvs/render.js';
 import { renderFullSyncTransaction } from '../backends/nftables/backend.js';
 import { NFTABLES_LAYOUT_BY_NAME } from '../backends/nftables/layouts.js';
 import type { NftablesLayoutName } from '../config/nftables-layout.js';
@@ -27,6 +28,7 @@ export const RENDERERS: Record<
   // iptables-restore skips lines that start with '#', so the jump block keeps the output valid restore input.
   iptables: (snapshot, node, extras) =>
     renderIptablesRestore(snapshot, node, extras) + jumpsCommentBlock(node, extras),
+  ipvs: (snapshot, node, extras) => renderIpvs(snapshot, node, { randomFully: extras.randomFully }),
 };
 
 // Nothing here needs quoting but the jumps' comments; single quotes keep every other character as it is.

@@ -3,10 +3,9 @@
 // the other mode's rules, wait for this node's Node, start the health and metrics servers, follow Services and
 // EndpointSlices, and sync through one proxier per IP family. SIGTERM stops it and leaves the rules in place.
 import { readFileSync, writeFileSync } from 'node:fs';
-import { cpus, hostname as osHostname, networkInterfaces } from 'node:os';
+import { cpus, hostname as osHostname, networkInterfaces, release as osRelease } from 'node:os';
 import { IptablesBackend } from '../backends/iptables/backend.js';
-import { cleanupIptables } from '../backends/iptables/cleanup.js';
-import { cleanupNftables, NftablesBackend } from '../backends/nftables/backend.js';
+import { NftablesBackend } from '../backends/nftables/backend.js';
 import { NFTABLES_LAYOUT_BY_NAME } from '../backends/nftables/layouts.js';
 import { NFTABLES_LAYOUT_DESCRIPTIONS } from '../config/nftables-layout.js';
 import {
@@ -58,6 +57,16 @@ import { localhostNodePortsActive } from '../backends/iptables/render.js';
 import { nodePortIPs } from '../model/nodeport-addresses.js';
 import type { NodeNetworkConfig, ProxyBackend } from '../sync/backend.js';
 import { OtherModeCleanup } from '../sync/mode-switch.js';
+import { removeAllModes, removeOtherModes } from './mode-leftovers.js';
+import {
+  checkIPVSRequirements,
+  hostModuleReadings,
+  IPVS_DEPRECATION,
+} from '../backends/ipvs/requirements.js';
+import { IpvsBackend } from '../backends/ipvs/backend.js';
+import { setUpIpvsNode } from '../backends/ipvs/node-setup.js';
+import type { IpvsHandle } from '../netfilter/ipvs/types.js';
+import type { Clock } from '../util/clock.js';
 import { configzDocument } from '../config/configz.js';
 import type { ProxyMode } from '../config/proxy-mode.js';
 import { systemClock } from '../util/clock.js';
@@ -119,12 +128,12 @@ export async function runCommand(argv: readonly string[], deps: RunDeps = defaul
 
 /** --cleanup: remove every rule of every mode; non-zero if anything could not be removed (upstream). */
 async function cleanupAll(commands: CommandRunner, logger: Logger): Promise<number> {
-  const nft = await cleanupNftables(commands);
-  const ipt = await cleanupIptables(commands);
-  for (const e of nft) logger.error('nftables cleanup failed', { error: e.message });
-  for (const e of ipt.errors) logger.error('iptables cleanup failed', { error: e });
-  logger.info('cleanup done', { iptablesChainsDeleted: ipt.deletedChains.length });
-  return nft.length + ipt.errors.length === 0 ? 0 : 1;
+  const reports = await removeAllModes(commands);
+  for (const r of reports) {
+    for (const e of r.errors) logger.error(`${r.mode} cleanup failed`, { error: e });
+    logger.info(`${r.mode} cleanup done`, { removed: r.removed.length });
+  }
+  return reports.every((r) => r.errors.length === 0) ? 0 : 1;
 }
 
 /**
@@ -172,6 +181,8 @@ class Agent {
   private wake: (() => void) | undefined;
   /** nftables mode: how nft is reached (start() decides, once). */
   private nftExecutors: NftExecutors | undefined;
+  /** ipvs mode: IPVS in this network namespace, opened once for both families. */
+  private ipvs: IpvsHandle | undefined;
   /** The Node as last seen: a change of its IPs (or pod CIDRs, with detectLocalMode NodeCIDR) restarts us. */
   private knownNode: Node | undefined;
 
@@ -218,6 +229,7 @@ class Agent {
    */
   private async start(config: ProxyConfig, options: ProxyOptions): Promise<void> {
     this.watchConfigFile(options);
+    if (config.mode === 'ipvs') await this.checkIPVS(config);
     const client = this.apiClient(config, options);
     this.nftExecutors = this.chooseNftExecutors(config, options);
     // iptables mode counts INVALID drops and localhost NodePort packets in nfacct objects, as upstream does.
@@ -266,7 +278,40 @@ class Agent {
       hostname: this.deps.hostname(),
     });
     void events.starting();
+    if (config.mode === 'ipvs')
+      void events.write({
+        type: 'Warning',
+        reason: 'IPVSDeprecation',
+        action: 'StartKubeProxy',
+        note: IPVS_DEPRECATION,
+      });
     this.cleanUpOtherModeAfterFirstSyncs(config.mode);
+  }
+
+  /**
+   * ipvs mode: upstream's deprecation warning, then what the node must have (kernel modules, ipset), checked before
+   * anything is programmed; a node without them stops here with every missing part named.
+   */
+  private async checkIPVS(config: ProxyConfig): Promise<void> {
+    this.logger.warn(IPVS_DEPRECATION);
+    const problem = await checkIPVSRequirements({
+      scheduler: config.ipvs.scheduler,
+      commands: this.deps.commands,
+      readings: hostModuleReadings(osRelease()),
+    });
+    if (problem !== undefined) throw new Error(problem);
+    const ipvs = await setUpIpvsNode(
+      {
+        scheduler: config.ipvs.scheduler,
+        strictARP: config.ipvs.strictARP,
+        tcpTimeoutSeconds: Math.floor(config.ipvs.tcpTimeoutMs / 1000),
+        tcpFinTimeoutSeconds: Math.floor(config.ipvs.tcpFinTimeoutMs / 1000),
+        udpTimeoutSeconds: Math.floor(config.ipvs.udpTimeoutMs / 1000),
+      },
+      this.logger,
+    );
+    this.ipvs = ipvs;
+    this.closers.push(() => ipvs.close());
   }
 
   /** The config file changing makes the process exit, as upstream does: the DaemonSet restarts it with the new one. */
@@ -494,6 +539,7 @@ class Agent {
       logger: flog,
       featureGates: config.gates,
     };
+    if (config.mode === 'ipvs') return { backend: await this.ipvsBackend(network, common) };
     if (config.mode === 'nftables')
       return {
         backend: new NftablesBackend({
@@ -518,6 +564,25 @@ class Agent {
       else if (r.kind === 'written') flog.info('Set sysctl', { path: r.path, from: r.from, to: r.to });
     }
     return { backend: ipt, canary: () => ipt.checkCanary() };
+  }
+
+  private async ipvsBackend(
+    network: NodeNetworkConfig,
+    common: { readonly commands: CommandRunner; readonly clock: Clock; readonly logger: Logger },
+  ): Promise<IpvsBackend> {
+    const { config } = this;
+    if (this.ipvs === undefined) throw new Error('ipvs mode: IPVS was not set up');
+    return new IpvsBackend({
+      ...common,
+      node: network,
+      ipvs: this.ipvs,
+      featureGates: config.gates,
+      ipvsOptions: {
+        scheduler: config.ipvs.scheduler,
+        excludeCIDRs: config.ipvs.excludeCIDRs,
+        randomFully: await this.iptablesRandomFully(common.commands, network.family),
+      },
+    });
   }
 
   /** The Service and EndpointSlice informers, each event handed to every family's proxier. */
@@ -640,24 +705,18 @@ class Agent {
     reflector.start();
   }
 
-  /** Removes the other mode's leftovers; failures are only logged (the next start tries again). */
+  /** Removes the other modes' leftovers; failures are only logged (the next start tries again). */
   private async cleanupOtherMode(mode: ProxyMode): Promise<void> {
     const { logger } = this;
-    const commands = this.deps.commands;
     try {
-      if (mode === 'nftables') {
-        const r = await cleanupIptables(commands);
-        for (const e of r.errors) logger.warn('iptables mode leftovers not removed', { error: e });
-        logger.info('removed iptables mode leftovers after the first nftables sync', {
-          chains: r.deletedChains.length,
+      for (const r of await removeOtherModes(mode, this.deps.commands)) {
+        for (const e of r.errors) logger.warn(`${r.mode} mode leftovers not removed`, { error: e });
+        logger.info(`removed ${r.mode} mode leftovers after the first ${mode} sync`, {
+          removed: r.removed.length,
         });
-      } else {
-        const errors = await cleanupNftables(commands);
-        for (const e of errors) logger.warn('nftables mode leftovers not removed', { error: e.message });
-        logger.info('removed nftables mode leftovers after the first iptables sync');
       }
     } catch (e) {
-      logger.warn('cleanup of the other mode failed', { error: String(e) });
+      logger.warn('cleanup of the other modes failed', { error: String(e) });
     }
   }
 

@@ -29,7 +29,12 @@ const ACCEPTED_GATES: ReadonlySet<string> = new Set([
   'TopologyAwareHints',
   'KubeProxyDrainingTerminatingNodes',
   'LoadBalancerIPMode',
+  // Read by validation: ipvs mode needs it on (its default).
+  'KubeProxyIPVS',
 ]);
+
+/** Upstream's gate for ipvs mode (KEP-5495): on by default since 1.37, to be turned off in 1.40. */
+export const IPVS_FEATURE_GATE = 'KubeProxyIPVS';
 
 const GATE_NAME = /^[A-Z][A-Za-z0-9]*$/;
 

@@ -21,9 +21,8 @@ type FlagKind =
 /**
  * option: not configuration, always applies. logging: overrides the file's logging even with --config.
  * hostname: --hostname-override, also applies with --config. config: ignored when --config is given.
- * ipvs: like config, and without effect (ipvs mode is refused).
  */
-type FlagGroup = 'option' | 'logging' | 'hostname' | 'config' | 'ipvs';
+type FlagGroup = 'option' | 'logging' | 'hostname' | 'config';
 
 interface FlagDef {
   readonly kind: FlagKind;
@@ -43,7 +42,7 @@ export const FLAGS = {
   cleanup: {
     kind: 'bool',
     group: 'option',
-    help: 'If true cleanup iptables and nftables rules and exit (kube-proxy-ts has no ipvs mode, so there are no ipvs rules to remove).',
+    help: 'If true cleanup iptables, ipvs and nftables rules and exit.',
   },
   'init-only': {
     kind: 'bool',
@@ -262,14 +261,46 @@ export const FLAGS = {
     deprecated: 'it has no effect',
   },
 
-  'ipvs-sync-period': { kind: 'duration', group: 'ipvs', help: 'ipvs mode only (not supported).' },
-  'ipvs-min-sync-period': { kind: 'duration', group: 'ipvs', help: 'ipvs mode only (not supported).' },
-  'ipvs-scheduler': { kind: 'string', group: 'ipvs', help: 'ipvs mode only (not supported).' },
-  'ipvs-exclude-cidrs': { kind: 'stringSlice', group: 'ipvs', help: 'ipvs mode only (not supported).' },
-  'ipvs-strict-arp': { kind: 'bool', group: 'ipvs', help: 'ipvs mode only (not supported).' },
-  'ipvs-tcp-timeout': { kind: 'duration', group: 'ipvs', help: 'ipvs mode only (not supported).' },
-  'ipvs-tcpfin-timeout': { kind: 'duration', group: 'ipvs', help: 'ipvs mode only (not supported).' },
-  'ipvs-udp-timeout': { kind: 'duration', group: 'ipvs', help: 'ipvs mode only (not supported).' },
+  'ipvs-sync-period': {
+    kind: 'duration',
+    group: 'config',
+    help: "ipvs mode: the longest time between full resyncs of the IPVS rules (e.g. '5s', '1m', '2h22m'); greater than 0.",
+  },
+  'ipvs-min-sync-period': {
+    kind: 'duration',
+    group: 'config',
+    help: 'ipvs mode: the shortest time between two syncs; 0 syncs on every Service or EndpointSlice change.',
+  },
+  'ipvs-scheduler': {
+    kind: 'string',
+    group: 'config',
+    help: 'ipvs mode: the IPVS scheduler of every virtual server (rr when empty; the kernel must have it).',
+  },
+  'ipvs-exclude-cidrs': {
+    kind: 'stringSlice',
+    group: 'config',
+    help: 'ipvs mode: comma-separated CIDRs whose virtual servers the proxy never removes.',
+  },
+  'ipvs-strict-arp': {
+    kind: 'bool',
+    group: 'config',
+    help: 'ipvs mode: set arp_ignore to 1 and arp_announce to 2 (strict ARP).',
+  },
+  'ipvs-tcp-timeout': {
+    kind: 'duration',
+    group: 'config',
+    help: "ipvs mode: idle timeout of IPVS TCP connections; 0 leaves the kernel's value.",
+  },
+  'ipvs-tcpfin-timeout': {
+    kind: 'duration',
+    group: 'config',
+    help: "ipvs mode: timeout of IPVS TCP connections after a FIN; 0 leaves the kernel's value.",
+  },
+  'ipvs-udp-timeout': {
+    kind: 'duration',
+    group: 'config',
+    help: "ipvs mode: timeout of IPVS UDP flows; 0 leaves the kernel's value.",
+  },
 } as const satisfies Readonly<Record<string, FlagDef>>;
 
 export type FlagName = keyof typeof FLAGS;

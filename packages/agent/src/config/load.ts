@@ -94,7 +94,7 @@ export function loadProxyConfig(argv: readonly string[], deps: LoadDeps): LoadRe
     if (!fromFile.ok) return { ok: false, errors: fromFile.problems, warnings };
     warnings.push(...fromFile.warnings);
     doc = fromFile.doc;
-    const ignored = given.filter((name) => ['config', 'ipvs'].includes(flagDef(name).group));
+    const ignored = given.filter((name) => flagDef(name).group === 'config');
     if (ignored.length > 0) {
       warnings.push(
         `flags ignored because --config is given (set these in ${configFile} instead): ` +
@@ -103,12 +103,6 @@ export function loadProxyConfig(argv: readonly string[], deps: LoadDeps): LoadRe
     }
   } else {
     doc = applyConfigFlags(defaultV1Alpha1({}), flags);
-    const ipvs = given.filter((name) => flagDef(name).group === 'ipvs');
-    if (ipvs.length > 0) {
-      warnings.push(
-        `ipvs flags have no effect (kube-proxy-ts has no ipvs mode): ${ipvs.map((n) => `--${n}`).join(', ')}`,
-      );
-    }
   }
 
   const hostnameFlag = str(flags, 'hostname-override');

@@ -46,7 +46,7 @@ export interface ProxyConfig extends V1Alpha1ServerSettings {
   readonly masqueradeBit: number;
   readonly iptables: { readonly masqueradeBit: number; readonly localhostNodePorts: boolean };
   readonly nftables: { readonly masqueradeBit: number };
-  /** Accepted for compatibility; ipvs mode itself is refused. */
+  /** ipvs mode only (upstream's IPVS proxier; deprecated upstream). */
   readonly ipvs: {
     readonly scheduler: string;
     readonly excludeCIDRs: readonly string[];

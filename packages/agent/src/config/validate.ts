@@ -4,7 +4,7 @@
 import { parseCIDRSloppy, parseIPSloppy } from '../model/ip.js';
 import { NODEPORT_ADDRESSES_PRIMARY } from '../model/nodeport-addresses.js';
 import { formatGoDuration } from './duration.js';
-import { resolveFeatureGates } from './feature-gates.js';
+import { IPVS_FEATURE_GATE, resolveFeatureGates } from './feature-gates.js';
 import { checkIPPort } from './host-port.js';
 import { problem } from './problems.js';
 import type { ConfigProblem } from './problems.js';
@@ -22,12 +22,12 @@ export function validateV1Alpha1(doc: KubeProxyConfigurationV1Alpha1): ConfigPro
   const add = (field: string, message: string): void => void problems.push(problem(field, message));
 
   if (!isOneOf(PROXY_MODE_SETTINGS, doc.mode)) {
-    add('mode', `must be "iptables" or "nftables" (or "" for iptables), got ${JSON.stringify(doc.mode)}`);
-  } else if (doc.mode === 'ipvs') {
     add(
       'mode',
-      'ipvs mode is not supported by kube-proxy-ts (deprecated upstream); use "nftables" or "iptables"',
+      `must be "iptables", "ipvs" or "nftables" (or "" for iptables), got ${JSON.stringify(doc.mode)}`,
     );
+  } else if (doc.mode === 'ipvs') {
+    problems.push(...checkIPVS(doc));
   }
 
   const section = periodSectionFor(doc.mode);
@@ -101,6 +101,32 @@ export function validateV1Alpha1(doc: KubeProxyConfigurationV1Alpha1): ConfigPro
       `must be a version "major.minor" such as "1.34", got ${JSON.stringify(doc.showHiddenMetricsForVersion)}`,
     );
   }
+  return problems;
+}
+
+/**
+ * ipvs mode (upstream validates the ipvs section only in this mode): the KubeProxyIPVS gate on (KEP-5495: on by
+ * default, to be turned off and then removed), timeouts not negative, excludeCIDRs CIDRs. The scheduler is not
+ * checked here: as upstream, the kernel is asked at start whether it has it.
+ */
+function checkIPVS(doc: KubeProxyConfigurationV1Alpha1): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  if (doc.featureGates[IPVS_FEATURE_GATE] === false) {
+    problems.push(
+      problem('mode', `ipvs mode needs the ${IPVS_FEATURE_GATE} feature gate, which featureGates turns off`),
+    );
+  }
+  for (const key of ['tcpTimeout', 'tcpFinTimeout', 'udpTimeout'] as const) {
+    const value = doc.ipvs[key];
+    if (value < 0)
+      problems.push(
+        problem(`ipvs.${key}`, `must be greater than or equal to 0, got ${formatGoDuration(value)}`),
+      );
+  }
+  (doc.ipvs.excludeCIDRs ?? []).forEach((entry, i) => {
+    if (parseCIDRSloppy(entry) === undefined)
+      problems.push(problem(`ipvs.excludeCIDRs[${i}]`, `must be a CIDR, got ${JSON.stringify(entry)}`));
+  });
   return problems;
 }
 

@@ -14,10 +14,16 @@ import type { FeatureGates } from '../model/feature-gates.js';
 import { cidrContains, parseIPSloppy } from '../model/ip.js';
 import { clusterIPMasquerade } from '../model/local-detector.js';
 import { nodePortIPs } from '../model/nodeport-addresses.js';
-import { policyNode, servicePortPolicy } from '../model/port-policy.js';
-import type { NoEndpointsVerdict, ServicePortPolicy, TrafficPolicy } from '../model/port-policy.js';
+import { ipvsTrafficPolicy, policyNode, servicePortPolicy } from '../model/port-policy.js';
+import type {
+  IpvsTrafficPolicy,
+  NoEndpointsVerdict,
+  ServicePortPolicy,
+  TrafficPolicy,
+} from '../model/port-policy.js';
 import { externallyAccessible, servicePortString } from '../model/service-port.js';
 import type { ServicePort } from '../model/service-port.js';
+import { ipvsPortObjects } from './ipvs-objects.js';
 import { writeOperation } from '../netfilter/nft/serialize.js';
 import { ruleLine } from '../netfilter/iptables/serialize.js';
 import type { IptablesRule } from '../netfilter/iptables/types.js';
@@ -68,7 +74,17 @@ export type KernelCheck =
       readonly table: 'filter' | 'nat';
       readonly chain: string;
       readonly args: readonly string[];
-    };
+    }
+  | {
+      readonly kind: 'ipvs-virtual-server';
+      /** virtualServerKey: "TCP/198.19.0.10:80". */
+      readonly key: string;
+      /** "rr", with " persistent 10800" when sticky: what the kernel must hold besides the real servers. */
+      readonly service: string;
+      /** realServerKey and weight, sorted: "198.18.10.2:8080 w1". */
+      readonly realServers: readonly string[];
+    }
+  | { readonly kind: 'ipset-entry'; readonly set: string; readonly entry: string };
 
 export interface KernelObject {
   /** The object as the node's tool writes it: an nft `add …` line, or an iptables chain / rule line. */
@@ -124,14 +140,28 @@ function noEndpointsWhy(view: TrafficPolicy, kind: string): string {
     : `no endpoint on this node and the policy is Local: ${kind} traffic is dropped (the client times out)`;
 }
 
+/** The traffic policy as this mode applies it: ipvs mode reads a Local policy without local endpoints its own way. */
+function viewOf(
+  policy: ServicePortPolicy,
+  which: 'internal' | 'external',
+  input: ExplainNodeInput,
+): IpvsTrafficPolicy {
+  if (input.mode === 'ipvs') return ipvsTrafficPolicy(policy, which);
+  return which === 'internal' ? policy.internal : policy.external;
+}
+
 function traffic(
   policy: ServicePortPolicy,
-  view: TrafficPolicy,
+  view: IpvsTrafficPolicy,
   all: readonly Endpoint[],
   which: 'internal' | 'external',
   input: ExplainNodeInput,
 ): TrafficExplanation {
-  const reasons = explainTraffic(policy, all, which, input.snapshot.topology);
+  // ipvs mode's fallback serves the Cluster set: say why endpoints are left out as for Cluster traffic.
+  const basis: ServicePortPolicy = view.fellBackToCluster
+    ? { ...policy, [which]: { policy: 'Cluster', endpoints: view.endpoints } }
+    : policy;
+  const reasons = explainTraffic(basis, all, which, input.snapshot.topology);
   return {
     policy: view.policy,
     endpoints: view.endpoints.map((ep) => ep.endpoint),
@@ -144,7 +174,13 @@ function traffic(
           },
         }
       : {}),
-    notes: reasons.notes,
+    notes: view.fellBackToCluster
+      ? [
+          ...reasons.notes,
+          'ipvs mode: no local endpoint, so the Cluster endpoints are used instead of dropping (upstream IPVS, ' +
+            'k/k #97081); replies to clients outside the cluster may not find their way back',
+        ]
+      : reasons.notes,
   };
 }
 
@@ -239,6 +275,7 @@ function nodePortAddressesOf(input: ExplainNodeInput): readonly string[] | 'all'
 
 /** The kernel objects of this port, from the node's own renderer. */
 function kernelObjects(policy: ServicePortPolicy, input: ExplainNodeInput): KernelObject[] {
+  if (input.mode === 'ipvs') return ipvsPortObjects(policy.servicePort, input.snapshot, input.node);
   if (input.mode === 'nftables') {
     const r = renderNftPort(policy, { node: input.node });
     if (!r.ok) return [];
@@ -326,8 +363,10 @@ export function explainNode(input: ExplainNodeInput): NodeExplanation {
         loadBalancerIPs: sp.loadBalancerVIPs,
         sourceRanges: sp.loadBalancerSourceRanges,
       },
-      internal: traffic(policy, policy.internal, all, 'internal', input),
-      ...(hasExternal ? { external: traffic(policy, policy.external, all, 'external', input) } : {}),
+      internal: traffic(policy, viewOf(policy, 'internal', input), all, 'internal', input),
+      ...(hasExternal
+        ? { external: traffic(policy, viewOf(policy, 'external', input), all, 'external', input) }
+        : {}),
       masquerade: masquerade(sp, input, hasExternal),
       affinity: sp.sessionAffinityClientIP
         ? { mode: 'ClientIP', timeoutSeconds: sp.stickyMaxAgeSeconds }

@@ -1,5 +1,6 @@
 // `explain --programmed`: each kernel object a port should have, looked up in the node's live table: present,
-// missing, or different (with what differs). nft rules are listed back as expressions, not text, so a chain is
+// missing, or different (with what differs); in ipvs mode, its virtual servers (scheduler and real servers) and
+// ipset entries. nft rules are listed back as expressions, not text, so a chain is
 // compared by its rule count; set and map elements by key and value. iptables-save prints a rule's matches in
 // its own order, so each rule is asked for with `-C` (the kernel's own comparison), and a chain by its rule count.
 import { nftFamilyOf } from '../backends/nftables/backend.js';
@@ -15,6 +16,10 @@ import type { SavedTable } from '../netfilter/iptables/parse.js';
 import type { IPFamily } from '../model/ip.js';
 import { systemClock } from '../util/clock.js';
 import type { KernelCheck, KernelObject } from './explain.js';
+import { ipvsServiceText } from './ipvs-objects.js';
+import { IPSetClient } from '../netfilter/ipset/client.js';
+import { openIpvs } from '../netfilter/ipvs/client.js';
+import { realServerKey, virtualServerKey } from '../netfilter/ipvs/types.js';
 
 export type ProgrammedState = 'present' | 'missing' | 'different';
 
@@ -35,6 +40,10 @@ export interface KernelReader {
   iptablesTable(table: 'filter' | 'nat'): Promise<SavedTable>;
   /** iptables: whether `-A chain args` is in the table (`iptables -C`). */
   iptablesRuleExists(table: 'filter' | 'nat', chain: string, args: readonly string[]): Promise<boolean>;
+  /** IPVS: every virtual server by virtualServerKey, with its service text and real servers as the checks spell them. */
+  ipvsVirtualServers(): Promise<ReadonlyMap<string, { service: string; realServers: readonly string[] }>>;
+  /** ipset: one set's entries, as `ipset save` prints them (empty when the set does not exist). */
+  ipsetEntries(set: string): Promise<ReadonlySet<string>>;
 }
 
 /** Reads the live tables of this host's current network namespace through `commands`. */
@@ -67,7 +76,40 @@ export function liveKernelReader(family: IPFamily, commands: CommandRunner): Ker
     async iptablesRuleExists(table, chain, args) {
       return ipt.ruleExists(table, chain, args).catch(() => false);
     },
+    ipvsVirtualServers: () => Promise.resolve(readIpvs()),
+    async ipsetEntries(set) {
+      const saved = await new IPSetClient({ commands }).save([set]);
+      return saved.get(set)?.entries ?? new Set();
+    },
   };
+}
+
+/**
+ * IPVS of this process's network namespace, through the agent's own client (explain runs on the node, as the
+ * agent does). A kernel without IPVS holds no virtual server.
+ */
+function readIpvs(): Map<string, { service: string; realServers: readonly string[] }> {
+  const out = new Map<string, { service: string; realServers: readonly string[] }>();
+  const ipvs = openIpvs();
+  if ('error' in ipvs) {
+    if (ipvs.reason === 'no-family') return out;
+    throw new Error(ipvs.error);
+  }
+  try {
+    const listed = ipvs.listVirtualServers();
+    if (!listed.ok) throw new Error(listed.message);
+    for (const vs of listed.value) {
+      const real = ipvs.listRealServers(vs);
+      if (!real.ok) throw new Error(real.message);
+      out.set(virtualServerKey(vs), {
+        service: ipvsServiceText(vs),
+        realServers: real.value.map((rs) => `${realServerKey(rs)} w${rs.weight}`).sort(),
+      });
+    }
+    return out;
+  } finally {
+    ipvs.close();
+  }
 }
 
 /** Looks every object up; reads each table or set once. */
@@ -90,6 +132,13 @@ export async function checkProgrammed(
     return p;
   };
 
+  let ipvs: Promise<ReadonlyMap<string, { service: string; realServers: readonly string[] }>> | undefined;
+  const sets = new Map<string, Promise<ReadonlySet<string>>>();
+  const setEntries = (set: string): Promise<ReadonlySet<string>> => {
+    let p = sets.get(set);
+    if (p === undefined) sets.set(set, (p = kernel.ipsetEntries(set)));
+    return p;
+  };
   const check = async (c: KernelCheck): Promise<Omit<ProgrammedObject, 'object'>> => {
     switch (c.kind) {
       case 'nft-element': {
@@ -128,6 +177,19 @@ export async function checkProgrammed(
         return (await kernel.iptablesRuleExists(c.table, c.chain, c.args))
           ? { state: 'present' }
           : { state: 'missing' };
+      case 'ipvs-virtual-server': {
+        const held = (await (ipvs ??= kernel.ipvsVirtualServers())).get(c.key);
+        if (held === undefined) return { state: 'missing' };
+        if (held.service !== c.service)
+          return { state: 'different', difference: `scheduler ${held.service}` };
+        const want = c.realServers.join(', ');
+        const have = held.realServers.join(', ');
+        return want === have
+          ? { state: 'present' }
+          : { state: 'different', difference: `real servers ${have === '' ? 'none' : have}` };
+      }
+      case 'ipset-entry':
+        return (await setEntries(c.set)).has(c.entry) ? { state: 'present' } : { state: 'missing' };
     }
   };
   const out: ProgrammedObject[] = [];

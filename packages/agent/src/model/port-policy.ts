@@ -149,6 +149,30 @@ export function servicePortPolicy(
   };
 }
 
+/** A traffic policy as ipvs mode applies it. */
+export interface IpvsTrafficPolicy extends TrafficPolicy {
+  /** Policy Local found no local endpoint, so the Cluster set is used instead of dropping. */
+  readonly fellBackToCluster?: boolean;
+}
+
+/**
+ * ClusterIP or external traffic as IPVS serves it (upstream ipvs syncEndpoint). IPVS reads a Local policy
+ * differently from the rule-based modes: with no local endpoint it uses the Cluster set (k/k #97081: pods on this
+ * node still reach the Service; replies to clients outside the cluster go astray) rather than dropping; with none
+ * there either, the virtual server has no real server and the node's own stack refuses the connection.
+ */
+export function ipvsTrafficPolicy(
+  policy: ServicePortPolicy,
+  traffic: 'internal' | 'external',
+): IpvsTrafficPolicy {
+  const view = traffic === 'internal' ? policy.internal : policy.external;
+  if (view.noEndpoints !== 'drop') return view;
+  const endpoints = policy.clusterEndpoints;
+  return endpoints.length > 0
+    ? { policy: view.policy, endpoints, fellBackToCluster: true }
+    : { policy: view.policy, endpoints, noEndpoints: 'reject' };
+}
+
 /** The PolicyNode for a node of this topology, primary IP and feature gates. */
 export function policyNode(
   topology: NodeTopology,

@@ -46,6 +46,8 @@ export function labProxyConfiguration(mode: ProxyMode, network: LabProxyNetwork 
     },
     iptables: { minSyncPeriod: '1s', syncPeriod: '30s', masqueradeAll: false },
     nftables: { minSyncPeriod: '1s', syncPeriod: '30s', masqueradeAll: false },
+    // Seed 003's IPVS settings; its minSyncPeriod as the other modes' (upstream's default is 0s).
+    ipvs: { minSyncPeriod: '1s', syncPeriod: '30s', scheduler: 'rr' },
   });
 }
 

@@ -24,7 +24,7 @@ import {
   KUBELET_FIREWALL,
 } from './naming.js';
 
-const OWNED_CHAINS: Readonly<Record<'nat' | 'filter' | 'mangle', readonly string[]>> = {
+export const OWNED_CHAINS: Readonly<Record<'nat' | 'filter' | 'mangle', readonly string[]>> = {
   nat: [KUBE_SERVICES, KUBE_NODEPORTS, KUBE_POSTROUTING, KUBE_MARK_MASQ, KUBE_PROXY_CANARY],
   filter: [
     KUBE_SERVICES,
@@ -54,7 +54,14 @@ const wallClock: Clock = {
 export async function cleanupIptables(
   commands: CommandRunner,
   variant: IptablesVariant = 'auto',
-  options: { readonly families?: readonly IPFamily[]; readonly lockFile?: string } = {},
+  options: {
+    readonly families?: readonly IPFamily[];
+    readonly lockFile?: string;
+    /** "nat KUBE-SERVICES": chains another mode (ipvs) owns now by the same name; left in place. */
+    readonly keepChains?: ReadonlySet<string>;
+    /** "nat PREROUTING <args…>": jumps another mode makes identically; left in place. */
+    readonly keepJumps?: ReadonlySet<string>;
+  } = {},
 ): Promise<CleanupResult> {
   const deletedChains: string[] = [];
   const errors: string[] = [];
@@ -73,6 +80,7 @@ export async function cleanupIptables(
       continue;
     }
     for (const j of [...JUMP_RULES, ...KUBELET_JUMP_RULES]) {
+      if (options.keepJumps?.has([j.table, j.from, ...jumpArgs(j)].join(' '))) continue;
       try {
         // Bounded: a jump added several times by hand is removed up to a few times.
         for (let i = 0; i < 5 && (await client.deleteRule(j.table, j.from, jumpArgs(j))); i++);
@@ -92,6 +100,7 @@ export async function cleanupIptables(
       }
       const victims = [...existing]
         .filter((c) => OWNED_CHAINS[table].includes(c) || (table === 'nat' && isServiceChainName(c)))
+        .filter((c) => !options.keepChains?.has(`${table} ${c}`))
         .sort();
       if (victims.length === 0) continue;
       tables.push({ table, chains: victims, rules: [], deleteChains: victims });

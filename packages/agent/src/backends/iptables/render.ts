@@ -1,7 +1,6 @@
 // Pure rendering of iptables mode's rules (upstream pkg/proxy/iptables/proxier.go syncProxyRules): one service
 // port at a time from its policy (renderServicePort, cached between syncs by render-cache.ts), and the fixed
 // top-level rules. No I/O; every function is a function of its arguments.
-import type { LocalTrafficDetector } from '../../model/local-detector.js';
 import { nodePortIPs } from '../../model/nodeport-addresses.js';
 import type { ServicePort } from '../../model/service-port.js';
 import type { IptablesRule } from '../../netfilter/iptables/types.js';
@@ -72,21 +71,6 @@ export interface ServicePortRules {
   readonly chainRules: readonly IptablesRule[];
   readonly noLocalEndpointsInternal: boolean;
   readonly noLocalEndpointsExternal: boolean;
-}
-
-export function localMatch(d: LocalTrafficDetector, local: boolean): string[] {
-  const not = local ? [] : ['!'];
-  switch (d.mode) {
-    case 'ClusterCIDR':
-    case 'NodeCIDR':
-      return [...not, '-s', d.cidr];
-    case 'BridgeInterface':
-      return [...not, '-i', d.interfaceName];
-    case 'InterfaceNamePrefix':
-      return [...not, '-i', d.interfacePrefix + '+'];
-    case 'None':
-      return [];
-  }
 }
 
 export function hasCounter(extras: IptablesExtras, name: string): boolean {

@@ -17,7 +17,8 @@ import {
   servicePortChainNames,
 } from './naming.js';
 import type { RenderContext, ServicePortRules } from './render.js';
-import { hasCounter, localhostNodePortsActive, localMatch, NFACCT_LOCALHOST_NODEPORTS } from './render.js';
+import { localMatch } from '../../netfilter/iptables/local-match.js';
+import { hasCounter, localhostNodePortsActive, NFACCT_LOCALHOST_NODEPORTS } from './render.js';
 
 /** Everything the port's rules are written from: its policy, names, matches and the no-endpoint verdicts. */
 type PortContext = ReturnType<typeof portContext>;

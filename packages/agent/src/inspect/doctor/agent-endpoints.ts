@@ -48,8 +48,9 @@ export function settingsFromConfigz(body: string): AgentSettings | undefined {
   }
   const cfg = isRecord(doc) ? doc[CONFIGZ_KEY] : undefined;
   if (!isRecord(cfg)) return undefined;
-  const mode = cfg.Mode === 'nftables' ? 'nftables' : 'iptables'; // "" is iptables on Linux, as upstream
-  const block = cfg[mode === 'nftables' ? 'NFTables' : 'IPTables'];
+  // "" is iptables on Linux, as upstream; each mode's periods live in its own block.
+  const mode = cfg.Mode === 'nftables' || cfg.Mode === 'ipvs' ? cfg.Mode : 'iptables';
+  const block = cfg[{ nftables: 'NFTables', ipvs: 'IPVS', iptables: 'IPTables' }[mode]];
   const ipt = cfg.IPTables;
   if (!isRecord(block)) return undefined;
   const client = cfg.ClientConnection;

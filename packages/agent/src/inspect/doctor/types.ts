@@ -2,6 +2,7 @@
 // process, the rule) and the remedy as the exact command to run. Checks read their inputs from one context that
 // the CLI fills (the agent's HTTP endpoints, and commands run in the node's network namespace), so a test can
 // point the same checks at a namespace it made.
+import type { ProxyMode } from '../../config/proxy-mode.js';
 import type { Endpoint } from '../../model/endpoint.js';
 import type { IPFamily } from '../../model/ip.js';
 import type { ServicePort } from '../../model/service-port.js';
@@ -27,7 +28,7 @@ export type Fetched = { readonly status: number; readonly body: string } | { rea
 
 /** What the agent's /configz says, reduced to what the checks need (seconds). */
 export interface AgentSettings {
-  readonly mode: 'nftables' | 'iptables';
+  readonly mode: ProxyMode;
   readonly syncPeriodSeconds: number;
   readonly minSyncPeriodSeconds: number;
   readonly localhostNodePorts: boolean;

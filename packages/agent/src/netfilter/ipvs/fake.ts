@@ -6,7 +6,8 @@
 //  - Schedulers are the names of the kernel's ip_vs_* scheduler modules (rr wrr lc wlc lblc lblcr dh sh sed nq mh
 //    fo ovf twos): any other is ENOENT, as a kernel without that module answers; a kernel built without one of
 //    these answers ENOENT where the fake accepts.
-//  - Listings are in the order things were added (the kernel's follow its hash tables); connection counters are 0.
+//  - Listings are in the order things were added (the kernel's follow its hash tables); connection counters are 0
+//    unless a test sets them (setConnections).
 //  - Timeouts above INT_MAX / 1000 seconds are EINVAL (the kernel's bound is INT_MAX / HZ, HZ 100 to 1000).
 //  - Persistence netmasks, firewall-mark services, tunnel forwarding and sync daemons do not exist here.
 import { addressFamily, checkRealServer, checkTimeouts, checkVirtualServer } from './encode.js';
@@ -163,9 +164,33 @@ export class FakeIpvs implements IpvsHandle {
     const entry = this.#destTarget(operation, vs, rs, true);
     if (!('reals' in entry)) return entry;
     const key = realServerKey(rs);
-    if (!entry.reals.has(key)) return ipvsFailure(operation, ERRNO.ENOENT);
-    entry.reals.set(key, storedReal(rs));
+    const before = entry.reals.get(key);
+    if (before === undefined) return ipvsFailure(operation, ERRNO.ENOENT);
+    // A new weight leaves the kernel's connection counts as they were.
+    entry.reals.set(key, {
+      ...storedReal(rs),
+      activeConnections: before.activeConnections,
+      inactiveConnections: before.inactiveConnections,
+    });
     return OK;
+  }
+
+  /**
+   * Test hook, as traffic would: the kernel's connection counts of one real server (graceful termination waits
+   * for them to reach 0). False when there is no such real server.
+   */
+  setConnections(
+    vs: VirtualServer,
+    rs: Pick<RealServer, 'address' | 'port'>,
+    active: number,
+    inactive: number,
+  ): boolean {
+    const real = this.#services.get(virtualServerKey(vs))?.reals.get(realServerKey(rs));
+    if (real === undefined) return false;
+    this.#services
+      .get(virtualServerKey(vs))
+      ?.reals.set(realServerKey(rs), { ...real, activeConnections: active, inactiveConnections: inactive });
+    return true;
   }
 
   deleteRealServer(vs: VirtualServer, rs: RealServer): IpvsResult {

@@ -64,8 +64,8 @@ export const leftoverOtherMode: DoctorCheck = {
     const iptablesChains = Object.values(backends).flatMap((c) => c ?? []);
     if (mode === 'nftables' && iptablesChains.length > 0)
       problems.push(`nftables mode, but iptables mode's chains are present (${iptablesChains.length})`);
-    if (mode === 'iptables' && tables.length > 0)
-      problems.push(`iptables mode, but nftables mode's table is present (${tables.join(', ')})`);
+    if ((mode === 'iptables' || mode === 'ipvs') && tables.length > 0)
+      problems.push(`${mode} mode, but nftables mode's table is present (${tables.join(', ')})`);
     for (const family of ['', '6']) {
       const legacy = backends[`ip${family}tables-legacy`] ?? [];
       const nft = backends[`ip${family}tables-nft`] ?? [];

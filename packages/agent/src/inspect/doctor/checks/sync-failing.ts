@@ -32,10 +32,11 @@ export const syncFailing: DoctorCheck = metricsCheck(
       (sum(m, 'kubeproxy_sync_proxy_rules_service_changes_pending') ?? 0);
     const unhealthy = !('error' in ctx.healthz) && ctx.healthz.status !== 200;
     const mode = ctx.settings?.mode ?? 'nftables';
-    const inspect =
-      mode === 'nftables'
-        ? `nft list table ip kube-proxy   # an object of the wrong type or a foreign rule in kube-proxy's table blocks every transaction`
-        : `if xtables-lock-contention fails too, the lock is the cause; else iptables-save | grep -c KUBE- and the restore's failed line in the log`;
+    const inspect = {
+      nftables: `nft list table ip kube-proxy   # an object of the wrong type or a foreign rule in kube-proxy's table blocks every transaction`,
+      iptables: `if xtables-lock-contention fails too, the lock is the cause; else iptables-save | grep -c KUBE- and the restore's failed line in the log`,
+      ipvs: `ipvsadm -Ln, ipset list -n and ip addr show kube-ipvs0 against the failing step the log names (virtual server, ipset or iptables-restore)`,
+    }[mode];
     const remedy =
       `Read the refusal in the agent's log: kubectl -n kube-system logs ds/kube-proxy | grep 'sync failed'; ` +
       `then ${inspect}. If another program wrote into kube-proxy's table, stop it and run kube-proxy-ts --cleanup ` +

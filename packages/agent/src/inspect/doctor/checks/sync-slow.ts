@@ -49,8 +49,11 @@ export const syncSlow: DoctorCheck = metricsCheck(
         ? 'If the lock check below shows waits, find the other writer first. Otherwise: raise minSyncPeriod (e.g. ' +
           'kubectl -n kube-system edit configmap kube-proxy → iptables.minSyncPeriod: 10s) to batch churn, or move to ' +
           'nftables mode (mode: nftables), whose syncs cost what changed, not what exists.'
-        : 'Raise minSyncPeriod to batch churn (kubectl -n kube-system edit configmap kube-proxy → nftables.minSyncPeriod), ' +
-          'and compare with kube-proxy-ts render -f <dump> | nft -c -f - for the kernel’s own time.';
+        : ctx.settings?.mode === 'ipvs'
+          ? 'Raise minSyncPeriod to batch churn (kubectl -n kube-system edit configmap kube-proxy → ipvs.minSyncPeriod); ' +
+            'ipvs mode is deprecated upstream: nftables mode syncs what changed, in one transaction.'
+          : 'Raise minSyncPeriod to batch churn (kubectl -n kube-system edit configmap kube-proxy → nftables.minSyncPeriod), ' +
+            'and compare with kube-proxy-ts render -f <dump> | nft -c -f - for the kernel’s own time.';
     if ((h.p50 ?? 0) > limit)
       return finding(
         'fail',
