@@ -324,6 +324,19 @@ for (const mode of DATAPLANE_BACKENDS) {
             // pod-1-0 goes away: node-1 has no local endpoint left, while the Service still has one (on node-0).
             const onlyNode0 = endpointSlice(svc, [c.endpoint('pod-0-0', family)]);
             await c.apply({ slices: [onlyNode0] });
+            if (mode === 'ipvs') {
+              // Upstream's IPVS proxier would fall back to the Cluster endpoints (k/k #97081), but this Service has
+              // no external frontend, so it has no Cluster set: the virtual server is left without real servers,
+              // and the node's own stack refuses the connection (model: ipvsTrafficPolicy → reject).
+              const refused = await c.http(c.pod('pod-1-1').namespace, vip(19), 80, {
+                count: 2,
+                timeoutMs: 5000,
+              });
+              assert.equal(failed(refused).length, 2, 'ipvs mode: every request fails');
+              for (const f of failed(refused))
+                assert.ok(REJECT_ERRORS.has(f.error), `refused, got ${f.error}`);
+              return;
+            }
             const dropped = await c.http(c.pod('pod-1-1').namespace, vip(19), 80, {
               count: 2,
               timeoutMs: 1500,
