@@ -96,7 +96,10 @@ describe('command lines', () => {
   test('doctor refuses a wrong choice or URL with status 3 (1 and 2 are findings)', async () => {
     const cases: [string[], RegExp][] = [
       [['-o', 'yaml'], /^doctor: -o: unknown output format "yaml" \(text or json\)/],
-      [['--proxy-mode', 'ipvs'], /^doctor: --proxy-mode: unknown mode "ipvs" \(iptables or nftables\)/],
+      [
+        ['--proxy-mode', 'ipvsx'],
+        /^doctor: --proxy-mode: unknown mode "ipvsx" \(iptables, nftables or ipvs\)/,
+      ],
       [['--metrics-url', 'not a url'], /^doctor: --metrics-url\/--healthz-url: not a URL/],
       [['--bogus'], /^doctor: Unknown option '--bogus'/],
     ];

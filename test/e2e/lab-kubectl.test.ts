@@ -414,7 +414,7 @@ EOF`);
       const text = await sh(`kubectl -n kube-system logs ${pod}`);
       return /got "nftabels"/.test(text) ? text : undefined;
     });
-    assert.match(logs, /mode: must be "iptables" or "nftables".*got "nftabels"/);
+    assert.match(logs, /mode: must be "iptables", "ipvs" or "nftables".*got "nftabels"/);
     const previous = await sh(`kubectl -n kube-system logs ${pod} --previous`);
     assert.match(previous, /got "nftabels"/, '--previous: the run before, after a restart');
     // maxUnavailable 1: the other node's proxy was not replaced by a crashing one.

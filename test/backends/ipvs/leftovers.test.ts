@@ -149,6 +149,22 @@ describe('leftovers of the iptables-based modes', suite.options, () => {
     assert.equal(ipsets().length, 17);
   });
 
+  test('nftables mode after iptables mode (no ipvs mode here) removes all of iptables mode, shared chains too', async () => {
+    layIptablesMode();
+    const reports = await removeOtherModes('nftables', commands());
+    for (const r of reports) assert.deepEqual(r.errors, [], `${r.mode}: ${r.errors.join('; ')}`);
+    assert.deepEqual(xtablesState(), { chains: [], jumps: [] });
+  });
+
+  test('nftables mode after ipvs mode removes ipvs mode whole', async () => {
+    layIpvsMode();
+    const reports = await removeOtherModes('nftables', commands());
+    for (const r of reports) assert.deepEqual(r.errors, [], `${r.mode}: ${r.errors.join('; ')}`);
+    assert.deepEqual(xtablesState(), { chains: [], jumps: [] });
+    assert.deepEqual(ipsets(), []);
+    assert.doesNotMatch(inNode('ip', ['-o', 'link', 'show']), /kube-ipvs0/);
+  });
+
   test('--cleanup removes both modes whole: no KUBE- chain, no jump, no set, no kube-ipvs0', async () => {
     layIptablesMode();
     layIpvsMode();

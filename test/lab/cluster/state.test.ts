@@ -27,7 +27,7 @@ describe('lab state', () => {
 
   test('a record with wrong fields is refused naming them (a short prefix could sweep others’ namespaces)', () => {
     const path = join(dir, 'bad.json');
-    writeFileSync(path, JSON.stringify({ ...STATE, prefix: 'k', mode: 'ipvs', nodes: [1] }));
+    writeFileSync(path, JSON.stringify({ ...STATE, prefix: 'k', mode: 'ipvsx', nodes: [1] }));
     const r = readLabState(path);
     assert.equal(r.ok, false);
     assert.match(r.ok ? '' : r.reason, /prefix, nodes, mode/);

@@ -1,5 +1,5 @@
 // A command's flag that takes one of a closed set of names, read into its type once (config/choice.ts words the
-// refusal as the agent does): `--proxy-mode: unknown mode "ipvs" (iptables or nftables)`.
+// refusal as the agent does): `--proxy-mode: unknown mode "ipvsx" (iptables, nftables or ipvs)`.
 import { readChoice } from '../config/choice.js';
 import { UsageError } from './command-line.js';
 

@@ -42,7 +42,7 @@ Flags:
 ${NODE_FLAGS_USAGE}`;
 
 // ipvs mode is not diffed yet: `render --proxy-mode ipvs` shows what it programs.
-const DIFF_MODES = ['nftables', 'iptables', 'both'] as const;
+const DIFF_MODES = ['iptables', 'nftables', 'both'] as const;
 
 export interface DiffIO extends FileCommandIO {
   /** Monotonic milliseconds (default performance.now): when reading is slow, progress goes to stderr. */

@@ -5,7 +5,7 @@
 // removing the other's leftovers keeps them.
 import { cleanupIptables, OWNED_CHAINS } from '../backends/iptables/cleanup.js';
 import { JUMP_RULES, jumpArgs as iptablesJumpArgs } from '../backends/iptables/jumps.js';
-import { cleanupIpvs, jumpKey } from '../backends/ipvs/cleanup.js';
+import { cleanupIpvs, ipvsModeRan, jumpKey } from '../backends/ipvs/cleanup.js';
 import {
   FILTER_CHAINS,
   IPVS_JUMPS,
@@ -81,6 +81,8 @@ export async function removeOtherModes(mode: ProxyMode, commands: CommandRunner)
  * then.
  */
 async function bothXtablesModes(commands: CommandRunner, always: boolean): Promise<LeftoverReport[]> {
+  // Without ipvs mode's state here, iptables mode's cleanup must take the shared chains and jumps too.
+  if (!always && !(await ipvsModeRan(commands))) return [await iptablesLeftovers(commands, false)];
   return [await iptablesLeftovers(commands, true), await ipvsLeftovers(commands, false, always)];
 }
 

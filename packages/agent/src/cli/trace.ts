@@ -11,10 +11,12 @@ import { CLUSTER_SOURCE_OPTIONS, loadGivenClusterObjects, servicePortsOf } from 
 import { choiceFlag, optionalChoiceFlag, REPORT_OUTPUTS } from './choice-flag.js';
 import { OUTPUT_OPTION, processOutput, runCommand, UsageError } from './command-line.js';
 import type { FlagValues } from './command-line.js';
-import { PROXY_MODES } from '../config/proxy-mode.js';
 import type { CommandRunner, StreamRunner } from '../netfilter/command.js';
 import { hostCommandRunner, hostStreamRunner } from '../netfilter/command.js';
 import { errorMessage } from '../util/error-message.js';
+
+/** The modes trace reads: ipvs mode's path runs through IPVS, which the kernel's trace events do not show. */
+const TRACE_MODES = ['iptables', 'nftables'] as const;
 
 export const TRACE_USAGE = `Usage: kube-proxy-ts trace --to DEST[:PORT][/tcp|/udp|/sctp] [flags]
 
@@ -121,7 +123,7 @@ async function trace(values: FlagValues<typeof TRACE_LINE>, io: TraceIO): Promis
   if (!Number.isFinite(timeout) || timeout <= 0)
     throw new UsageError(`--timeout ${values.timeout ?? ''}: expected seconds > 0`);
   const output = choiceFlag('-o', 'output format', REPORT_OUTPUTS, values.output, 'text');
-  const modeFlag = optionalChoiceFlag('--proxy-mode', 'mode', PROXY_MODES, values['proxy-mode']);
+  const modeFlag = optionalChoiceFlag('--proxy-mode', 'mode', TRACE_MODES, values['proxy-mode']);
   if (typeof process.getuid === 'function' && process.getuid() !== 0 && io.runner === hostCommandRunner) {
     io.stderr('trace: needs root (it adds an nftables table and reads the kernel’s trace events)\n');
     return 1;

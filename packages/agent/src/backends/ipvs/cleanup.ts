@@ -42,6 +42,11 @@ const wallClock: Clock = {
   clearTimeout: () => {},
 };
 
+/** Whether ipvs mode ran in this namespace: it leaves kube-ipvs0 behind (upstream's too). */
+export async function ipvsModeRan(commands: CommandRunner): Promise<boolean> {
+  return (await commands.run('ip', ['-o', 'link', 'show', 'dev', DUMMY_DEVICE])).code === 0;
+}
+
 /** The key of a jump, as IpvsCleanupOptions.keepJumps names it. */
 export function jumpKey(table: string, from: string, args: readonly string[]): string {
   return [table, from, ...args].join(' ');
@@ -53,10 +58,7 @@ export async function cleanupIpvs(
 ): Promise<IpvsCleanupResult> {
   const removed: string[] = [];
   const errors: string[] = [];
-  if (options.onlyAfterIpvsMode === true) {
-    const shown = await commands.run('ip', ['-o', 'link', 'show', 'dev', DUMMY_DEVICE]);
-    if (shown.code !== 0) return { removed, errors };
-  }
+  if (options.onlyAfterIpvsMode === true && !(await ipvsModeRan(commands))) return { removed, errors };
   flushIpvs(options, removed, errors);
   const link = await commands.run('ip', ['link', 'del', DUMMY_DEVICE]);
   if (link.code === 0) removed.push(`link ${DUMMY_DEVICE}`);
