@@ -21,7 +21,7 @@ import { existsSync } from 'node:fs';
 import { IpvsBackend } from '../../../packages/agent/src/backends/ipvs/backend.js';
 import { ipvsSysctlValues } from '../../../packages/agent/src/backends/ipvs/node-setup.js';
 import { openIpvs } from '../../../packages/agent/src/netfilter/ipvs/client.js';
-import { inNetworkNamespace } from '../../../packages/agent/src/netfilter/netns-call.js';
+import { inNetworkNamespace } from '../../../packages/agent/src/netfilter/in-namespace.js';
 
 export interface BackendFactoryInput {
   readonly node: NodeNetworkConfig;

@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { inNetworkNamespace } from '../../packages/agent/src/netfilter/netns-call.js';
+import { inNetworkNamespace } from '../../packages/agent/src/netfilter/in-namespace.js';
 import { kernelNamespaces } from '../helpers/kernel.js';
 
 const suite = kernelNamespaces(['a'], ['ip']);
