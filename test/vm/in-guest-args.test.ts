@@ -7,6 +7,7 @@ import {
   iptablesAlternativesScript,
   parseInGuestArgs,
 } from './in-guest.js';
+import { parseGuestRunArgs } from './run-in-guest.js';
 
 test('npm run test:guest -- … parses flags and files', () => {
   assert.deepEqual(
@@ -52,5 +53,37 @@ test('--iptables selects both families of one back end, then says which it is', 
     iptablesAlternativesScript('nft'),
     'update-alternatives --quiet --set iptables /usr/sbin/iptables-nft && ' +
       'update-alternatives --quiet --set ip6tables /usr/sbin/ip6tables-nft && iptables --version',
+  );
+});
+
+test('npm run guest:run -- … parses flags, then the command after --, quoted for the guest’s shell', () => {
+  assert.deepEqual(
+    parseGuestRunArgs([
+      '--cpus',
+      '2',
+      '--memory',
+      '6144',
+      '--share',
+      '/tmp/out dir',
+      '--env',
+      'A=b c',
+      '--',
+      'bash',
+      'scripts/soak-remedies.sh',
+      "it's",
+    ]),
+    {
+      command: `'bash' 'scripts/soak-remedies.sh' 'it'\\''s'`,
+      shares: [{ hostPath: '/tmp/out dir' }],
+      env: { A: 'b c' },
+      cpus: 2,
+      memoryMiB: 6144,
+    },
+  );
+  assert.throws(() => parseGuestRunArgs(['--cpus', '0', '--', 'true']), /--cpus 0: expected a whole number/);
+  assert.throws(() => parseGuestRunArgs(['--cpus', '2']), /no command given/);
+  assert.throws(
+    () => parseGuestRunArgs(['true']),
+    /unexpected true \(flags first, then -- and the command\)/,
   );
 });

@@ -14,7 +14,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sweepGuests } from '../../packages/lab/src/vm/cleanup.js';
-import { startGuest, type Guest } from '../../packages/lab/src/vm/guest.js';
+import { startGuest, type Guest, type GuestShare } from '../../packages/lab/src/vm/guest.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -54,7 +54,7 @@ export interface InGuestOptions {
   readonly onOutput?: (text: string) => void;
 }
 
-const quote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+export const quote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /** The shell script that points iptables and ip6tables (with their -save/-restore slaves) at one back end. */
 export function iptablesAlternativesScript(backend: IptablesBackend): string {
@@ -125,7 +125,12 @@ export interface InGuestResult extends TestRunResult {
  * it to `fn`, and always stops it and sweeps `stateRoot` (a start that failed halfway sweeps itself).
  */
 export async function withTestGuest<T>(
-  options: { readonly memoryMiB?: number; readonly stateRoot?: string },
+  options: {
+    readonly memoryMiB?: number;
+    readonly cpus?: number;
+    readonly shares?: readonly GuestShare[];
+    readonly stateRoot?: string;
+  },
   fn: (guest: Guest) => Promise<T>,
 ): Promise<T> {
   // Short: the guest's control socket path must fit a Unix socket address.
@@ -137,6 +142,8 @@ export async function withTestGuest<T>(
       stateDir: join(stateRoot, 'tg'),
       hostname: 'kpts-test',
       memoryMiB: options.memoryMiB ?? GUEST_MEMORY_MIB,
+      ...(options.cpus !== undefined ? { cpus: options.cpus } : {}),
+      ...(options.shares !== undefined ? { shares: options.shares } : {}),
       hostTmp: true,
       scratch: true,
     });
@@ -150,12 +157,25 @@ export async function withTestGuest<T>(
 
 let runs = 0;
 
-/** Runs test files in a guest from withTestGuest(); its output streams to `onOutput` as the guest writes it. */
-export async function runTestFiles(
+/** What runShellInGuest needs besides the command. */
+export interface ShellRunOptions {
+  readonly env?: Readonly<Record<string, string>>;
+  readonly iptables?: IptablesBackend;
+  readonly cwd?: string;
+  readonly timeoutMs?: number;
+  readonly onOutput?: (text: string) => void;
+}
+
+/**
+ * Runs a shell command in a guest from withTestGuest(), its output (stdout and stderr) streaming to `onOutput` as
+ * the guest writes it: the command writes to a file on the scratch share, which the host follows, because the
+ * control channel answers only when a command ends. A failed command's result ends with the guest's kernel log.
+ */
+export async function runShellInGuest(
   guest: Guest,
-  options: Omit<InGuestOptions, 'memoryMiB' | 'stateRoot'>,
+  command: string,
+  options: ShellRunOptions,
 ): Promise<TestRunResult> {
-  if (options.files.length === 0) throw new Error('no test files given');
   let iptablesVersion: string | undefined;
   if (options.iptables !== undefined) {
     const r = await guest.run(iptablesAlternativesScript(options.iptables));
@@ -163,19 +183,17 @@ export async function runTestFiles(
       throw new Error(`could not select iptables-${options.iptables} in the guest: ${r.stdout}${r.stderr}`);
     iptablesVersion = r.stdout.trim();
   }
-  const env = { KPTS_REQUIRE_KERNEL: '1', KPTS_TIMEOUT_SCALE: String(GUEST_TIMEOUT_SCALE), ...options.env };
-  const name = `test-${++runs}.log`;
+  const name = `run-${++runs}.log`;
   let output = '';
   const tail = follow(join(guest.stateDir, 'scratch', name), (text) => {
     output += text;
     options.onOutput?.(text);
   });
   const started = Date.now();
-  const argv = guestTestArgv(options);
   const r = await guest
-    .run(`${argv.map(quote).join(' ')} >/kpts/scratch/${name} 2>&1 </dev/null`, {
-      cwd: REPO_ROOT,
-      env,
+    .run(`{ ${command}\n} >/kpts/scratch/${name} 2>&1 </dev/null`, {
+      cwd: options.cwd ?? REPO_ROOT,
+      env: { ...options.env },
       timeoutMs: options.timeoutMs ?? GUEST_RUN_TIMEOUT_MS,
     })
     .finally(() => tail.stop());
@@ -192,6 +210,21 @@ export async function runTestFiles(
     runMs: Date.now() - started,
     ...(iptablesVersion !== undefined ? { iptablesVersion } : {}),
   };
+}
+
+/** Runs test files in a guest from withTestGuest(); its output streams to `onOutput` as the guest writes it. */
+export function runTestFiles(
+  guest: Guest,
+  options: Omit<InGuestOptions, 'memoryMiB' | 'stateRoot'>,
+): Promise<TestRunResult> {
+  if (options.files.length === 0) return Promise.reject(new Error('no test files given'));
+  const env = { KPTS_REQUIRE_KERNEL: '1', KPTS_TIMEOUT_SCALE: String(GUEST_TIMEOUT_SCALE), ...options.env };
+  return runShellInGuest(guest, guestTestArgv(options).map(quote).join(' '), {
+    env,
+    ...(options.iptables !== undefined ? { iptables: options.iptables } : {}),
+    ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+    ...(options.onOutput !== undefined ? { onOutput: options.onOutput } : {}),
+  });
 }
 
 /** Boots a guest, runs the files in it, and stops it (also when the run fails or throws). */

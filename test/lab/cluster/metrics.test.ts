@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { metricValue } from '../../../packages/lab/src/cluster/metrics.js';
+import { metricValue, syncSettingsOfConfigz } from '../../../packages/lab/src/cluster/metrics.js';
 
 const TEXT = `# HELP kubeproxy_sync_proxy_rules_endpoint_changes_pending Pending proxy rules Endpoint changes
 # TYPE kubeproxy_sync_proxy_rules_endpoint_changes_pending gauge
@@ -28,4 +28,21 @@ test('metricValue sums the series of a name, optionally filtered by labels', () 
 test('metricValue reads the text as doctor does: escaped label values, exponents, +Inf', () => {
   assert.equal(metricValue(TEXT, 'odd_label', { a: 'x"y\\z' }), 1000);
   assert.equal(metricValue(TEXT, 'no_limit'), Infinity, 'the lab once dropped +Inf samples');
+});
+
+test('syncSettingsOfConfigz: the running mode and its own section’s sync periods', () => {
+  const configz = {
+    Mode: 'ipvs',
+    IPTables: { MinSyncPeriod: '10s', SyncPeriod: '1m0s' },
+    IPVS: { MinSyncPeriod: '1s', SyncPeriod: '30s', Scheduler: 'rr' },
+    NFTables: { MinSyncPeriod: '1s', SyncPeriod: '30s' },
+  };
+  assert.deepEqual(syncSettingsOfConfigz(configz), { mode: 'ipvs', minSyncPeriod: '1s', syncPeriod: '30s' });
+  assert.deepEqual(syncSettingsOfConfigz({ ...configz, Mode: '' }), {
+    mode: 'iptables',
+    minSyncPeriod: '10s',
+    syncPeriod: '1m0s',
+  });
+  assert.deepEqual(syncSettingsOfConfigz({ Mode: 'nftables' }), { mode: 'nftables' });
+  assert.equal(syncSettingsOfConfigz({ mode: 'nftables' }), undefined, 'not upstream’s configz: no Mode');
 });

@@ -63,6 +63,7 @@ function inputs(records: LoadRecord[], overrides: Partial<SoakInputs> = {}): Soa
     apiOutageMs: 3000,
     staleUdpConntrack: { count: 0, evidence: [] },
     unexpectedProxyExits: 0,
+    iptablesSave: {},
     ...overrides,
   };
 }
@@ -132,6 +133,34 @@ describe('soak report', () => {
       /requests: 8 sent, 4 succeeded, 4 failed \(refused 1, timeout 1, reset 0, wrong endpoint 2, other 0\)/,
     );
     assert.match(text, /guarantees: NOT held: 2 failed requests to always-ready Services/);
+    assert.doesNotMatch(text, /iptables-save/, 'no timings, no line');
+  });
+
+  test('the running mode, its sync periods and each node’s iptables-save are reported as given', () => {
+    const base = inputs([req(0, 100, 'ok', 's1')]);
+    const r = buildReport({
+      ...base,
+      settings: {
+        mode: 'iptables',
+        iptables: 'legacy',
+        minSyncPeriod: '10s',
+        syncPeriod: '1m0s',
+        durationSeconds: 5,
+        services: 2,
+        churnPerSecond: 1,
+        ratePerSecond: 10,
+        competingLockHolder: true,
+      },
+      iptablesSave: {
+        a: { count: 4, failed: 0, p50Ms: 31.5, maxMs: 80, maxLines: 412 },
+        b: { count: 0, failed: 4 },
+      },
+    });
+    assert.equal(r.iptablesSave.a?.p50Ms, 31.5);
+    const text = formatReport(r);
+    assert.match(text, /^soak: iptables \(iptables-legacy\) minSyncPeriod 10s, syncPeriod 1m0s, /);
+    assert.match(text, /\n {2}a: p50 31\.5 ms, max 80 ms \(4\), 412 lines at most\n/);
+    assert.match(text, /\n {2}b: not measured, 4 failed\n/);
   });
 
   test("a failure within 2 s of a failed control request is the machine's, not the rules'", () => {

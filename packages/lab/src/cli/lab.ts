@@ -33,7 +33,7 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 export const LAB_USAGE = `Usage: kube-proxy-ts lab COMMAND
 
 Commands:
-  up [--nodes 2] [--mode nftables|iptables] [--nftables-layout upstream|flat] [--iptables legacy|nft]
+  up [--nodes 2] [--mode nftables|iptables|ipvs] [--nftables-layout upstream|flat] [--iptables legacy|nft]
      [--ip-family ipv4|ipv6|dual] [--zones zone-a,zone-b] [--control-plane-taint] [--follow-configmap]
      [--image FILE] [--vm-nodes N]
             start a cluster on this host (needs root): nodes and pods as network namespaces,
@@ -45,6 +45,9 @@ Commands:
             --control-plane-taint: taint the control-plane node node-role.kubernetes.io/control-plane:
             NoSchedule, as kubeadm and kind do on a cluster with workers: Pods that do not tolerate it
             (svc/web) run on the workers only; kube-proxy and CoreDNS still run there (needs --nodes 2+)
+            --mode ipvs: deprecated upstream (KubeProxyIPVS); needs a kernel with IP_VS, which the
+            proxies refuse to start without, naming the missing modules (scripts/soak-remedies.sh
+            --in-guest runs a lab in a guest on Debian's kernel, which has it)
             --follow-configmap: a kube-proxy ConfigMap edit restarts the proxies at once (default: as on a
             real cluster, \`kubectl -n kube-system rollout restart ds kube-proxy\` applies it)
             --nftables-layout flat: every proxy programs the flat ruleset (shared maps, no chain per

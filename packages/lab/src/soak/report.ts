@@ -14,6 +14,7 @@ import {
   type Outcome,
 } from './load-generator.js';
 import { HISTOGRAMS, type NodeSeries } from './node-sampler.js';
+import type { IptablesSaveSummary } from './iptables-save.js';
 import { notBackInTime, outageRecoveries, type OutageRecovery } from './outages.js';
 import type { ChurnKind } from './workload.js';
 
@@ -41,10 +42,15 @@ export interface SoakInputs {
   readonly staleUdpConntrack: { readonly count: number; readonly evidence: readonly string[] };
   /** Container restarts of each node's kube-proxy that the soak did not cause. */
   readonly unexpectedProxyExits: number;
+  /** Each node's iptables-save timed during the run (iptables-save.ts). */
+  readonly iptablesSave: Readonly<Record<string, IptablesSaveSummary>>;
 }
 
 export interface SoakSettings {
   readonly mode: string;
+  /** The running mode's minSyncPeriod and syncPeriod, as the proxies' /configz gives them. */
+  readonly minSyncPeriod?: string;
+  readonly syncPeriod?: string;
   readonly layout?: string;
   readonly iptables?: string;
   readonly durationSeconds: number;
@@ -134,6 +140,8 @@ export interface SoakReport {
   readonly programmingLatencyMs: LatencyMs & { readonly byNode: Record<string, LatencyMs> };
   readonly syncs: Record<string, LatencyMs & { readonly metricsUnanswered: number }>;
   readonly lockWaits: Record<string, LatencyMs & { readonly totalMs: number }>;
+  /** Each node's iptables-save during the run: seed 003's measure of the ruleset every iptables writer pays for. */
+  readonly iptablesSave: Readonly<Record<string, IptablesSaveSummary>>;
   readonly churn: {
     readonly changes: number;
     /** Changes per second reached (the API server's pace can keep it under --churn). */
@@ -536,6 +544,7 @@ export function buildReport(o: SoakInputs): SoakReport {
     },
     control: control.control,
     ...nodeMetrics(o),
+    iptablesSave: o.iptablesSave,
     churn: churnSummary(o),
     proxyRestarts: restarts,
     apiserverOutages: o.apiOutages.length,
@@ -593,7 +602,8 @@ function outageLines(r: SoakReport): string[] {
 export function formatReport(r: SoakReport): string {
   const s = r.settings;
   const lines = [
-    `soak: ${s.mode}${s.layout ? ` (${s.layout} layout)` : ''}${s.iptables ? ` (iptables-${s.iptables})` : ''}, ` +
+    `soak: ${s.mode}${s.layout ? ` (${s.layout} layout)` : ''}${s.iptables ? ` (iptables-${s.iptables})` : ''}` +
+      `${s.minSyncPeriod !== undefined ? ` minSyncPeriod ${s.minSyncPeriod}, syncPeriod ${s.syncPeriod ?? '?'}` : ''}, ` +
       `${r.durationSeconds} s, ${s.services} Services, churn ${s.churnPerSecond}/s, load ${s.ratePerSecond} req/s` +
       `${s.competingLockHolder ? ', competing xtables lock holder' : ''}`,
     '',
@@ -645,6 +655,15 @@ export function formatReport(r: SoakReport): string {
     lines.push('xtables lock waits:');
     for (const [node, l] of Object.entries(r.lockWaits))
       lines.push(`  ${node}: ${latency(l)}, ${l.totalMs} ms in all`);
+  }
+  const saves = Object.entries(r.iptablesSave ?? {});
+  if (saves.length > 0) {
+    lines.push('iptables-save (every 5 s on each node, process start included):');
+    for (const [node, x] of saves)
+      lines.push(
+        `  ${node}: ${x.count === 0 ? 'not measured' : `p50 ${x.p50Ms} ms, max ${x.maxMs} ms (${x.count}), ${x.maxLines} lines at most`}` +
+          (x.failed > 0 ? `, ${x.failed} failed` : ''),
+      );
   }
   lines.push(
     '',

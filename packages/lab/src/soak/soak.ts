@@ -29,6 +29,7 @@ import {
 } from '../cluster/layout.js';
 import { listNamespaces } from '@kube-proxy-ts/netns/index.js';
 import { nodeEnvironment } from '../cluster/node-env.js';
+import { fetchProxyConfigz, syncSettingsOfConfigz, type ProxySyncSettings } from '../cluster/metrics.js';
 import { labCliArgv } from '../cluster/processes.js';
 import { layoutOf, readLabState, type LabState } from '../cluster/state.js';
 import { Churn, type PodState } from './churn.js';
@@ -38,6 +39,7 @@ import { labApi, type LabApi } from './lab-client.js';
 import type { LoadConfig, LoadRecord } from './load-generator.js';
 import { API_OUTAGE_MS } from '../cluster/relay.js';
 import { NodeSampler } from './node-sampler.js';
+import { IptablesSaveSampler } from './iptables-save.js';
 import { buildReport, failedTotal, type Generator, type SoakInputs, type SoakReport } from './report.js';
 import { frontendsOf, soakTargets, type SoakTargets } from './targets.js';
 import {
@@ -525,10 +527,21 @@ function unexpectedExits(before: ProxyPodStatus, after: ProxyPodStatus, caused: 
   return Math.max(0, after.restarts - before.restarts - caused) + replaced;
 }
 
-function reportSettings(state: LabState, options: SoakOptions): SoakInputs['settings'] {
+/**
+ * What the soak ran against: the proxies' mode and sync periods as the first node's /configz gives them (after a
+ * ConfigMap edit and a rollout restart they are not what `lab up` started with), else the lab's state.
+ */
+function reportSettings(
+  state: LabState,
+  options: SoakOptions,
+  running: ProxySyncSettings | undefined,
+): SoakInputs['settings'] {
+  const mode = running?.mode ?? state.mode;
   return {
-    mode: state.mode,
-    ...(state.mode === 'nftables' ? { layout: state.nftablesLayout ?? 'upstream' } : {}),
+    mode,
+    ...(running?.minSyncPeriod !== undefined ? { minSyncPeriod: running.minSyncPeriod } : {}),
+    ...(running?.syncPeriod !== undefined ? { syncPeriod: running.syncPeriod } : {}),
+    ...(mode === 'nftables' ? { layout: state.nftablesLayout ?? 'upstream' } : {}),
     ...(state.iptables !== undefined ? { iptables: state.iptables } : {}),
     durationSeconds: options.durationMs / 1000,
     services: options.services,
@@ -575,6 +588,11 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
   const abort = new AbortController();
   const { pods, timeline, watches } = watchWorkload(api, abort.signal);
   const sampler = new NodeSampler(deps.runner, layout.nodes);
+  const basePath = process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin';
+  const saves = new IptablesSaveSampler(
+    deps.runner,
+    layout.nodes.map((n) => ({ ...n, env: nodeEnvironment(paths, n.name, state.iptables, basePath) })),
+  );
   const lockHolders: { stop(): Promise<void> }[] = [];
   const timers = new Timers();
   try {
@@ -596,7 +614,10 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
         ),
       );
     }
+    const configz = layout.nodes[0] && (await fetchProxyConfigz(deps.runner, layout.nodes[0].namespace));
+    const runningConfig = configz ? syncSettingsOfConfigz(configz) : undefined;
     const startedAt = Date.now();
+    saves.start();
     const endAt = startedAt + options.durationMs;
     const [podGen, clientGen] = generators;
     const longCount = generators.flatMap((g) => g.long).reduce((a, l) => a + l.connections, 0);
@@ -626,6 +647,7 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
     timers.clear();
     await Promise.all(restarting);
     const endedAt = Date.now();
+    await saves.stop();
     for (const h of lockHolders.splice(0)) await h.stop();
     results.forEach((r, i) => {
       if (r.code !== 0)
@@ -638,7 +660,8 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
     await sampler.stop();
 
     const report = buildReport({
-      settings: reportSettings(state, options),
+      settings: reportSettings(state, options, runningConfig),
+      iptablesSave: saves.summary(),
       startedAt,
       endedAt,
       generators: generators.map((g) => ({
@@ -662,6 +685,7 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
   } finally {
     timers.clear();
     for (const h of lockHolders) await h.stop();
+    await saves.stop();
     await sampler.stop();
     abort.abort();
     await Promise.all(watches);

@@ -67,6 +67,11 @@ export interface GuestOptions {
   readonly hostTmp?: boolean;
   readonly memoryMiB?: number;
   /**
+   * Virtual CPUs (default 1). Under TCG each is a host thread (multi-threaded TCG), so more than one helps only a
+   * guest whose work runs in parallel (a whole lab), and only while the host has cores to spare.
+   */
+  readonly cpus?: number;
+  /**
    * QEMU's translation cache, in MiB (TCG's default is 1 GiB, which a Node.js run fills: QEMU's RSS then exceeds
    * the guest's memory twice over).
    */
@@ -233,7 +238,7 @@ function qemuArgs(
       '-cpu',
       'max',
       '-smp',
-      '1',
+      String(o.cpus ?? 1),
     ],
     ...['-m', String(o.memoryMiB ?? 512), '-nodefaults', '-no-user-config', '-display', 'none', '-no-reboot'],
     ...['-pidfile', join(dir, QEMU_PIDFILE), '-kernel', kernel.vmlinuz, '-initrd', initrd],

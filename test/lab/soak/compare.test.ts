@@ -1,0 +1,109 @@
+// Seed 003's remedies side by side: each soak report becomes one row (drops apart from wrong endpoints, lock waits
+// summed over the nodes, the slowest node's sync and iptables-save), the table in Markdown and one bar per remedy
+// in each of the picture's panels.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { remediesSvg, remediesTable, remedyRow } from '../../../packages/lab/src/soak/compare.js';
+import type { SoakReport } from '../../../packages/lab/src/soak/report.js';
+
+/** The parts of a report the comparison reads. */
+function report(o: {
+  mode: string;
+  minSyncPeriod?: string;
+  refused: number;
+  wrong: number;
+  lockMs: [number, number];
+  saves?: [number, number];
+  ok: boolean;
+}): SoakReport {
+  return {
+    settings: {
+      mode: o.mode,
+      ...(o.minSyncPeriod !== undefined ? { minSyncPeriod: o.minSyncPeriod, syncPeriod: '30s' } : {}),
+      durationSeconds: 60,
+      services: 20,
+      churnPerSecond: 2,
+      ratePerSecond: 20,
+      competingLockHolder: true,
+    },
+    requests: {
+      sent: 1200,
+      failed: { refused: o.refused, timeout: 1, reset: 0, wrongEndpoint: o.wrong, other: 0 },
+    },
+    programmingLatencyMs: { count: 10, p50: 1234, p99: 5678, max: 8000, byNode: {} },
+    syncs: {
+      a: { count: 5, p50: 400, metricsUnanswered: 0 },
+      b: { count: 5, p50: 900, metricsUnanswered: 0 },
+    },
+    lockWaits: { a: { count: 3, totalMs: o.lockMs[0] }, b: { count: 3, totalMs: o.lockMs[1] } },
+    iptablesSave: o.saves
+      ? {
+          a: { count: 12, failed: 0, p50Ms: o.saves[0], maxMs: 90, maxLines: 300 },
+          b: { count: 12, failed: 0, p50Ms: o.saves[1], maxMs: 95, maxLines: 320 },
+        }
+      : {},
+    churn: { changes: 100, perSecond: 1.7, failedWrites: 0, byKind: {} },
+    guarantees: { ok: o.ok, failedToAlwaysReadyServices: o.ok ? 0 : 3 },
+  } as unknown as SoakReport;
+}
+
+describe('soak remedies side by side', () => {
+  const rows = [
+    remedyRow({
+      label: 'iptables, minSyncPeriod 1 s',
+      report: report({
+        mode: 'iptables',
+        minSyncPeriod: '1s',
+        refused: 4,
+        wrong: 50,
+        lockMs: [3500, 2600],
+        saves: [42.5, 61],
+        ok: false,
+      }),
+    }),
+    remedyRow({
+      label: 'nftables',
+      report: report({ mode: 'nftables', refused: 0, wrong: 20, lockMs: [0, 0], ok: true }),
+    }),
+  ];
+
+  test('a row: drops are refused + timed out + reset, lock waits summed, the slowest node taken', () => {
+    assert.deepEqual(rows[0], {
+      label: 'iptables, minSyncPeriod 1 s',
+      setting: 'iptables, minSyncPeriod 1s, syncPeriod 30s',
+      churnPerSecond: 1.7,
+      sent: 1200,
+      dropped: 5,
+      wrongEndpoint: 50,
+      failedToAlwaysReady: 3,
+      lockWaitSeconds: 6.1,
+      programmingP50s: 1.23,
+      programmingP99s: 5.68,
+      syncP50ms: 900,
+      iptablesSaveP50ms: 61,
+      iptablesSaveLines: 320,
+      guaranteesHeld: false,
+    });
+    assert.equal(rows[1]?.iptablesSaveP50ms, undefined, 'not measured stays unmeasured');
+  });
+
+  test('the table: one line per remedy, unmeasured as –', () => {
+    const lines = remediesTable(rows).trimEnd().split('\n');
+    assert.equal(lines.length, 4);
+    assert.match(
+      lines[2] ?? '',
+      /^\| iptables, minSyncPeriod 1 s \| iptables, minSyncPeriod 1s, syncPeriod 30s \| 1\.7\/s \| 1,200 \| 5 \| 3 \| 50 \| 6\.1 s \| 1\.23 \/ 5\.68 s \| 900 ms \| 61 ms \(320\) \| NOT held \|$/,
+    );
+    assert.match(lines[3] ?? '', /\| 0 s \| .* \| – \| held \|$/);
+  });
+
+  test('the picture: a bar per remedy and measure, none for what was not measured', () => {
+    const svg = remediesSvg(rows, 'seed 003');
+    assert.match(svg, /^<svg [^>]*>/);
+    assert.match(svg, /<\/svg>\n$/);
+    // Four panels × two remedies, less the nftables iptables-save bar (not measured).
+    assert.equal((svg.match(/class="bar"/g) ?? []).length, 7);
+    assert.match(svg, /<title>iptables, minSyncPeriod 1 s: 6\.1 s, all nodes<\/title>/);
+    assert.match(svg, /<title>nftables: 1 requests<\/title>/);
+  });
+});
