@@ -235,6 +235,20 @@ export function runTestsInGuest(options: InGuestOptions): Promise<InGuestResult>
   });
 }
 
+/** `--env NAME=VALUE` into `env`. */
+export function addEnvAssignment(env: Record<string, string>, kv: string): void {
+  const eq = kv.indexOf('=');
+  if (eq <= 0) throw new Error(`--env ${kv}: expected NAME=VALUE`);
+  env[kv.slice(0, eq)] = kv.slice(eq + 1);
+}
+
+/** `--iptables B`, checked. */
+export function iptablesBackendArg(b: string): IptablesBackend {
+  if (!(IPTABLES_BACKENDS as readonly string[]).includes(b))
+    throw new Error(`--iptables ${b}: expected ${IPTABLES_BACKENDS.join(' or ')}`);
+  return b as IptablesBackend;
+}
+
 /** The npm script's command line: [--env K=V]… [--iptables B] [--test-name-pattern RE] [--memory MiB] FILE… */
 export function parseInGuestArgs(argv: readonly string[]): InGuestOptions {
   const files: string[] = [];
@@ -249,17 +263,9 @@ export function parseInGuestArgs(argv: readonly string[]): InGuestOptions {
       if (v === undefined) throw new Error(`${arg} needs a value`);
       return v;
     };
-    if (arg === '--env') {
-      const kv = value();
-      const eq = kv.indexOf('=');
-      if (eq <= 0) throw new Error(`--env ${kv}: expected NAME=VALUE`);
-      env[kv.slice(0, eq)] = kv.slice(eq + 1);
-    } else if (arg === '--iptables') {
-      const b = value();
-      if (!(IPTABLES_BACKENDS as readonly string[]).includes(b))
-        throw new Error(`--iptables ${b}: expected ${IPTABLES_BACKENDS.join(' or ')}`);
-      iptables = b as IptablesBackend;
-    } else if (arg === '--test-name-pattern') testNamePattern = value();
+    if (arg === '--env') addEnvAssignment(env, value());
+    else if (arg === '--iptables') iptables = iptablesBackendArg(value());
+    else if (arg === '--test-name-pattern') testNamePattern = value();
     else if (arg === '--memory') memoryMiB = Number(value());
     else if (arg.startsWith('-')) throw new Error(`unknown flag ${arg}`);
     else files.push(arg);
@@ -271,6 +277,27 @@ export function parseInGuestArgs(argv: readonly string[]): InGuestOptions {
     ...(testNamePattern !== undefined ? { testNamePattern } : {}),
     ...(memoryMiB !== undefined ? { memoryMiB } : {}),
   };
+}
+
+/**
+ * A state root for a command-line run's guest, swept on SIGINT/SIGTERM: QEMU dies with this process (setpriv
+ * --pdeathsig), and the sweep removes what it leaves (its tap, namespace and directory) before the exit.
+ */
+export function stateRootSweptOnSignal(name: string): string {
+  const stateRoot = mkdtempSync('/tmp/kpts-vm-');
+  let interrupted = false;
+  const onSignal = (): void => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    console.error(`\n${name}: interrupted; stopping the guest`);
+    void sweepGuests(stateRoot, { all: true }).finally(() => {
+      rmSync(stateRoot, { recursive: true, force: true });
+      process.exit(130);
+    });
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return stateRoot;
 }
 
 async function main(): Promise<number> {
@@ -285,21 +312,7 @@ async function main(): Promise<number> {
     );
     return 2;
   }
-  // QEMU dies with this process (setpriv --pdeathsig); on ^C the finally in runTestsInGuest still stops the
-  // guest and sweeps, so turn the signal into an orderly exit rather than dying at once.
-  const stateRoot = mkdtempSync('/tmp/kpts-vm-');
-  let interrupted = false;
-  const onSignal = (): void => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    console.error('\nin-guest: interrupted; stopping the guest');
-    void sweepGuests(stateRoot, { all: true }).finally(() => {
-      rmSync(stateRoot, { recursive: true, force: true });
-      process.exit(130);
-    });
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const stateRoot = stateRootSweptOnSignal('in-guest');
   console.log(`# in-guest: booting a guest for ${options.files.join(' ')}`);
   try {
     const r = await runTestsInGuest({

@@ -6,15 +6,16 @@
 // the command's; the guest is always stopped (^C included).
 //
 //   npm run guest:run -- [--cpus N] [--memory MiB] [--share DIR]… [--env K=V]… [--iptables legacy|nft] -- CMD…
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sweepGuests } from '../../packages/lab/src/vm/cleanup.js';
 import type { GuestShare } from '../../packages/lab/src/vm/guest.js';
 import {
-  IPTABLES_BACKENDS,
+  addEnvAssignment,
+  iptablesBackendArg,
   quote,
   runShellInGuest,
+  stateRootSweptOnSignal,
   withTestGuest,
   type IptablesBackend,
 } from './in-guest.js';
@@ -55,17 +56,9 @@ export function parseGuestRunArgs(argv: readonly string[]): GuestRunArgs {
     if (arg === '--cpus') cpus = positiveInteger(arg, value());
     else if (arg === '--memory') memoryMiB = positiveInteger(arg, value());
     else if (arg === '--share') shares.push({ hostPath: resolve(value()) });
-    else if (arg === '--env') {
-      const kv = value();
-      const eq = kv.indexOf('=');
-      if (eq <= 0) throw new Error(`--env ${kv}: expected NAME=VALUE`);
-      env[kv.slice(0, eq)] = kv.slice(eq + 1);
-    } else if (arg === '--iptables') {
-      const b = value();
-      if (!(IPTABLES_BACKENDS as readonly string[]).includes(b))
-        throw new Error(`--iptables ${b}: expected ${IPTABLES_BACKENDS.join(' or ')}`);
-      iptables = b as IptablesBackend;
-    } else throw new Error(`unexpected ${arg} (flags first, then -- and the command)`);
+    else if (arg === '--env') addEnvAssignment(env, value());
+    else if (arg === '--iptables') iptables = iptablesBackendArg(value());
+    else throw new Error(`unexpected ${arg} (flags first, then -- and the command)`);
   }
   const words = argv.slice(i + 1);
   if (words.length === 0) throw new Error('no command given (after --)');
@@ -89,19 +82,7 @@ async function main(): Promise<number> {
     return 2;
   }
   for (const s of args.shares) mkdirSync(s.hostPath, { recursive: true });
-  const stateRoot = mkdtempSync('/tmp/kpts-vm-');
-  let interrupted = false;
-  const onSignal = (): void => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    console.error('\nguest:run: interrupted; stopping the guest');
-    void sweepGuests(stateRoot, { all: true }).finally(() => {
-      rmSync(stateRoot, { recursive: true, force: true });
-      process.exit(130);
-    });
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const stateRoot = stateRootSweptOnSignal('guest:run');
   console.log(`# guest:run: booting a guest for ${args.command}`);
   try {
     return await withTestGuest(

@@ -4,6 +4,7 @@
 // namespace; the time is the command's wall time as the soak sees it, process start included, the same for every
 // mode, and the line count is the size of what it printed.
 import type { CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
+import { Periodic } from './periodic.js';
 
 export const IPTABLES_SAVE_EVERY_MS = 5000;
 
@@ -53,8 +54,7 @@ export function summarizeIptablesSave(samples: readonly Sample[], failed: number
 export class IptablesSaveSampler {
   private readonly samples = new Map<string, Sample[]>();
   private readonly failures = new Map<string, number>();
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> = Promise.resolve();
+  private readonly loop = new Periodic(IPTABLES_SAVE_EVERY_MS, () => this.sampleOnce());
 
   constructor(
     private readonly runner: CommandRunner,
@@ -82,19 +82,11 @@ export class IptablesSaveSampler {
   }
 
   start(): void {
-    const tick = (): void => {
-      this.running = this.sampleOnce().finally(() => {
-        if (this.timer !== undefined) this.timer = setTimeout(tick, IPTABLES_SAVE_EVERY_MS);
-      });
-    };
-    this.timer = setTimeout(tick, 0);
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    const t = this.timer;
-    this.timer = undefined;
-    if (t) clearTimeout(t);
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   summary(): Record<string, IptablesSaveSummary> {

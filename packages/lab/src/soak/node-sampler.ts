@@ -12,6 +12,7 @@ import {
   type Sample,
 } from 'kube-proxy-ts/inspect/prometheus.js';
 import { fetchProxyMetrics } from '../cluster/metrics.js';
+import { Periodic } from './periodic.js';
 
 export const HISTOGRAMS = {
   programming: 'kubeproxy_network_programming_duration_seconds',
@@ -123,8 +124,7 @@ export class NodeSeries {
 /** Samples every node once a second until stop(). */
 export class NodeSampler {
   readonly series = new Map<string, NodeSeries>();
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> = Promise.resolve();
+  private readonly loop = new Periodic(1000, () => this.sampleOnce());
 
   constructor(
     private readonly runner: CommandRunner,
@@ -143,19 +143,11 @@ export class NodeSampler {
   }
 
   start(): void {
-    const tick = (): void => {
-      this.running = this.sampleOnce().finally(() => {
-        if (this.timer !== undefined) this.timer = setTimeout(tick, 1000);
-      });
-    };
-    this.timer = setTimeout(tick, 0);
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    const t = this.timer;
-    this.timer = undefined;
-    if (t) clearTimeout(t);
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** The newest sample of `node`. */
