@@ -10,7 +10,8 @@
 # (this project's host kernel has none): `--in-guest` runs the whole script in a QEMU guest on Debian's kernel
 # (npm run guest:run), every remedy on the same kernel and the same emulated machine.
 #   bash scripts/soak-remedies.sh [--in-guest] [--duration 2m] [--services 20] [--churn 2] [--rate 20]
-#                                 [--out docs/soak/remedies]
+#                                 [--out docs/soak/remedies] [--time-scale N]
+# (--time-scale: lab up's, for a slow host; --in-guest sets 5: everything runs under emulation there)
 # Writes OUT/N-NAME.json, .txt and .svg per soak, and OUT/remedies.md (the table) and OUT/remedies.svg (the
 # picture). Exit status 0 when every soak ran (a soak whose guarantees did not hold still counts as run: its
 # numbers are the point), 1 otherwise.
@@ -23,6 +24,7 @@ churn=2
 rate=20
 out=docs/soak/remedies
 in_guest=0
+time_scale=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --in-guest) in_guest=1; shift ;;
@@ -31,7 +33,8 @@ while [ $# -gt 0 ]; do
     --churn) churn="${2:?--churn N}"; shift 2 ;;
     --rate) rate="${2:?--rate N}"; shift 2 ;;
     --out) out="${2:?--out DIR}"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --time-scale) time_scale="${2:?--time-scale N}"; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "soak-remedies: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -43,7 +46,7 @@ if [ "$in_guest" = 1 ]; then
   # Two virtual CPUs (a lab is many processes), memory for two nodes' pods; the output directory shared.
   exec npm run --silent guest:run -- --cpus 2 --memory 6144 --share "$out" -- \
     bash scripts/soak-remedies.sh --duration "$duration" --services "$services" --churn "$churn" \
-    --rate "$rate" --out "$out"
+    --rate "$rate" --out "$out" --time-scale 5
 fi
 
 . scripts/env.sh
@@ -69,16 +72,16 @@ say "kernel $(uname -r)"
 modprobe -a ip_vs ip_vs_rr ip_vs_wrr ip_vs_sh nf_conntrack 2>/dev/null || true
 lsmod | grep -E "ip_vs|nf_conntrack" || say "lsmod shows no ip_vs: the IPVS soak will fail at its start"
 
-say "lab up --nodes 2 --mode iptables --iptables legacy"
-"${lab[@]}" up --nodes 2 --mode iptables --iptables legacy --state-dir "$state" --prefix kptsrem \
-  >"$state.up.log" 2>&1 &
+say "lab up --nodes 2 --mode iptables --iptables legacy --time-scale $time_scale (its log: $out/lab-up.log)"
+"${lab[@]}" up --nodes 2 --mode iptables --iptables legacy --time-scale "$time_scale" --state-dir "$state" \
+  --prefix kptsrem >"$out/lab-up.log" 2>&1 &
 up_pid=$!
 for _ in $(seq 1 1800); do
-  grep -q 'Walkthrough:' "$state.up.log" 2>/dev/null && break
-  kill -0 "$up_pid" 2>/dev/null || { say "lab up failed:"; tail -30 "$state.up.log"; exit 1; }
+  grep -q 'Walkthrough:' "$out/lab-up.log" 2>/dev/null && break
+  kill -0 "$up_pid" 2>/dev/null || { say "lab up failed:"; tail -30 "$out/lab-up.log"; exit 1; }
   sleep 1
 done
-grep -q 'Walkthrough:' "$state.up.log" || { say "lab up did not finish in 30 minutes"; tail -30 "$state.up.log"; exit 1; }
+grep -q 'Walkthrough:' "$out/lab-up.log" || { say "lab up did not finish in 30 minutes"; tail -30 "$out/lab-up.log"; exit 1; }
 k get nodes -o wide
 
 # The ConfigMap's config.conf through SED_SCRIPT, replaced, and the DaemonSet restarted (seed 003's steps).

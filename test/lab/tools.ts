@@ -23,3 +23,18 @@ export function toolOptions(tools: readonly string[]): { skip: string | false } 
   if (reason) console.log(`# skip: ${reason}`);
   return { skip: reason ?? false };
 }
+
+/** What `fn` writes to stderr, and its result (a CLI entry point's exit code). */
+export async function captureStderr<T>(fn: () => Promise<T>): Promise<{ result: T; stderr: string }> {
+  let stderr = '';
+  const write = process.stderr.write.bind(process.stderr);
+  process.stderr.write = ((chunk: string | Uint8Array): boolean => {
+    stderr += String(chunk);
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    return { result: await fn(), stderr };
+  } finally {
+    process.stderr.write = write;
+  }
+}

@@ -17,7 +17,7 @@ import {
   workloadNamespace,
 } from '../../../packages/lab/src/cluster/workload.js';
 import { resourceByKind } from '../../../packages/lab/src/apiserver/resources.js';
-import { toolOptions } from '../tools.js';
+import { captureStderr, toolOptions } from '../tools.js';
 import { kubectl } from '../apiserver/kubectl-run.js';
 
 interface PodPlace {
@@ -126,19 +126,18 @@ describe('the control-plane taint', toolOptions(['kubectl']), () => {
   });
 
   test('lab up --nodes 1 --control-plane-taint: a usage error, exit 2', async () => {
-    let err = '';
-    const write = process.stderr.write.bind(process.stderr);
-    process.stderr.write = ((chunk: string | Uint8Array): boolean => {
-      err += String(chunk);
-      return true;
-    }) as typeof process.stderr.write;
-    let code: number;
-    try {
-      code = await labCommand(['up', '--nodes', '1', '--control-plane-taint']);
-    } finally {
-      process.stderr.write = write;
+    const { result, stderr } = await captureStderr(() =>
+      labCommand(['up', '--nodes', '1', '--control-plane-taint']),
+    );
+    assert.equal(result, 2);
+    assert.match(stderr, /--control-plane-taint: needs --nodes 2 or more/);
+  });
+
+  test('lab up --time-scale: a number from 1 to 100, else a usage error naming it', async () => {
+    for (const bad of ['0', 'slow', '101']) {
+      const { result, stderr } = await captureStderr(() => labCommand(['up', '--time-scale', bad]));
+      assert.equal(result, 2, bad);
+      assert.match(stderr, new RegExp(`--time-scale ${bad}: expected a number from 1 to 100`));
     }
-    assert.equal(code, 2);
-    assert.match(err, /--control-plane-taint: needs --nodes 2 or more/);
   });
 });

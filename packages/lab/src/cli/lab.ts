@@ -35,7 +35,7 @@ export const LAB_USAGE = `Usage: kube-proxy-ts lab COMMAND
 Commands:
   up [--nodes 2] [--mode nftables|iptables|ipvs] [--nftables-layout upstream|flat] [--iptables legacy|nft]
      [--ip-family ipv4|ipv6|dual] [--zones zone-a,zone-b] [--control-plane-taint] [--follow-configmap]
-     [--image FILE] [--vm-nodes N]
+     [--image FILE] [--vm-nodes N] [--time-scale N]
             start a cluster on this host (needs root): nodes and pods as network namespaces,
             kube-proxy-ts as the pods of DaemonSet kube-system/kube-proxy, Service svc/web; runs in the
             foreground, Ctrl-C removes everything.
@@ -60,6 +60,8 @@ Commands:
             IPVS; kubectl get nodes -o wide shows it), tainted kube-proxy-ts.lab/vm-node so that only
             what tolerates it runs there; IPv4 only; each guest takes 10-60 s to boot and its proxy
             minutes to sync under emulation (needs qemu-system-x86)
+            --time-scale N: stretch the lab's waits and probe periods N times, for a slow or emulated
+            host (a whole lab inside a QEMU guest: scripts/soak-remedies.sh --in-guest uses 5)
   down      stop the lab (also after it crashed) and remove every namespace, link and process it made
   status    nodes, proxies (pid, mode, last sync) and pods
   watch [--rounds N]
@@ -116,6 +118,7 @@ async function upCommand(argv: string[]): Promise<number> {
         'follow-configmap': { type: 'boolean' },
         image: { type: 'string' },
         'vm-nodes': { type: 'string' },
+        'time-scale': { type: 'string' },
         'state-dir': { type: 'string' },
         // Undocumented: tests run a lab beside a user's own under another prefix.
         prefix: { type: 'string' },
@@ -160,6 +163,9 @@ async function upCommand(argv: string[]): Promise<number> {
   if (vmNodes > 0 && ipFamily !== 'ipv4') return fail('up: --vm-nodes: guest nodes are IPv4 only for now');
   if (vmNodes > 0 && values.image !== undefined)
     return fail('up: --vm-nodes and --image: the node image runs by runc on this host, not in a guest');
+  const timeScale = Number(values['time-scale'] ?? '1');
+  if (!Number.isFinite(timeScale) || timeScale < 1 || timeScale > 100)
+    return fail(`up: --time-scale ${values['time-scale'] ?? ''}: expected a number from 1 to 100`);
   if (!isRoot()) return fail('up: the lab creates network namespaces and needs root (try sudo)', 1);
   const image = values.image === undefined ? undefined : resolve(values.image);
   const stateDir = values['state-dir'] ?? defaultStateDir();
@@ -183,6 +189,7 @@ async function upCommand(argv: string[]): Promise<number> {
       ...(values['follow-configmap'] === true ? { followConfigMap: true } : {}),
       ...(image !== undefined ? { image } : {}),
       ...(vmNodes > 0 ? { vmNodes } : {}),
+      ...(timeScale !== 1 ? { timeScale } : {}),
       stateDir,
       ...(values.prefix !== undefined ? { prefix: values.prefix } : {}),
       progress,

@@ -101,8 +101,14 @@ export interface LabOptions {
   readonly progress?: (line: string) => void;
   /** Create svc/web (default true). */
   readonly workload?: boolean;
-  /** How long to wait for the proxies' first sync and the web pods (default 120 s). */
+  /** How long to wait for the proxies' first sync and the web pods (default 120 s, × timeScale). */
   readonly readyTimeoutMs?: number;
+  /**
+   * The namespace nodes' waits and probes stretched by this factor (`lab up --time-scale N`, default 1): a lab on
+   * a slow or emulated host (a whole lab in a guest, scripts/soak-remedies.sh --in-guest). Guest nodes always
+   * have GUEST_TIME_SCALE.
+   */
+  readonly timeScale?: number;
   /**
    * Nodes get topology.kubernetes.io/zone labels from this list, round robin (`lab up --zones zone-a,zone-b`).
    */
@@ -447,7 +453,7 @@ async function buildLab(options: LabOptions, c: LabContext): Promise<Lab> {
     layout,
     ...(image ? { image } : {}),
     runnerFor: (node) => guests.get(node)?.runner,
-    timeScaleFor: (node) => (guests.has(node) ? GUEST_TIME_SCALE : undefined),
+    timeScaleFor: (node) => (guests.has(node) ? GUEST_TIME_SCALE : options.timeScale),
     podStateDir: paths.podDir(),
     logger: logger.child({ component: 'pods' }),
     configMaps: configMapLookup(() => serverRef.current),
@@ -517,7 +523,7 @@ async function buildLab(options: LabOptions, c: LabContext): Promise<Lab> {
     server,
     nodes,
     options.workload !== false,
-    options.readyTimeoutMs ?? (guests.size > 0 ? 15 * 60_000 : 120_000),
+    options.readyTimeoutMs ?? (guests.size > 0 ? 15 * 60_000 : 120_000 * (options.timeScale ?? 1)),
     progress,
     options.signal,
   );
