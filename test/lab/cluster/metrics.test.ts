@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { metricValue, syncSettingsOfConfigz } from '../../../packages/lab/src/cluster/metrics.js';
+import { fetchProxySettings, metricValue } from '../../../packages/lab/src/cluster/metrics.js';
+import type { CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
 
 const TEXT = `# HELP kubeproxy_sync_proxy_rules_endpoint_changes_pending Pending proxy rules Endpoint changes
 # TYPE kubeproxy_sync_proxy_rules_endpoint_changes_pending gauge
@@ -30,19 +31,27 @@ test('metricValue reads the text as doctor does: escaped label values, exponents
   assert.equal(metricValue(TEXT, 'no_limit'), Infinity, 'the lab once dropped +Inf samples');
 });
 
-test('syncSettingsOfConfigz: the running mode and its own section’s sync periods', () => {
-  const configz = {
-    Mode: 'ipvs',
-    IPTables: { MinSyncPeriod: '10s', SyncPeriod: '1m0s' },
-    IPVS: { MinSyncPeriod: '1s', SyncPeriod: '30s', Scheduler: 'rr' },
-    NFTables: { MinSyncPeriod: '1s', SyncPeriod: '30s' },
-  };
-  assert.deepEqual(syncSettingsOfConfigz(configz), { mode: 'ipvs', minSyncPeriod: '1s', syncPeriod: '30s' });
-  assert.deepEqual(syncSettingsOfConfigz({ ...configz, Mode: '' }), {
-    mode: 'iptables',
-    minSyncPeriod: '10s',
-    syncPeriod: '1m0s',
+test('fetchProxySettings: the mode and periods the proxy runs, from its /configz in its node', async () => {
+  const asked: string[][] = [];
+  const answer = (stdout: string, code = 0): CommandRunner => ({
+    run: (cmd, args) => {
+      asked.push([cmd, ...args]);
+      return Promise.resolve({ code, stdout, stderr: '' });
+    },
   });
-  assert.deepEqual(syncSettingsOfConfigz({ Mode: 'nftables' }), { mode: 'nftables' });
-  assert.equal(syncSettingsOfConfigz({ mode: 'nftables' }), undefined, 'not upstream’s configz: no Mode');
+  const body = JSON.stringify({
+    'kubeproxy.config.k8s.io': {
+      Mode: 'ipvs',
+      IPTables: { SyncPeriod: '1m0s', MinSyncPeriod: '10s' },
+      IPVS: { SyncPeriod: '30s', MinSyncPeriod: '1s', Scheduler: 'rr' },
+    },
+  });
+  const s = await fetchProxySettings(answer(body), 'lab-worker');
+  assert.equal(s?.mode, 'ipvs');
+  assert.equal(s?.minSyncPeriodSeconds, 1, "the running mode's block, not iptables'");
+  assert.equal(s?.syncPeriodSeconds, 30);
+  assert.deepEqual(asked[0]?.slice(0, 4), ['ip', 'netns', 'exec', 'lab-worker']);
+  assert.match(asked[0]?.at(-1) ?? '', /^http:\/\/127\.0\.0\.1:10249\/configz$/);
+  assert.equal(await fetchProxySettings(answer('', 7), 'lab-worker'), undefined, 'not answering: unknown');
+  assert.equal(await fetchProxySettings(answer('{"Mode":"ipvs"}'), 'lab-worker'), undefined, 'not configz');
 });

@@ -2,6 +2,8 @@
 // (kube-proxy-ts/inspect/prometheus.js), the one doctor uses.
 import type { CommandRunner } from 'kube-proxy-ts/netfilter/command.js';
 import { parseMetrics, sum } from 'kube-proxy-ts/inspect/prometheus.js';
+import { settingsFromConfigz } from 'kube-proxy-ts/inspect/doctor/agent-endpoints.js';
+import type { AgentSettings } from 'kube-proxy-ts/inspect/doctor/types.js';
 
 /** The proxy's metrics text, or undefined when it does not answer (not started yet, restarting). */
 export async function fetchProxyMetrics(
@@ -18,62 +20,20 @@ export async function fetchProxyMetrics(
 }
 
 /**
- * The proxy's /configz (upstream's shape: `Mode`, `IPTables.MinSyncPeriod`, …), or undefined when it does not
- * answer or answers something that is not a JSON object: what the proxy runs, whatever its ConfigMap says now.
+ * What the proxy runs, from its /configz (doctor's reading of it: mode, and that mode's sync periods), whatever its
+ * ConfigMap says now; undefined when it does not answer or answers something else.
  */
-export async function fetchProxyConfigz(
+export async function fetchProxySettings(
   runner: CommandRunner,
   namespace: string,
   address = '127.0.0.1:10249',
-): Promise<Record<string, unknown> | undefined> {
+): Promise<AgentSettings | undefined> {
   const r = await runner.run(
     'ip',
     ['netns', 'exec', namespace, 'curl', '-sf', '--max-time', '3', `http://${address}/configz`],
     { timeoutMs: 5000 },
   );
-  if (r.code !== 0) return undefined;
-  try {
-    const doc: unknown = JSON.parse(r.stdout);
-    return typeof doc === 'object' && doc !== null && !Array.isArray(doc)
-      ? (doc as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The sync periods of the mode a proxy's /configz says it runs. */
-export interface ProxySyncSettings {
-  readonly mode: string;
-  readonly minSyncPeriod?: string;
-  readonly syncPeriod?: string;
-}
-
-const CONFIGZ_SECTION: Readonly<Record<string, string>> = {
-  iptables: 'IPTables',
-  ipvs: 'IPVS',
-  nftables: 'NFTables',
-};
-
-export function syncSettingsOfConfigz(
-  configz: Readonly<Record<string, unknown>>,
-): ProxySyncSettings | undefined {
-  const mode = configz.Mode;
-  if (typeof mode !== 'string') return undefined;
-  const effective = mode === '' ? 'iptables' : mode;
-  const section = configz[CONFIGZ_SECTION[effective] ?? ''];
-  const field = (name: string): string | undefined => {
-    if (typeof section !== 'object' || section === null) return undefined;
-    const v = (section as Record<string, unknown>)[name];
-    return typeof v === 'string' ? v : undefined;
-  };
-  const minSyncPeriod = field('MinSyncPeriod');
-  const syncPeriod = field('SyncPeriod');
-  return {
-    mode: effective,
-    ...(minSyncPeriod !== undefined ? { minSyncPeriod } : {}),
-    ...(syncPeriod !== undefined ? { syncPeriod } : {}),
-  };
+  return r.code === 0 ? settingsFromConfigz(r.stdout) : undefined;
 }
 
 /** The sum of every series named `name` whose labels include `match`; undefined when there is none. */

@@ -29,7 +29,9 @@ import {
 } from '../cluster/layout.js';
 import { listNamespaces } from '@kube-proxy-ts/netns/index.js';
 import { nodeEnvironment } from '../cluster/node-env.js';
-import { fetchProxyConfigz, syncSettingsOfConfigz, type ProxySyncSettings } from '../cluster/metrics.js';
+import { fetchProxySettings } from '../cluster/metrics.js';
+import type { AgentSettings } from 'kube-proxy-ts/inspect/doctor/types.js';
+import { formatGoDuration } from 'kube-proxy-ts/config/duration.js';
 import { labCliArgv } from '../cluster/processes.js';
 import { layoutOf, readLabState, type LabState } from '../cluster/state.js';
 import { Churn, type PodState } from './churn.js';
@@ -534,13 +536,17 @@ function unexpectedExits(before: ProxyPodStatus, after: ProxyPodStatus, caused: 
 function reportSettings(
   state: LabState,
   options: SoakOptions,
-  running: ProxySyncSettings | undefined,
+  running: AgentSettings | undefined,
 ): SoakInputs['settings'] {
   const mode = running?.mode ?? state.mode;
   return {
     mode,
-    ...(running?.minSyncPeriod !== undefined ? { minSyncPeriod: running.minSyncPeriod } : {}),
-    ...(running?.syncPeriod !== undefined ? { syncPeriod: running.syncPeriod } : {}),
+    ...(running !== undefined
+      ? {
+          minSyncPeriod: formatGoDuration(running.minSyncPeriodSeconds * 1000),
+          syncPeriod: formatGoDuration(running.syncPeriodSeconds * 1000),
+        }
+      : {}),
     ...(mode === 'nftables' ? { layout: state.nftablesLayout ?? 'upstream' } : {}),
     ...(state.iptables !== undefined ? { iptables: state.iptables } : {}),
     durationSeconds: options.durationMs / 1000,
@@ -614,8 +620,8 @@ export async function runSoak(options: SoakOptions, deps: SoakDeps): Promise<Soa
         ),
       );
     }
-    const configz = layout.nodes[0] && (await fetchProxyConfigz(deps.runner, layout.nodes[0].namespace));
-    const runningConfig = configz ? syncSettingsOfConfigz(configz) : undefined;
+    const runningConfig =
+      layout.nodes[0] && (await fetchProxySettings(deps.runner, layout.nodes[0].namespace));
     const startedAt = Date.now();
     saves.start();
     const endAt = startedAt + options.durationMs;
