@@ -11,6 +11,7 @@ import {
 } from '../../packages/agent/src/inspect/doctor/checks/xtables-lock.js';
 import { kubeProxyChainsInSave } from '../../packages/agent/src/inspect/doctor/checks/leftover-other-mode.js';
 import { conntrackFull } from '../../packages/agent/src/inspect/doctor/checks/conntrack-full.js';
+import { sysctls } from '../../packages/agent/src/inspect/doctor/checks/sysctls.js';
 import { syncSlow } from '../../packages/agent/src/inspect/doctor/checks/sync-slow.js';
 import { pendingStuck } from '../../packages/agent/src/inspect/doctor/checks/pending-stuck.js';
 import { exitCodeOf, runDoctor } from '../../packages/agent/src/inspect/doctor/runner.js';
@@ -243,4 +244,75 @@ test('a check that cannot look is skipped with its reason, never ok, and does no
     findings: [...r.findings, { ...r.findings[0]!, id: 'w', severity: 'warn' as const }],
   };
   assert.equal(exitCodeOf(withWarning.findings), 1);
+});
+
+test('sysctls in ipvs mode: what the agent sets at start, read back; conntrack off fails, expiry only warns', async () => {
+  /** A node whose sysctls are `values` (anything else: 0), on `kernel`. */
+  const node = (values: Record<string, string>, kernel = '6.1.0-57-amd64'): CommandRunner => ({
+    run: async (cmd, args) => {
+      if (cmd === 'uname') return { code: 0, stdout: `${kernel}\n`, stderr: '' };
+      if (cmd === 'sysctl') return { code: 0, stdout: `${values[args[1] ?? ''] ?? '0'}\n`, stderr: '' };
+      return { code: 0, stdout: '', stderr: '' }; // ip -o link show type bridge: none
+    },
+  });
+  const ipvs = (strictARP: boolean): DoctorContext['settings'] => ({
+    mode: 'ipvs',
+    syncPeriodSeconds: 30,
+    minSyncPeriodSeconds: 1,
+    localhostNodePorts: true,
+    strictARP,
+  });
+  const good = {
+    'net.ipv4.ip_forward': '1',
+    'net.ipv4.vs.conntrack': '1',
+    'net.ipv4.vs.expire_nodest_conn': '1',
+    'net.ipv4.vs.expire_quiescent_template': '1',
+  };
+  const ok = await sysctls.run(ctx({ runner: node(good), settings: ipvs(false) }));
+  assert.equal(ok.severity, 'ok');
+  assert.ok(ok.evidence.includes('net.ipv4.vs.conntrack = 1 (ipvs mode sets 1)'));
+  assert.ok(
+    !ok.evidence.some((e) => e.includes('conn_reuse_mode')),
+    'a 6.1 kernel: conn_reuse_mode does not matter',
+  );
+
+  const noConntrack = await sysctls.run(
+    ctx({ runner: node({ ...good, 'net.ipv4.vs.conntrack': '0' }), settings: ipvs(false) }),
+  );
+  assert.equal(noConntrack.severity, 'fail');
+  assert.match(noConntrack.summary, /net\.ipv4\.vs\.conntrack is 0, ipvs mode needs 1/);
+  assert.match(noConntrack.remedy, /sysctl -w net\.ipv4\.vs\.conntrack=1/);
+
+  const slowFailover = await sysctls.run(
+    ctx({ runner: node({ ...good, 'net.ipv4.vs.expire_nodest_conn': '0' }), settings: ipvs(false) }),
+  );
+  assert.equal(slowFailover.severity, 'warn');
+
+  const strict = await sysctls.run(ctx({ runner: node(good, '5.4.0'), settings: ipvs(true) }));
+  assert.equal(strict.severity, 'fail');
+  assert.match(strict.summary, /net\.ipv4\.conf\.all\.arp_ignore is 0, ipvs mode needs 1/);
+  assert.ok(
+    strict.evidence.includes('net.ipv4.vs.conn_reuse_mode = 0 (ipvs mode sets 0)'),
+    'an old kernel: checked',
+  );
+
+  const iptables = await sysctls.run(ctx({ runner: node(good) }));
+  assert.ok(!iptables.evidence.some((e) => e.includes('.vs.')), 'other modes: no IPVS sysctl read');
+});
+
+test('/configz in ipvs mode: strictARP from its IPVS block', () => {
+  const body = JSON.stringify({
+    'kubeproxy.config.k8s.io': {
+      Mode: 'ipvs',
+      IPTables: { SyncPeriod: '30s', MinSyncPeriod: '1s', LocalhostNodePorts: true },
+      IPVS: { SyncPeriod: '30s', MinSyncPeriod: '1s', Scheduler: 'rr', StrictARP: true },
+    },
+  });
+  assert.deepEqual(settingsFromConfigz(body), {
+    mode: 'ipvs',
+    syncPeriodSeconds: 30,
+    minSyncPeriodSeconds: 1,
+    localhostNodePorts: true,
+    strictARP: true,
+  });
 });

@@ -9,10 +9,8 @@ import {
 } from '../../../packages/agent/src/backends/ipvs/requirements.js';
 import type { ModuleReadings } from '../../../packages/agent/src/backends/ipvs/requirements.js';
 import type { CommandResult, CommandRunner } from '../../../packages/agent/src/netfilter/command.js';
-import {
-  connReuseModeNeedsZero,
-  probeScheduler,
-} from '../../../packages/agent/src/backends/ipvs/node-setup.js';
+import { probeScheduler } from '../../../packages/agent/src/backends/ipvs/node-setup.js';
+import { connReuseModeNeedsZero } from '../../../packages/agent/src/backends/ipvs/sysctls.js';
 import { FakeIpvs } from '../../../packages/agent/src/netfilter/ipvs/fake.js';
 
 /** modprobe loads only `loadable`; `ipset version` prints `ipsetVersion`. */

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { IpvsBackend } from '../../../packages/agent/src/backends/ipvs/backend.js';
-import { ipvsSysctlValues } from '../../../packages/agent/src/backends/ipvs/node-setup.js';
+import { ipvsSysctlValues } from '../../../packages/agent/src/backends/ipvs/sysctls.js';
 import { openIpvs } from '../../../packages/agent/src/netfilter/ipvs/client.js';
 import { inNetworkNamespace } from '../../../packages/agent/src/netfilter/in-namespace.js';
 

@@ -1,13 +1,13 @@
 // What ipvs mode sets up once per node before its first sync (upstream NewProxier and CanUseIPVSProxier): the
 // IPVS handle, proof that the kernel has the configured scheduler, the sysctls IPVS needs, and the connection
 // timeouts when configured.
-import { release } from 'node:os';
 import { ensureSysctl } from '../../netfilter/sysctl.js';
 import { openIpvs } from '../../netfilter/ipvs/client.js';
 import { virtualServerKey } from '../../netfilter/ipvs/types.js';
 import type { IpvsHandle, VirtualServer } from '../../netfilter/ipvs/types.js';
 import type { Logger } from '../../util/logger.js';
 import { DEFAULT_IPVS_SCHEDULER } from './requirements.js';
+import { ipvsSysctlValues } from './sysctls.js';
 
 export interface IpvsNodeSettings {
   readonly scheduler: string;
@@ -39,29 +39,6 @@ export function probeScheduler(ipvs: IpvsHandle, scheduler: string): string | un
   if (!added.ok) return added.message;
   const removed = ipvs.deleteVirtualServer(probe);
   return removed.ok ? undefined : `${virtualServerKey(probe)}: ${removed.message}`;
-}
-
-/** Kernels from 5.9 fixed conn_reuse_mode's slow reconnects (k/k #93297); older ones need it off. */
-export function connReuseModeNeedsZero(kernelRelease: string): boolean {
-  const [major = 0, minor = 0] = kernelRelease.split(/[.-]/).map(Number);
-  return major < 5 || (major === 5 && minor < 9);
-}
-
-/**
- * The sysctls IPVS mode needs (upstream NewProxier), as /proc/sys paths and values; per network namespace. Without
- * vs/conntrack IPVS's packets escape conntrack, and with them the masquerade of NodePort and hairpin traffic.
- */
-export function ipvsSysctlValues(strictARP: boolean, kernelRelease = release()): [string, number][] {
-  const wanted: [string, number][] = [
-    ['proc/sys/net/ipv4/vs/conntrack', 1],
-    ['proc/sys/net/ipv4/vs/expire_nodest_conn', 1],
-    ['proc/sys/net/ipv4/vs/expire_quiescent_template', 1],
-    ['proc/sys/net/ipv4/ip_forward', 1],
-  ];
-  if (connReuseModeNeedsZero(kernelRelease)) wanted.push(['proc/sys/net/ipv4/vs/conn_reuse_mode', 0]);
-  if (strictARP)
-    wanted.push(['proc/sys/net/ipv4/conf/all/arp_ignore', 1], ['proc/sys/net/ipv4/conf/all/arp_announce', 2]);
-  return wanted;
 }
 
 /** Each of ipvsSysctlValues written only when it differs; the problems, as upstream's failures are fatal. */

@@ -60,6 +60,7 @@ export function settingsFromConfigz(body: string): AgentSettings | undefined {
     syncPeriodSeconds: durationSeconds(block.SyncPeriod) ?? 30,
     minSyncPeriodSeconds: durationSeconds(block.MinSyncPeriod) ?? 1,
     localhostNodePorts: isRecord(ipt) ? ipt.LocalhostNodePorts !== false : true,
+    ...(mode === 'ipvs' ? { strictARP: block.StrictARP === true } : {}),
     ...(kubeconfig !== '' ? { kubeconfig } : {}),
   };
 }

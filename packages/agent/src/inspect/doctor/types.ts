@@ -32,6 +32,8 @@ export interface AgentSettings {
   readonly syncPeriodSeconds: number;
   readonly minSyncPeriodSeconds: number;
   readonly localhostNodePorts: boolean;
+  /** ipvs.strictARP (ipvs mode then also needs arp_ignore and arp_announce). */
+  readonly strictARP?: boolean;
   /** The agent's kubeconfig (clientConnection.kubeconfig), when it names one: where doctor reads the cluster. */
   readonly kubeconfig?: string;
 }

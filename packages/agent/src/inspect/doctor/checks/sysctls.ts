@@ -5,13 +5,18 @@
 // - net.bridge.bridge-nf-call-iptables: where pods hang off a Linux bridge, same-node replies are bridged, not
 //   routed; without it they skip conntrack and are never un-DNATed (the client sees the pod's address and drops
 //   the reply).
+// - ipvs mode: the sysctls the agent sets at start (backends/ipvs/sysctls.ts): net.ipv4.vs.conntrack above all,
+//   without which IPVS's packets skip conntrack and NodePort and hairpin traffic is never masqueraded.
+import { ipvsSysctlValues } from '../../../backends/ipvs/sysctls.js';
+import type { CommandRunner } from '../../../netfilter/command.js';
 import type { DoctorCheck, Severity } from '../types.js';
 import { finding } from '../types.js';
 import { readSysctl } from './sysctl-read.js';
 
 export const sysctls: DoctorCheck = {
   id: 'sysctls',
-  title: 'ip_forward, route_localnet (localhost NodePorts), bridge-nf-call-iptables (bridged pods)',
+  title:
+    'ip_forward, route_localnet (localhost NodePorts), bridge-nf-call-iptables (bridged pods), IPVS (ipvs mode)',
   async run(ctx) {
     const evidence: string[] = [];
     const problems: { severity: Severity; text: string; fix: string }[] = [];
@@ -36,6 +41,9 @@ export const sysctls: DoctorCheck = {
           fix: 'sysctl -w net.ipv4.conf.all.route_localnet=1 (or iptables.localhostNodePorts: false)',
         });
     }
+
+    if (ctx.settings?.mode === 'ipvs')
+      problems.push(...(await ipvsProblems(ctx.runner, ctx.settings.strictARP === true, evidence)));
 
     const bridges = await ctx.runner.run('ip', ['-o', 'link', 'show', 'type', 'bridge']);
     const names =
@@ -74,3 +82,32 @@ export const sysctls: DoctorCheck = {
     );
   },
 };
+
+/**
+ * ipvs mode's sysctls as the node has them, against what the agent sets at start; the node's kernel release (from
+ * `uname -r` on the node) decides whether conn_reuse_mode matters.
+ */
+async function ipvsProblems(
+  runner: CommandRunner,
+  strictARP: boolean,
+  evidence: string[],
+): Promise<{ severity: Severity; text: string; fix: string }[]> {
+  const uname = await runner.run('uname', ['-r']);
+  const kernel = uname.code === 0 ? uname.stdout.trim() : undefined;
+  const problems: { severity: Severity; text: string; fix: string }[] = [];
+  const wanted = ipvsSysctlValues(strictARP, kernel).filter(([path]) => !path.endsWith('/ip_forward'));
+  for (const [path, value] of wanted) {
+    const key = path.replace(/^proc\/sys\//, '').replace(/\//g, '.');
+    const got = await readSysctl(runner, key);
+    evidence.push(`${key} = ${got ?? '(unreadable: is ip_vs loaded?)'} (ipvs mode sets ${value})`);
+    if (got === String(value)) continue;
+    problems.push({
+      // Without conntrack (or with ARP answered for kube-ipvs0's addresses under strictARP) traffic breaks; the
+      // expiry settings only make failover slower.
+      severity: key.includes('expire') ? 'warn' : 'fail',
+      text: `${key} is ${got ?? 'unreadable'}, ipvs mode needs ${value}`,
+      fix: `sysctl -w ${key}=${value} (kube-proxy sets it at start: restart its pod after finding what reset it)`,
+    });
+  }
+  return problems;
+}
