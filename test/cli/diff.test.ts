@@ -70,7 +70,7 @@ function renderedSize(mode: 'nftables' | 'iptables', argv: string[], files: Reco
   return size.toLocaleString('en-US');
 }
 
-const HEADER = /^(nftables|iptables): /;
+const HEADER = /^(nftables|iptables|ipvs): /;
 
 function headers(text: string): string[] {
   return text.split('\n').filter((l) => HEADER.test(l));
@@ -187,6 +187,41 @@ describe('diff in-process', () => {
     assert.equal(out.node, 'worker');
   });
 
+  test('--proxy-mode ipvs: an endpoint added is a real server and a hairpin set entry; removed, drained first', async () => {
+    const grown = await run([...BASE, '--proxy-mode', 'ipvs'], FILES);
+    assert.equal(grown.code, 0, grown.stderr);
+    // The whole ruleset: every line of render's sections but their comments (link add, addresses, set creates
+    // and entries, virtual and real servers) less what is not a kernel operation the backend counts.
+    const header = grown.stdout.split('\n').find((l) => l.startsWith('ipvs: ')) ?? '';
+    assert.match(header, /^ipvs: 2 operations \(whole ruleset: \d+\)$/);
+    // 198.18.11.4 is on this node (worker): its hairpin entry; web's ClusterIP gets the real server.
+    assert.deepEqual(sectionLines(grown.stdout, header), [
+      '# ipsets (ipset restore)',
+      'add KUBE-LOOP-BACK 198.18.11.4,tcp:8080,198.18.11.4',
+      '# IPVS virtual and real servers (ipvsadm)',
+      '-a -t 198.19.0.10:80 -r 198.18.11.4:8080 -m -w 1',
+    ]);
+    // Back again: the TCP real server's weight goes to 0 before it is deleted (graceful termination; the
+    // in-memory IPVS has no connections to wait for, so the delete follows in the same sync).
+    const shrunk = await run(
+      ['-f', 'after.yaml', '-f', 'before.yaml', ...BASE.slice(4), '--proxy-mode', 'ipvs'],
+      FILES,
+    );
+    assert.equal(shrunk.code, 0, shrunk.stderr);
+    assert.match(shrunk.stdout.split('\n')[2] ?? '', /^ipvs: 3 operations \(whole ruleset: \d+\)$/);
+    assert.deepEqual(shrunk.stdout.split('\n').slice(3), [
+      '# ipsets (ipset restore)',
+      'del KUBE-LOOP-BACK 198.18.11.4,tcp:8080,198.18.11.4',
+      '# IPVS virtual and real servers (ipvsadm)',
+      '-e -t 198.19.0.10:80 -r 198.18.11.4:8080 -m -w 0',
+      '-d -t 198.19.0.10:80 -r 198.18.11.4:8080',
+      '',
+    ]);
+    const json = await run([...BASE, '--proxy-mode', 'ipvs', '-o', 'json'], FILES);
+    const out = JSON.parse(json.stdout) as { ipvs: { operations: number; synced: boolean; full: boolean } };
+    assert.deepEqual([out.ipvs.operations, out.ipvs.synced, out.ipvs.full], [2, true, false]);
+  });
+
   test('no change that reaches the proxy: zero in both, and why', async () => {
     const r = await run(['-f', 'before.yaml', '-f', 'same.yaml'], {
       'before.yaml': EXAMPLE,
@@ -213,9 +248,12 @@ describe('diff in-process', () => {
     const none = await run([], FILES);
     assert.equal(none.code, 2);
     assert.match(none.stderr, /^diff: -f BEFORE -f AFTER: two files are required, got none\n/);
-    const mode = await run([...BASE, '--proxy-mode', 'ipvs'], FILES);
+    const mode = await run([...BASE, '--proxy-mode', 'userspace'], FILES);
     assert.equal(mode.code, 2);
-    assert.match(mode.stderr, /^diff: --proxy-mode: unknown mode "ipvs" \(iptables, nftables or both\)\n/);
+    assert.match(
+      mode.stderr,
+      /^diff: --proxy-mode: unknown mode "userspace" \(iptables, nftables, ipvs or both\)\n/,
+    );
     const output = await run([...BASE, '-o', 'yaml'], FILES);
     assert.equal(output.code, 2);
     assert.match(output.stderr, /^diff: -o: unknown output format "yaml" \(text or json\)\n/);
@@ -245,6 +283,9 @@ describe('diff in-process', () => {
     const r = await run(['--help']);
     assert.equal(r.code, 0);
     assert.match(r.stdout, /^Usage: kube-proxy-ts diff -f BEFORE -f AFTER \[flags\]\n/);
-    assert.match(r.stdout, /--proxy-mode MODE +nftables, iptables, or both \(default\)/);
+    assert.match(
+      r.stdout,
+      /--proxy-mode MODE +nftables, iptables, ipvs, or both \(default: nftables and iptables\)/,
+    );
   });
 });

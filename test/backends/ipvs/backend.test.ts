@@ -12,7 +12,7 @@ import { ModelCluster } from '../../helpers/model-cluster.js';
 import { testNode } from '../../helpers/model-values.js';
 import { dnsPort, endpointSlice, httpPort, service } from '../../dataplane/harness/objects.js';
 import type { SliceEndpoint } from '../../dataplane/harness/objects.js';
-import { FakeIpvsNode } from './fakes.js';
+import { FakeIpvsNode } from '../../../packages/agent/src/backends/ipvs/fake-node.js';
 
 const NODE = testNode({
   nodeIPs: ['198.18.0.2'],

@@ -19,6 +19,7 @@ import type { IPFamily } from '../model/ip.js';
 import { loadManifestFile } from '../kube/manifest-file.js';
 import { BackendSyncError } from '../sync/backend.js';
 import { NODE_FLAGS_USAGE, NODE_OPTIONS, checkNodeFlags, nodeSettings } from './node-options.js';
+import type { NodeSettings } from './node-options.js';
 import { OUTPUT_OPTION, runCommand, UsageError } from './command-line.js';
 import type { FlagValues } from './command-line.js';
 import { processFileIO } from './cluster-objects.js';
@@ -27,8 +28,9 @@ import type { FileCommandIO } from './cluster-objects.js';
 export const DIFF_USAGE = `Usage: kube-proxy-ts diff -f BEFORE -f AFTER [flags]
 
 Prints what this node's proxy would write to go from BEFORE's cluster state to AFTER's: for nftables the
-partial-sync transaction, for iptables the partial iptables-restore input, each with its size (operations, lines)
-beside the size of the whole ruleset (a fresh node's full sync of AFTER). The proxy's own change trackers and
+partial-sync transaction, for iptables the partial iptables-restore input, for ipvs the changes to kube-ipvs0
+(ip -batch), the ipsets (ipset restore), IPVS (as ipvsadm lines) and the iptables glue, each with its size
+(operations, lines) beside the size of the whole ruleset (a fresh node's full sync of AFTER). The proxy's own change trackers and
 backends compute it, on in-memory tables: nothing is applied. BEFORE and AFTER are read as render reads -f
 (JSON: one object, a List or one object after another; or multi-document YAML; "-" reads stdin, for one of them).
 AFTER's objects reach the proxy as its informers would deliver them: adds, updates and deletes by kind, namespace
@@ -36,13 +38,14 @@ and name.
 
 Flags:
   -f, --filename FILE            BEFORE, then AFTER (both required)
-  --proxy-mode MODE              nftables, iptables, or both (default)
-  -o, --output FORMAT            text (default) or json (nftables.operations, iptables.lines, .text, .total)
+  --proxy-mode MODE              nftables, iptables, ipvs, or both (default: nftables and iptables)
+  -o, --output FORMAT            text (default) or json (nftables.operations, iptables.lines,
+                                 ipvs.operations, .text, .total)
   --hostname-override NAME       this node's name (default: AFTER's only Node, else the host name)
 ${NODE_FLAGS_USAGE}`;
 
-// ipvs mode is not diffed yet: `render --proxy-mode ipvs` shows what it programs.
-const DIFF_MODES = ['iptables', 'nftables', 'both'] as const;
+/** `both` is the two rule-based modes; ipvs is diffed when asked for by name. */
+const DIFF_MODES = ['iptables', 'nftables', 'ipvs', 'both'] as const;
 
 export interface DiffIO extends FileCommandIO {
   /** Monotonic milliseconds (default performance.now): when reading is slow, progress goes to stderr. */
@@ -91,7 +94,7 @@ async function diff(values: FlagValues<typeof DIFF_LINE>, io: DiffIO): Promise<n
   const nodeName = (values['hostname-override'] ?? soleNodeName(after.nodes) ?? io.hostname())
     .trim()
     .toLowerCase();
-  const modes: readonly ('nftables' | 'iptables')[] = mode === 'both' ? ['nftables', 'iptables'] : [mode];
+  const modes: readonly ProxyMode[] = mode === 'both' ? ['nftables', 'iptables'] : [mode];
   const targets: DiffTarget[] = [];
   const problems = new Set<string>();
   let family: IPFamily = 'IPv4';
@@ -100,11 +103,7 @@ async function diff(values: FlagValues<typeof DIFF_LINE>, io: DiffIO): Promise<n
     const settings = nodeSettings(values, m, nodeName, after.nodes);
     for (const p of settings.problems) problems.add(p);
     family = settings.family;
-    targets.push(
-      m === 'nftables'
-        ? { mode: m, node: settings.config }
-        : { mode: m, node: settings.config, iptables: settings.iptables },
-    );
+    targets.push(diffTarget(m, settings));
   }
   for (const p of problems) io.stderr(`diff: ${p}\n`);
 
@@ -118,6 +117,14 @@ async function diff(values: FlagValues<typeof DIFF_LINE>, io: DiffIO): Promise<n
   for (const s of result.skipped) io.stderr(`diff: skipped ${s.kind} ${s.name}: ${s.reason}\n`);
   io.stdout(output === 'json' ? formatJSON(nodeName, result) : formatText(result));
   return 0;
+}
+
+/** A mode's target: ipvs with render's options (the default scheduler, no excluded CIDRs). */
+function diffTarget(mode: ProxyMode, settings: NodeSettings): DiffTarget {
+  if (mode === 'nftables') return { mode, node: settings.config };
+  if (mode === 'iptables') return { mode, node: settings.config, iptables: settings.iptables };
+  const ipvs = { scheduler: '', excludeCIDRs: [], randomFully: settings.iptables.randomFully };
+  return { mode, node: settings.config, ipvs };
 }
 
 /**
@@ -196,7 +203,7 @@ export function formatText(result: DiffResult): string {
 export function formatJSON(nodeName: string, result: DiffResult): string {
   const out: Record<string, unknown> = { node: nodeName, changes: result.events };
   for (const d of result.backends) {
-    const size = d.mode === 'nftables' ? { operations: d.size } : { lines: d.size };
+    const size = d.mode === 'iptables' ? { lines: d.size } : { operations: d.size };
     out[d.mode] = { ...size, total: d.total, synced: d.synced, full: d.full, text: d.text };
   }
   return JSON.stringify(out, null, 2) + '\n';

@@ -1,12 +1,18 @@
 // `kube-proxy-ts diff`: what this node's proxy would write to go from one cluster state to another. It is not a
 // text diff of two renders: the real change trackers and backends run against their in-memory fakes (FakeNft,
-// FakeIptables), as the agent would on the node, so the answer is the very transaction (nftables) or restore input
-// (iptables) the agent would send: BEFORE is loaded and synced once (a backend's first sync is full), AFTER
+// FakeIptables, FakeIpvs with FakeIpvsNode's tools), as the agent would on the node, so the answer is the very
+// transaction (nftables), restore input (iptables) or set of kernel changes (ipvs: kube-ipvs0's addresses, ipset
+// restore input, IPVS changes as ipvsadm lines, iptables-restore input) the agent would send: BEFORE is loaded and synced once (a backend's first sync is full), AFTER
 // arrives as informer events, and the second, partial, sync is captured. Beside it, the size of a whole ruleset
 // for AFTER (a fresh node's first sync), which is what a full sync would cost instead.
 import type { EndpointSlice, Node, Service } from '../api/objects.js';
 import { nodeTopology } from '../model/node-facts.js';
 import { IptablesBackend } from '../backends/iptables/backend.js';
+import { IpvsBackend } from '../backends/ipvs/backend.js';
+import type { IpvsModeOptions } from '../backends/ipvs/backend.js';
+import { FakeIpvsNode } from '../backends/ipvs/fake-node.js';
+import { FakeIpvs } from '../netfilter/ipvs/fake.js';
+import { RecordingIpvs } from '../netfilter/ipvs/recording.js';
 import type { IptablesExtras } from '../backends/iptables/render.js';
 import { NftablesBackend, nftFamilyOf } from '../backends/nftables/backend.js';
 import { TABLE_NAME } from '../backends/nftables/naming.js';
@@ -37,7 +43,8 @@ export interface ClusterState {
 /** A backend to diff, with the node settings its mode uses (NodePort addresses differ by mode, for one). */
 export type DiffTarget =
   | { readonly mode: 'nftables'; readonly node: NodeNetworkConfig }
-  | { readonly mode: 'iptables'; readonly node: NodeNetworkConfig; readonly iptables: IptablesExtras };
+  | { readonly mode: 'iptables'; readonly node: NodeNetworkConfig; readonly iptables: IptablesExtras }
+  | { readonly mode: 'ipvs'; readonly node: NodeNetworkConfig; readonly ipvs: IpvsModeOptions };
 
 export interface DiffInput {
   readonly before: ClusterState;
@@ -67,9 +74,12 @@ export interface BackendDiff {
   readonly synced: boolean;
   /** Whether that sync was a full one: a new zone makes the proxier ask for one (upstream OnTopologyChange). */
   readonly full: boolean;
-  /** nftables: operations in the transaction; iptables: lines of the restore input. 0 when nothing was sent. */
+  /**
+   * nftables: operations in the transaction; iptables: lines of the restore input; ipvs: kernel operations (set
+   * entries, IPVS changes, kube-ipvs0 addresses; the iptables glue is not counted). 0 when nothing was sent.
+   */
   readonly size: number;
-  /** What was sent: `nft -f -` text, or iptables-restore input. Empty when nothing was sent. */
+  /** What was sent: `nft -f -` text, iptables-restore input, or ipvs mode's sections. Empty when nothing was sent. */
   readonly text: string;
   /** The same measure for the whole ruleset of AFTER: what a fresh node's first sync sends. */
   readonly total: number;
@@ -138,6 +148,7 @@ function fakeBackend(
       },
     };
   }
+  if (target.mode === 'ipvs') return fakeIpvsBackend(target, clock, featureGates);
   const fake = new FakeIptables({ clock });
   const backend = new IptablesBackend({
     node: target.node,
@@ -153,6 +164,56 @@ function fakeBackend(
     // The rules' restore is a sync's last; a full sync may first restore missing base chains and jumps, which are
     // not the ruleset (render prints them apart too) and are not in the result's line count.
     sentSince: () => ({ text: fake.restores.slice(seen).at(-1)?.input ?? '' }),
+  };
+}
+
+/**
+ * ipvs mode on its tools' fakes. What a sync sent is every tool's input since the mark, one section per tool in
+ * the order render prints them; a tool that received nothing has no section. Its size is the sync's own count.
+ */
+function fakeIpvsBackend(
+  target: Extract<DiffTarget, { mode: 'ipvs' }>,
+  clock: FakeClock,
+  featureGates: FeatureGates | undefined,
+): FakeBackend {
+  const tools = new FakeIpvsNode({ clock });
+  const ipvs = new RecordingIpvs(new FakeIpvs());
+  const backend = new IpvsBackend({
+    node: target.node,
+    commands: tools,
+    clock,
+    ipvs,
+    ipvsOptions: target.ipvs,
+    ...(featureGates ? { featureGates } : {}),
+  });
+  let seen = { batches: 0, ipset: 0, ipvs: 0, restores: 0 };
+  const section = (title: string, lines: readonly string[]): string =>
+    lines.length === 0 ? '' : `# ${title}\n${lines.map((l) => (l.endsWith('\n') ? l : l + '\n')).join('')}`;
+  return {
+    backend,
+    mark: () =>
+      void (seen = {
+        batches: tools.ip.batches.length,
+        ipset: tools.ipset.calls.length,
+        ipvs: ipvs.lines.length,
+        restores: tools.iptables.restores.length,
+      }),
+    sentSince: () => ({
+      text: [
+        section('kube-ipvs0 (ip -batch -)', tools.ip.batches.slice(seen.batches)),
+        section(
+          'ipsets (ipset restore)',
+          tools.ipset.calls
+            .slice(seen.ipset)
+            .flatMap((c) => (c.args[0] === 'restore' && c.stdin !== undefined ? [c.stdin] : [])),
+        ),
+        section('IPVS virtual and real servers (ipvsadm)', ipvs.lines.slice(seen.ipvs)),
+        section(
+          'iptables (iptables-restore --noflush)',
+          tools.iptables.restores.slice(seen.restores).map((r) => r.input),
+        ),
+      ].join(''),
+    }),
   };
 }
 

@@ -5,8 +5,7 @@ import { kubeIPSet, KUBE_IPSETS } from '../../netfilter/ipset/sets.js';
 import { restoreText } from '../../netfilter/ipset/restore.js';
 import type { IPSetOperation } from '../../netfilter/ipset/restore.js';
 import { serializeRestore } from '../../netfilter/iptables/serialize.js';
-import { IPVS_FLAG_PERSISTENT, IPVS_FLAG_SOURCE_HASH, realServerKey } from '../../netfilter/ipvs/types.js';
-import type { VirtualServer } from '../../netfilter/ipvs/types.js';
+import { ipvsadmReal, ipvsadmService } from '../../netfilter/ipvs/ipvsadm-text.js';
 import type { NodeNetworkConfig, ProxySnapshot } from '../../sync/backend.js';
 import { IPVS_JUMPS, ipvsRestoreInput } from './iptables.js';
 import type { IpvsIptablesOptions } from './iptables.js';
@@ -55,22 +54,10 @@ function ipsetText(plan: IpvsPlan): string {
   return restoreText(ops);
 }
 
-/** ipvsadm's service option: -t, -u or --sctp-service, and the address (IPv6 in brackets). */
-function serviceArgs(vs: VirtualServer): string {
-  const flag = vs.protocol === 'TCP' ? '-t' : vs.protocol === 'UDP' ? '-u' : '--sctp-service';
-  return `${flag} ${realServerKey(vs)}`;
-}
-
 /** One virtual server and its real servers as `ipvsadm --restore` reads them (and `ipvsadm -Sn` prints them). */
 export function ipvsadmLines(planned: PlannedVirtualServer): string[] {
   const { virtualServer: vs, realServers } = planned;
-  let line = `-A ${serviceArgs(vs)} -s ${vs.scheduler}`;
-  if ((vs.flags & IPVS_FLAG_PERSISTENT) !== 0) line += ` -p ${vs.timeout}`;
-  if ((vs.flags & IPVS_FLAG_SOURCE_HASH) !== 0) line += ` -b ${vs.scheduler}-port`;
-  return [
-    line,
-    ...realServers.map((rs) => `-a ${serviceArgs(vs)} -r ${realServerKey(rs)} -m -w ${rs.weight}`),
-  ];
+  return [ipvsadmService('-A', vs), ...realServers.map((rs) => ipvsadmReal('-a', vs, rs))];
 }
 
 function ipvsadmText(plan: IpvsPlan): string {

@@ -1,13 +1,11 @@
-// A node's tools for ipvs mode's unit tests: `ip` as far as kube-ipvs0 needs it (this file), ipset (FakeIPSet),
-// iptables (FakeIptables), each a CommandRunner keeping state, behind one runner that sends each command to its
-// fake. Simplifications of the `ip` fake: only the commands DummyDevice runs; addresses without scope or flags.
-import type {
-  CommandOptions,
-  CommandResult,
-  CommandRunner,
-} from '../../../packages/agent/src/netfilter/command.js';
-import { FakeIPSet } from '../../../packages/agent/src/netfilter/ipset/fake.js';
-import { FakeIptables } from '../../../packages/agent/src/netfilter/iptables/fake.js';
+// A node's tools for ipvs mode, in memory (unit tests, and `diff --proxy-mode ipvs`): `ip` as far as kube-ipvs0
+// needs it (this file), ipset (FakeIPSet), iptables (FakeIptables), each a CommandRunner keeping state, behind one
+// runner that sends each command to its fake. Simplifications of the `ip` fake: only the commands DummyDevice
+// runs; addresses without scope or flags.
+import type { CommandOptions, CommandResult, CommandRunner } from '../../netfilter/command.js';
+import { FakeIPSet } from '../../netfilter/ipset/fake.js';
+import { FakeIptables } from '../../netfilter/iptables/fake.js';
+import type { FakeClock } from '../../util/clock.js';
 
 const ok = (stdout = ''): CommandResult => ({ code: 0, stdout, stderr: '' });
 const fail = (code: number, stderr: string): CommandResult => ({ code, stdout: '', stderr });
@@ -15,6 +13,8 @@ const fail = (code: number, stderr: string): CommandResult => ({ code, stdout: '
 export class FakeIpLinks implements CommandRunner {
   /** Link name → its addresses with prefix ("198.19.0.1/32"), in the order added. */
   readonly links = new Map<string, string[]>();
+  /** Every `ip -batch -` input, in order. */
+  readonly batches: string[] = [];
 
   async run(cmd: string, args: readonly string[], options: CommandOptions = {}): Promise<CommandResult> {
     if (cmd !== 'ip') return fail(127, `${cmd}: not a command of this fake`);
@@ -46,6 +46,7 @@ export class FakeIpLinks implements CommandRunner {
   }
 
   private batch(stdin: string): CommandResult {
+    this.batches.push(stdin);
     for (const line of stdin.split('\n').filter((l) => l !== '')) {
       const m = /^address (replace|del) (\S+) dev (\S+)( nodad)?$/.exec(line);
       const addrs = m ? this.links.get(m[3]!) : undefined;
@@ -65,7 +66,11 @@ export class FakeIpLinks implements CommandRunner {
 export class FakeIpvsNode implements CommandRunner {
   readonly ip = new FakeIpLinks();
   readonly ipset = new FakeIPSet();
-  readonly iptables = new FakeIptables();
+  readonly iptables: FakeIptables;
+
+  constructor(options: { readonly clock?: FakeClock } = {}) {
+    this.iptables = new FakeIptables(options.clock !== undefined ? { clock: options.clock } : {});
+  }
 
   run(cmd: string, args: readonly string[], options?: CommandOptions): Promise<CommandResult> {
     if (cmd === 'ip') return this.ip.run(cmd, args, options);
