@@ -67,6 +67,26 @@ describe('serializeProxyConfig', () => {
     roundTrip(['--config', path], { [path]: body });
   });
 
+  test('an ipvs file round-trips, its periods from its own section (seed 003’s settings)', () => {
+    const path = '/etc/kube-proxy/config.conf';
+    const body = [
+      'apiVersion: kubeproxy.config.k8s.io/v1alpha1',
+      'kind: KubeProxyConfiguration',
+      'mode: ipvs',
+      'ipvs:',
+      '  syncPeriod: 45s',
+      '  minSyncPeriod: 1s',
+      '  scheduler: rr',
+      '  strictARP: true',
+      'iptables:',
+      '  minSyncPeriod: 10s',
+      '',
+    ].join('\n');
+    roundTrip(['--config', path], { [path]: body });
+    const { config } = expectOk(loadFile(body));
+    assert.deepEqual([config.minSyncPeriodMs, config.syncPeriodMs], [1000, 45_000]);
+  });
+
   test('a flags-only configuration round-trips', () => {
     roundTrip([
       '--proxy-mode=nftables',

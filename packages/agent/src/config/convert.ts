@@ -139,6 +139,7 @@ export function toV1Alpha1(config: ProxyConfig): KubeProxyConfigurationV1Alpha1 
       tcpTimeout: config.ipvs.tcpTimeoutMs,
       tcpFinTimeout: config.ipvs.tcpFinTimeoutMs,
       udpTimeout: config.ipvs.udpTimeoutMs,
+      ...(section === 'ipvs' ? chosen : {}),
     },
     detectLocalMode: config.detectLocalMode,
     detectLocal: {
