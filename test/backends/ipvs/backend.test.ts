@@ -8,6 +8,7 @@ import { FakeIpvs } from '../../../packages/agent/src/netfilter/ipvs/fake.js';
 import { virtualServerKey } from '../../../packages/agent/src/netfilter/ipvs/types.js';
 import type { VirtualServer } from '../../../packages/agent/src/netfilter/ipvs/types.js';
 import { FakeClock } from '../../../packages/agent/src/util/clock.js';
+import { NO_PROXY_METRICS } from '../../../packages/agent/src/sync/metrics.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
 import { testNode } from '../../helpers/model-values.js';
 import { dnsPort, endpointSlice, httpPort, service } from '../../dataplane/harness/objects.js';
@@ -215,5 +216,34 @@ describe('IpvsBackend', () => {
       assert.match(e.message, /^ipvs sync failed: .*the IPVS handle is closed/);
       return true;
     });
+  });
+
+  test('each iptables-restore reports its xtables lock wait, as iptables mode does; an unchanged glue none', async () => {
+    const clock = new FakeClock();
+    const tools = new FakeIpvsNode({ backend: 'legacy', clock });
+    const lockWaits: number[] = [];
+    const backend = new IpvsBackend({
+      node: NODE,
+      commands: tools,
+      clock,
+      ipvs: new FakeIpvs(),
+      ipvsOptions: { scheduler: '', excludeCIDRs: [], randomFully: false },
+      metrics: { ...NO_PROXY_METRICS, iptablesLockWait: (_f, s) => void lockWaits.push(s) },
+    });
+    const cluster = new ModelCluster('IPv4', 'node-a');
+    cluster.upsertService(WEB);
+    cluster.upsertSlice(endpointSlice(WEB, [pod('198.19.8.2')]));
+    tools.iptables.holdLock(1500);
+    await cluster.sync(backend);
+    assert.deepEqual(lockWaits, [1.5], 'the first sync restores the glue, after the holder let go');
+    // A new endpoint changes servers and sets, not the glue rules: no restore, so no lock taken and none reported.
+    cluster.upsertSlice(endpointSlice(WEB, [pod('198.19.8.2'), pod('198.19.8.3')]));
+    tools.iptables.holdLock(800);
+    await cluster.sync(backend);
+    assert.deepEqual(lockWaits, [1.5]);
+    // A full sync restores again, and waits again.
+    backend.requestFullSync();
+    await cluster.sync(backend);
+    assert.deepEqual(lockWaits, [1.5, 0.8]);
   });
 });

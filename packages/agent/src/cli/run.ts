@@ -568,7 +568,12 @@ class Agent {
 
   private async ipvsBackend(
     network: NodeNetworkConfig,
-    common: { readonly commands: CommandRunner; readonly clock: Clock; readonly logger: Logger },
+    common: {
+      readonly commands: CommandRunner;
+      readonly clock: Clock;
+      readonly logger: Logger;
+      readonly metrics: PrometheusProxyMetrics;
+    },
   ): Promise<IpvsBackend> {
     const { config } = this;
     if (this.ipvs === undefined) throw new Error('ipvs mode: IPVS was not set up');

@@ -28,6 +28,8 @@ import { IPVS_JUMPS, ipvsRestoreInput, jumpArgs } from './iptables.js';
 import { localNodeAddresses, planIpvs } from './plan.js';
 import type { IpvsPlan } from './plan.js';
 import { IpvsServers } from './servers.js';
+import type { ProxyMetrics } from '../../sync/metrics.js';
+import { NO_PROXY_METRICS } from '../../sync/metrics.js';
 
 export interface IpvsModeOptions {
   /** '' → rr. */
@@ -46,6 +48,8 @@ export interface IpvsBackendOptions {
   readonly ipvsOptions: IpvsModeOptions;
   readonly logger?: Logger;
   readonly featureGates?: FeatureGates;
+  /** Where each iptables-restore's xtables lock wait and duration go, as iptables mode reports them. */
+  readonly metrics?: ProxyMetrics;
 }
 
 export class IpvsBackend implements ProxyBackend {
@@ -172,7 +176,10 @@ export class IpvsBackend implements ProxyBackend {
     const text = serializeRestore(input);
     if (!full && text === this.lastRestore) return;
     this.lastRestore = undefined;
-    await this.iptables.restore(text);
+    const { lockWaitMs, restoreMs } = await this.iptables.restore(text);
+    const metrics = this.o.metrics ?? NO_PROXY_METRICS;
+    metrics.iptablesLockWait(this.family, lockWaitMs / 1000);
+    metrics.iptablesRestoreDuration(this.family, restoreMs / 1000);
     this.lastRestore = text;
     if (!full) return;
     for (const j of IPVS_JUMPS) await this.iptables.ensureRule('prepend', j.table, j.from, jumpArgs(j));

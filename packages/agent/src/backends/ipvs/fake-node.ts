@@ -5,7 +5,7 @@
 import type { CommandOptions, CommandResult, CommandRunner } from '../../netfilter/command.js';
 import { FakeIPSet } from '../../netfilter/ipset/fake.js';
 import { FakeIptables } from '../../netfilter/iptables/fake.js';
-import type { FakeClock } from '../../util/clock.js';
+import type { FakeIptablesOptions } from '../../netfilter/iptables/fake.js';
 
 const ok = (stdout = ''): CommandResult => ({ code: 0, stdout, stderr: '' });
 const fail = (code: number, stderr: string): CommandResult => ({ code, stdout: '', stderr });
@@ -68,8 +68,9 @@ export class FakeIpvsNode implements CommandRunner {
   readonly ipset = new FakeIPSet();
   readonly iptables: FakeIptables;
 
-  constructor(options: { readonly clock?: FakeClock } = {}) {
-    this.iptables = new FakeIptables(options.clock !== undefined ? { clock: options.clock } : {});
+  /** `iptables`: its fake's options (a legacy back end with a clock, for lock waits). */
+  constructor(iptables: FakeIptablesOptions = {}) {
+    this.iptables = new FakeIptables(iptables);
   }
 
   run(cmd: string, args: readonly string[], options?: CommandOptions): Promise<CommandResult> {
