@@ -1,10 +1,16 @@
-// Seed 003's remedies side by side: each soak report becomes one row (drops apart from wrong endpoints, lock waits
-// summed over the nodes, the slowest node's sync and iptables-save), the table in Markdown and one bar per remedy
-// in each of the picture's panels.
+// Seed 003's remedies side by side: each soak report becomes one row (drops: failures to always-ready Services,
+// the flipping Services apart, lock waits summed over the nodes, the slowest node's sync and iptables-save), the
+// table in Markdown and one bar per remedy in each of the picture's panels.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { remediesSvg, remediesTable, remedyRow } from '../../../packages/lab/src/soak/compare.js';
 import type { SoakReport } from '../../../packages/lab/src/soak/report.js';
+
+const tally = (refused: number, timeout: number, wrongEndpoint: number) => ({
+  sent: 400,
+  succeeded: 400 - refused - timeout - wrongEndpoint,
+  failed: { refused, timeout, reset: 0, wrongEndpoint, other: 0 },
+});
 
 /** The parts of a report the comparison reads. */
 function report(o: {
@@ -28,8 +34,13 @@ function report(o: {
     },
     requests: {
       sent: 1200,
-      failed: { refused: o.refused, timeout: 1, reset: 0, wrongEndpoint: o.wrong, other: 0 },
+      byChurn: {
+        graceful: tally(o.refused, 1, 0),
+        none: tally(0, 0, 1),
+        readiness: tally(7, 2, o.wrong),
+      },
     },
+    control: tally(0, 2, 0),
     programmingLatencyMs: { count: 10, p50: 1234, p99: 5678, max: 8000, byNode: {} },
     syncs: {
       a: { count: 5, p50: 400, metricsUnanswered: 0 },
@@ -67,15 +78,17 @@ describe('soak remedies side by side', () => {
     }),
   ];
 
-  test('a row: drops are refused + timed out + reset, lock waits summed, the slowest node taken', () => {
+  test('a row: drops are every failure to always-ready Services, flips apart, lock waits summed, the slowest node', () => {
     assert.deepEqual(rows[0], {
       label: 'iptables, minSyncPeriod 1 s',
       setting: 'iptables, minSyncPeriod 1s, syncPeriod 30s',
       churnPerSecond: 1.7,
       sent: 1200,
-      dropped: 5,
-      wrongEndpoint: 50,
+      dropped: 6,
       failedToAlwaysReady: 3,
+      flipsFailed: 9,
+      wrongEndpoint: 50,
+      controlFailed: 2,
       lockWaitSeconds: 6.1,
       programmingP50s: 1.23,
       programmingP99s: 5.68,
@@ -92,7 +105,7 @@ describe('soak remedies side by side', () => {
     assert.equal(lines.length, 4);
     assert.match(
       lines[2] ?? '',
-      /^\| iptables, minSyncPeriod 1 s \| iptables, minSyncPeriod 1s, syncPeriod 30s \| 1\.7\/s \| 1,200 \| 5 \| 3 \| 50 \| 6\.1 s \| 1\.23 \/ 5\.68 s \| 900 ms \| 61 ms \(320\) \| NOT held \|$/,
+      /^\| iptables, minSyncPeriod 1 s \| iptables, minSyncPeriod 1s, syncPeriod 30s \| 1\.7\/s \| 1,200 \| 6 \| 3 \| 9 \/ 50 \| 2 \| 6\.1 s \| 1\.23 \/ 5\.68 s \| 900 ms \| 61 ms \(320\) \| NOT held \|$/,
     );
     assert.match(lines[3] ?? '', /\| 0 s \| .* \| – \| held \|$/);
   });
@@ -104,6 +117,6 @@ describe('soak remedies side by side', () => {
     // Four panels × two remedies, less the nftables iptables-save bar (not measured).
     assert.equal((svg.match(/class="bar"/g) ?? []).length, 7);
     assert.match(svg, /<title>iptables, minSyncPeriod 1 s: 6\.1 s, all nodes<\/title>/);
-    assert.match(svg, /<title>nftables: 1 requests<\/title>/);
+    assert.match(svg, /<title>nftables: 2 failed requests<\/title>/);
   });
 });

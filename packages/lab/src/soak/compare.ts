@@ -1,9 +1,10 @@
 // Soak reports side by side: seed 003's remedies (scripts/soak-remedies.sh) as one table and one picture. Each row
 // is one soak's report, labelled by what it tried; the numbers are the report's own, summed or taken at their
-// worst over the nodes: failed requests (refused, timed out, reset: what users feel as drops; wrong endpoints
-// after a readiness flip apart, as the report keeps them), the xtables lock waits, the network programming latency,
-// the syncs and iptables-save.
-import type { LatencyMs, SoakReport } from './report.js';
+// worst over the nodes: seed 003's "connection drops" (failed requests to Services that always had a ready
+// endpoint: the gracefully churned ones and the unchurned), the requests to Services whose pods flip readiness
+// apart (a refusal there can be right: a Service with no ready pod rejects), the xtables lock waits, the network
+// programming latency, the syncs and iptables-save.
+import type { LatencyMs, SoakReport, Tally } from './report.js';
 
 export interface LabelledReport {
   readonly label: string;
@@ -16,10 +17,16 @@ export interface RemedyRow {
   readonly setting: string;
   readonly churnPerSecond: number;
   readonly sent: number;
-  /** Refused, timed out or reset: connections that failed. */
+  /** Failed requests of any kind to Services that always had a ready endpoint (graceful churn or none). */
   readonly dropped: number;
-  readonly wrongEndpoint: number;
+  /** Of those, the ones the soak's guarantee counts (not the machine's, not a restarting proxy's). */
   readonly failedToAlwaysReady: number;
+  /** Requests to Services whose pods flip readiness, failed (refused, timed out, reset), and answered by a pod
+   * that had left. */
+  readonly flipsFailed: number;
+  readonly wrongEndpoint: number;
+  /** Requests straight to pods (no Service rule) that failed: the machine's own failures. */
+  readonly controlFailed: number;
   readonly lockWaitSeconds: number;
   readonly programmingP50s?: number;
   readonly programmingP99s?: number;
@@ -49,8 +56,11 @@ function slowest(values: readonly (number | undefined)[]): number | undefined {
   return known.length === 0 ? undefined : Math.max(...known);
 }
 
+const failedOf = (t: Tally): number => Object.values(t.failed).reduce((a, n) => a + n, 0);
+
 export function remedyRow({ label, report: r }: LabelledReport): RemedyRow {
-  const f = r.requests.failed;
+  const { byChurn } = r.requests;
+  const flips = byChurn.readiness.failed;
   const saves = Object.values(r.iptablesSave ?? {});
   const p = r.programmingLatencyMs;
   const programmingP50s = seconds(p.p50);
@@ -63,9 +73,11 @@ export function remedyRow({ label, report: r }: LabelledReport): RemedyRow {
     setting: setting(r),
     churnPerSecond: r.churn.perSecond,
     sent: r.requests.sent,
-    dropped: f.refused + f.timeout + f.reset,
-    wrongEndpoint: f.wrongEndpoint,
+    dropped: failedOf(byChurn.graceful) + failedOf(byChurn.none),
     failedToAlwaysReady: r.guarantees.failedToAlwaysReadyServices,
+    flipsFailed: flips.refused + flips.timeout + flips.reset + flips.other,
+    wrongEndpoint: flips.wrongEndpoint,
+    controlFailed: failedOf(r.control),
     lockWaitSeconds: Math.round(Object.values(r.lockWaits).reduce((a, l) => a + l.totalMs, 0) / 100) / 10,
     ...(programmingP50s !== undefined ? { programmingP50s } : {}),
     ...(programmingP99s !== undefined ? { programmingP99s } : {}),
@@ -85,9 +97,10 @@ export function remediesTable(rows: readonly RemedyRow[]): string {
     'mode and sync periods',
     'churn reached',
     'requests',
-    'failed (refused, timeout, reset)',
-    'of them to always-ready Services',
-    'wrong endpoint after a flip',
+    'drops: failed, always-ready Services',
+    'of them the proxy’s',
+    'flipping Services: failed / wrong endpoint',
+    'control failed',
     'xtables lock waits, all nodes',
     'programming latency p50 / p99',
     'sync p50 (slowest node)',
@@ -104,7 +117,8 @@ export function remediesTable(rows: readonly RemedyRow[]): string {
         x.sent.toLocaleString('en-US'),
         x.dropped,
         x.failedToAlwaysReady,
-        x.wrongEndpoint,
+        `${x.flipsFailed} / ${x.wrongEndpoint}`,
+        x.controlFailed,
         `${x.lockWaitSeconds} s`,
         `${or(x.programmingP50s)} / ${or(x.programmingP99s)} s`,
         or(x.syncP50ms, ' ms'),
@@ -128,7 +142,7 @@ interface Panel {
 }
 
 const PANELS: readonly Panel[] = [
-  { title: 'failed requests', unit: 'requests', value: (r) => r.dropped },
+  { title: 'drops (always-ready Services)', unit: 'failed requests', value: (r) => r.dropped },
   { title: 'xtables lock waits', unit: 's, all nodes', value: (r) => r.lockWaitSeconds },
   { title: 'programming latency p99', unit: 's', value: (r) => r.programmingP99s },
   { title: 'iptables-save p50', unit: 'ms', value: (r) => r.iptablesSaveP50ms },
