@@ -5,18 +5,28 @@ import { parseMetrics, sum } from 'kube-proxy-ts/inspect/prometheus.js';
 import { settingsFromConfigz } from 'kube-proxy-ts/inspect/doctor/agent-endpoints.js';
 import type { AgentSettings } from 'kube-proxy-ts/inspect/doctor/types.js';
 
+/** The body of one of the proxy's HTTP paths on its metrics address, or undefined when it does not answer. */
+async function fetchFromProxy(
+  runner: CommandRunner,
+  namespace: string,
+  address: string,
+  path: string,
+): Promise<string | undefined> {
+  const r = await runner.run(
+    'ip',
+    ['netns', 'exec', namespace, 'curl', '-sf', '--max-time', '3', `http://${address}${path}`],
+    { timeoutMs: 5000 },
+  );
+  return r.code === 0 ? r.stdout : undefined;
+}
+
 /** The proxy's metrics text, or undefined when it does not answer (not started yet, restarting). */
-export async function fetchProxyMetrics(
+export function fetchProxyMetrics(
   runner: CommandRunner,
   namespace: string,
   address = '127.0.0.1:10249',
 ): Promise<string | undefined> {
-  const r = await runner.run(
-    'ip',
-    ['netns', 'exec', namespace, 'curl', '-sf', '--max-time', '3', `http://${address}/metrics`],
-    { timeoutMs: 5000 },
-  );
-  return r.code === 0 ? r.stdout : undefined;
+  return fetchFromProxy(runner, namespace, address, '/metrics');
 }
 
 /**
@@ -28,12 +38,8 @@ export async function fetchProxySettings(
   namespace: string,
   address = '127.0.0.1:10249',
 ): Promise<AgentSettings | undefined> {
-  const r = await runner.run(
-    'ip',
-    ['netns', 'exec', namespace, 'curl', '-sf', '--max-time', '3', `http://${address}/configz`],
-    { timeoutMs: 5000 },
-  );
-  return r.code === 0 ? settingsFromConfigz(r.stdout) : undefined;
+  const body = await fetchFromProxy(runner, namespace, address, '/configz');
+  return body === undefined ? undefined : settingsFromConfigz(body);
 }
 
 /** The sum of every series named `name` whose labels include `match`; undefined when there is none. */
