@@ -124,23 +124,11 @@ function* refillTransactions(plan: Plan, direct: (set: string) => boolean): Gene
   const objects = new NftTransaction();
   for (const op of plan.setupOps) objects.add(op.verb, op.object);
   objects.addValidated(plan.ops);
-  const isDirect = (op: NftOperation): boolean =>
-    direct(op.object.kind === 'element' ? op.object.set : containerOf(op));
-  if (plan.deferredOps) {
-    for (const op of plan.deferredOps.make()) if (!isDirect(op)) objects.addValidated([op]);
-  }
+  // Each container's operations are made once, in the transaction that writes it.
+  if (plan.deferredOps) objects.addValidated(plan.deferredOps.make((set) => !direct(set)));
   yield objects;
-  if (plan.deferredOps) {
-    const elements = new NftTransaction();
-    for (const op of plan.deferredOps.make()) if (isDirect(op)) elements.addValidated([op]);
-    yield elements;
-  }
+  if (plan.deferredOps) yield new NftTransaction().addValidated(plan.deferredOps.make(direct));
   if (plan.tailOps && plan.tailOps.length > 0) yield new NftTransaction().addValidated(plan.tailOps);
-}
-
-/** The set or map an element part's operation is about (its flush), '' for anything else. */
-function containerOf(op: NftOperation): string {
-  return op.object.kind === 'set' || op.object.kind === 'map' ? op.object.name : '';
 }
 
 export class NftablesBackend implements ProxyBackend {

@@ -231,7 +231,7 @@ export class ElementLedger {
   fullDiff(
     setNames: readonly string[],
     deletes: NftOperation[],
-  ): { readonly count: number; make(): Iterable<NftOperation> } {
+  ): { readonly count: number; make(only?: (set: string) => boolean): Iterable<NftOperation> } {
     let count = 0;
     for (const setName of setNames) {
       const wanted = this.#desired.get(setName)?.values;
@@ -246,7 +246,7 @@ export class ElementLedger {
           if (v !== null && !wanted?.has(key))
             deletes.push({ verb: 'delete', object: elementObject(setName, key) });
     }
-    return { count, make: () => this.#adds(setNames) };
+    return { count, make: (only) => this.#adds(only ? setNames.filter(only) : setNames) };
   }
 
   *#adds(setNames: readonly string[]): Generator<NftOperation> {

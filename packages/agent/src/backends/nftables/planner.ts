@@ -62,11 +62,19 @@ export interface SkippedServicePort {
   readonly reason: string;
 }
 
+/** The set or map an element part's operation is about (its flush), '' for anything else. */
+function containerOf(op: NftOperation): string {
+  return op.object.kind === 'set' || op.object.kind === 'map' ? op.object.name : '';
+}
+
 /** Operations made only as they are written (Plan.deferredOps). */
 export interface DeferredOps {
   readonly count: number;
-  /** The operations in order; made anew on each call, before the plan is committed. */
-  make(): Iterable<NftOperation>;
+  /**
+   * The operations in order; made anew on each call, before the plan is committed. With `only`, just those of the
+   * sets and maps it accepts (by name), the others not made at all.
+   */
+  make(only?: (container: string) => boolean): Iterable<NftOperation>;
 }
 
 export interface Plan {
@@ -317,9 +325,9 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
     );
     const adds: DeferredOps = {
       count: flushes.length + diffed.count,
-      *make() {
-        yield* flushes;
-        yield* diffed.make();
+      *make(only) {
+        for (const op of flushes) if (!only || only(containerOf(op))) yield op;
+        yield* diffed.make(only);
       },
     };
     const newStale = new Map<string, number>();
