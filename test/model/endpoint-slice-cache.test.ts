@@ -259,6 +259,26 @@ describe('§3 change test (updatePending)', () => {
       true,
     );
   });
+  test("an API server's object is compared by uid and resourceVersion, a hand-made one by content", () => {
+    const { cache } = newCache();
+    const stamped = { ...s, metadata: { ...s.metadata, uid: 'u-1', resourceVersion: '5' } };
+    assert.equal(cache.updatePending(stamped, false), true);
+    cache.checkoutChanges();
+    // The same pair is the same write: its content is not read again.
+    const sameWrite = { ...stamped, endpoints: [] };
+    assert.equal(cache.updatePending(sameWrite, false), false);
+    assert.equal(cache.checkoutChanges().size, 0);
+    // A new version, or a new object under the same name, is a change.
+    const updated = { ...stamped, metadata: { ...stamped.metadata, resourceVersion: '6' } };
+    assert.equal(cache.updatePending(updated, false), true);
+    const recreated = { ...updated, metadata: { ...updated.metadata, uid: 'u-2' } };
+    assert.equal(cache.updatePending(recreated, false), true);
+    // Without a uid the whole object decides, resourceVersion and all.
+    const plain = newCache().cache;
+    assert.equal(plain.updatePending(s, false), true);
+    plain.checkoutChanges();
+    assert.equal(plain.updatePending({ ...s, endpoints: [] }, false), true);
+  });
   test('the remove flag counts: a remove of an applied slice is a change, a second remove is not', () => {
     const { cache } = newCache();
     cache.updatePending(s, false);
