@@ -6,14 +6,17 @@
 //   2. one-endpoint changes: REPEATS writes of the middle Service's slice (its last endpoint's address), each
 //      changed back, timed from the API server's write to the watch to `nft monitor`'s line of the new element
 //      (bench/nft-monitor.ts), paced a minSyncPeriod apart so the agent's rate limit is not what is timed;
+//      then /metrics asked until it counts the change's sync (the agent's post-sync work done: when its next sync
+//      could start), timed from the same write, and one idle /metrics round trip half a pause after each change;
 //   3. restart: SIGTERM (the agent leaves its table), a new agent, spawn → its first sync done.
 // The row is printed on stdout after ROW_MARK.
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import type { NftablesLayoutName } from 'kube-proxy-ts/config/nftables-layout.js';
 import { BenchApiServer } from './api-server.js';
 import type { AgentRecord } from './agent-process.js';
@@ -41,6 +44,7 @@ const PACE_MS = 1200;
 const SETTLE_MS = 3000;
 const START_TIMEOUT_MS = 15 * 60_000;
 const METRICS_URL = 'http://127.0.0.1:10249/metrics';
+const execFileAsync = promisify(execFile);
 const PARTIAL_SYNC = 'kubeproxy_sync_partial_proxy_rules_duration_seconds';
 
 interface Spec {
@@ -103,19 +107,53 @@ async function partialSyncs(): Promise<{ sum: number; count: number }> {
   return histogramTotals(await res.text(), PARTIAL_SYNC);
 }
 
+/**
+ * One idle /metrics scrape by curl (HTTP over the namespace's loopback, a new connection, as an operator's or a
+ * scraper's): its own time_total, ms, so this process's garbage collector (it holds the API server's objects) is
+ * not in it; and the partial syncs it counts.
+ */
+async function timedScrape(): Promise<{ ms: number; count: number }> {
+  const { stdout } = await execFileAsync('curl', ['-sf', '-w', '\n%{time_total}', METRICS_URL], {
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const cut = stdout.lastIndexOf('\n');
+  const ms = Number(stdout.slice(cut + 1)) * 1000;
+  return { ms, count: histogramTotals(stdout.slice(0, cut), PARTIAL_SYNC).count };
+}
+
+/**
+ * Asks /metrics until its partial-sync count passes `count`, from the moment the kernel showed the change: the agent
+ * answers a scrape on the event loop its post-sync work runs on, so the first answer that counts the change's sync
+ * came after that work was done. Returns when that answer arrived.
+ */
+async function countedAfter(count: number): Promise<number> {
+  for (;;) {
+    const totals = await partialSyncs();
+    if (totals.count > count) return performance.now();
+  }
+}
+
 interface ChangeResult {
   readonly changeMs: number[];
   readonly revertMs: number[];
+  readonly countedMs: number[];
   readonly changeSyncMs: number[];
+  readonly scrapeMs: number[];
   readonly metricsPartialMeanMs: number;
 }
 
-/** One write of Service i's slice in `variant`, timed to the kernel; the agent's own sync time beside it. */
+/**
+ * One write of Service i's slice in `variant`, timed to the kernel and to the first /metrics answer that counts its
+ * sync; the agent's own sync time beside it. `counted` is the partial syncs counted before the write. No scrape is
+ * sent from the write until the kernel showed the change (one would take the agent's event loop from the change), and
+ * the idle scrape comes half a pause after the change, half a pause before the next write.
+ */
 async function timedWrite(
   ctx: { api: BenchApiServer; agent: BenchAgent; monitor: NftMonitor },
   i: number,
   variant: number,
-): Promise<{ ms: number; syncMs: number }> {
+  counted: number,
+): Promise<{ ms: number; countedMs: number; syncMs: number; scrapeMs: number; counted: number }> {
   const { api, agent, monitor } = ctx;
   const address = lastEndpointAddress(i, ENDPOINTS_PER_SERVICE, variant);
   const seen = monitor.next(addsAddress(address), `element with ${address}`);
@@ -123,6 +161,7 @@ async function timedWrite(
   const write = api.write(PATHS.endpointSlices, sliceObject(i, ENDPOINTS_PER_SERVICE, variant));
   if (write.watchers !== 1) throw new Error(`${write.watchers} EndpointSlice watches open, not 1`);
   const line = await seen;
+  const countedAt = await countedAfter(counted);
   const synced = await agent.waitFor(
     (r) => agent.records.indexOf(r) >= before && syncRecord(r) !== undefined,
     'the change sync',
@@ -131,8 +170,16 @@ async function timedWrite(
   const sync = syncRecord(synced);
   if (!sync || sync.full)
     throw new Error(`a one-endpoint change made a full sync: ${JSON.stringify(synced)}`);
-  await sleep(PACE_MS);
-  return { ms: line.at - write.writtenAt, syncMs: sync.ms };
+  await sleep(PACE_MS / 2);
+  const scrape = await timedScrape();
+  await sleep(PACE_MS / 2);
+  return {
+    ms: line.at - write.writtenAt,
+    countedMs: countedAt - write.writtenAt,
+    syncMs: sync.ms,
+    scrapeMs: scrape.ms,
+    counted: scrape.count,
+  };
 }
 
 async function changes(
@@ -144,12 +191,25 @@ async function changes(
   const i = Math.floor(size / 2);
   const ctx = { api, agent, monitor };
   const before = await partialSyncs();
-  const out: ChangeResult = { changeMs: [], revertMs: [], changeSyncMs: [], metricsPartialMeanMs: NaN };
+  await sleep(PACE_MS / 2);
+  const out: ChangeResult = {
+    changeMs: [],
+    revertMs: [],
+    countedMs: [],
+    changeSyncMs: [],
+    scrapeMs: [],
+    metricsPartialMeanMs: NaN,
+  };
+  let counted = before.count;
   for (let k = 1; k <= REPEATS; k++) {
-    const there = await timedWrite(ctx, i, k);
+    const there = await timedWrite(ctx, i, k, counted);
     out.changeMs.push(there.ms);
     out.changeSyncMs.push(there.syncMs);
-    out.revertMs.push((await timedWrite(ctx, i, 0)).ms);
+    const back = await timedWrite(ctx, i, 0, there.counted);
+    counted = back.counted;
+    out.revertMs.push(back.ms);
+    out.countedMs.push(there.countedMs, back.countedMs);
+    out.scrapeMs.push(there.scrapeMs, back.scrapeMs);
   }
   const after = await partialSyncs();
   const mean = after.count > before.count ? (after.sum - before.sum) / (after.count - before.count) : NaN;

@@ -34,6 +34,10 @@ export interface AgentRow {
   readonly changeMs: readonly number[];
   /** The changes back, timed the same way. */
   readonly revertMs: readonly number[];
+  /** API server's write → the first /metrics answer counting the change's sync (post-sync work done), per write. */
+  readonly countedMs: readonly number[];
+  /** Idle /metrics round trips from the bench's process, one after each write's pause, ms. */
+  readonly scrapeMs: readonly number[];
   /** The agent's own sync time for each change (its record's ms). */
   readonly changeSyncMs: readonly number[];
   /** Partial syncs in /metrics across all changes and reverts: Δsum / Δcount of the partial-sync histogram, ms. */
@@ -88,6 +92,8 @@ export const AGENT_COLUMNS = [
   'peak after changes',
   'write→kernel ms med (min–max)',
   'back ms med',
+  'write→counted ms med (max)',
+  '/metrics ms med (max)',
   'agent sync ms med (metrics mean)',
   'observer floor ms',
   'stop ms',
@@ -113,6 +119,8 @@ export function agentCells(r: AgentRow): string[] {
     f(r.peakRssAfterChangesMiB, 0),
     range(r.changeMs),
     f(median(r.revertMs), 2),
+    `${f(median(r.countedMs), 2)} (${f(Math.max(...r.countedMs), 2)})`,
+    `${f(median(r.scrapeMs), 2)} (${f(Math.max(...r.scrapeMs), 2)})`,
     `${f(median(r.changeSyncMs), 1)} (${f(r.metricsPartialMeanMs, 1)})`,
     f(median(r.observerMs), 2),
     `${f(r.stopMs, 0)}${r.tableKept ? '' : ' TABLE GONE'}`,

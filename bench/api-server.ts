@@ -1,5 +1,6 @@
 // The API server of the agent-process bench (bench/agent-run.ts): just what kube-proxy-ts asks of a real one, served
-// from memory. Each object is kept as its JSON text, stamped with its resourceVersion once, so that a paginated
+// from memory. Each object is kept as its JSON text, stamped with its uid and resourceVersion once (as a real
+// server stamps them: the uid made at create and kept across updates, here one per path and key), so that a paginated
 // LIST of 100,000 EndpointSlices costs this process a join of 500 strings per page, not a serialisation, and its
 // own memory (not the agent's) holds the cluster.
 //
@@ -10,6 +11,7 @@
 // `metadata.name=X` (the agent's Node watch); POSTs (the agent's Events) answered 201 and dropped; bearer token
 // auth. Anything else is 404, so the agent sees an API server without ServiceCIDRs (it then asks no more).
 // Label selectors are ignored: the bench's objects carry none of the labels the agent excludes.
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -25,8 +27,15 @@ export function objectKey(o: ApiObject): string {
   return o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name;
 }
 
-function stamped(o: ApiObject, rv: number): string {
-  return JSON.stringify({ ...o, metadata: { ...o.metadata, resourceVersion: String(rv) } });
+/** The uid a real server would have given the object at its create: stable across updates, unique per path and key. */
+export function objectUid(path: string, key: string): string {
+  const h = createHash('sha1').update(`${path}\n${key}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+}
+
+function stamped(path: string, o: ApiObject, rv: number): string {
+  const metadata = { ...o.metadata, uid: objectUid(path, objectKey(o)), resourceVersion: String(rv) };
+  return JSON.stringify({ ...o, metadata });
 }
 
 export function statusBody(code: number, reason: string, message: string): string {
@@ -185,14 +194,14 @@ export class BenchApiServer {
   /** Objects that exist from the start (no watch event, no history), each with its own resourceVersion. */
   load(path: string, objects: Iterable<ApiObject>): void {
     const coll = this.collection(path);
-    for (const o of objects) coll.put(objectKey(o), stamped(o, ++this.rv));
+    for (const o of objects) coll.put(objectKey(o), stamped(path, o, ++this.rv));
     this.oldestRv = this.rv;
   }
 
   /** Adds or replaces one object, and sends the event to every watch of `path` at once. */
   write(path: string, o: ApiObject): WriteResult {
     const key = objectKey(o);
-    const text = stamped(o, ++this.rv);
+    const text = stamped(path, o, ++this.rv);
     const added = this.collection(path).put(key, text);
     const event: HistoryEvent = {
       rv: this.rv,

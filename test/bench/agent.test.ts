@@ -201,6 +201,13 @@ describe('BenchApiServer', () => {
       assert.ok(e.ok && e.event.type === 'MODIFIED', JSON.stringify(e));
       assert.equal(objectKey(e.event.object), objectKey(changed));
       assert.equal(e.event.id.resourceVersion, String(result.rv));
+      // A uid as a real server stamps it: the listed object's, kept by the update; another object has another.
+      const listedObjects = page.page.items.map((c) => (c.ok ? c.object : undefined));
+      const uidOf = (o: ApiObject | undefined): unknown => o?.metadata.uid;
+      const listedOne = listedObjects.find((o) => o !== undefined && objectKey(o) === objectKey(changed));
+      assert.ok(typeof uidOf(listedOne) === 'string' && uidOf(listedOne) !== '');
+      assert.equal(uidOf(e.event.object), uidOf(listedOne));
+      assert.notEqual(uidOf(listedObjects[0]), uidOf(listedObjects[1]));
       assert.equal(
         JSON.stringify(
           (e.event.object as unknown as { endpoints: { addresses: string[] }[] }).endpoints[9]?.addresses,
@@ -319,6 +326,8 @@ h_other_sum 9
       peakRssAfterChangesMiB: 100,
       changeMs: [1, 2, 3],
       revertMs: [1, 2, 3],
+      countedMs: [2.5, 4, 3],
+      scrapeMs: [1.25, 0.75],
       changeSyncMs: [1, 1, 1],
       metricsPartialMeanMs: 1,
       observerMs: [0.3],
@@ -338,6 +347,7 @@ h_other_sum 9
     const md = agentMarkdown([row]).split('\n');
     assert.equal(md.length, 3);
     assert.ok(md[2]?.startsWith('| flat | 1000 | 0.50 |') && md[2].includes('2.00 (1.00–3.00)'), md[2]);
+    assert.ok(md[2]?.includes('| 3.00 (4.00) | 1.00 (1.25) |'), md[2]);
     assert.ok(md[2]?.includes('TABLE GONE'), md[2]);
     assert.ok(!agentMarkdown([{ ...row, tableKept: true }]).includes('TABLE GONE'));
   });
