@@ -85,15 +85,16 @@ describe('flat layout: one-endpoint changes at 1,000 Services', () => {
     cluster.upsertSlice(slice(500, [podIP(2, 500), podIP(3, 500)]));
     const r = await cluster.sync(backend);
     assert.equal(r.full, false);
-    // One transaction, so the order is only nft's (a key's delete before its add); the planner writes a port's keys
-    // in the order it rendered them.
+    // One transaction, so the order is only nft's (a key's delete before its add); the planner writes the endpoint
+    // entries first (the leaves, as a cold start does), then the other keys in the order the port rendered them,
+    // then the deletes.
     assert.deepEqual(lines(fake.lastTransaction?.operations ?? []), [
-      // The frontend points at the two-endpoint chain (which the other 999 Services made already) ...
-      `delete element service-ips { ${vip} . tcp . 80 }`,
-      `add element service-ips { ${vip} . tcp . 80 : goto dispatch-tcp-2 }`,
-      // ... slot 0 takes the endpoint of slot 2 (delete + add: nft refuses a new value for a key) ...
+      // Slot 0 takes the endpoint of slot 2 (delete + add: nft refuses a new value for a key) ...
       `delete element endpoints-tcp { ${vip} . tcp . 80 . 0 }`,
       `add element endpoints-tcp { ${vip} . tcp . 80 . 0 : ${podIP(3, 500)} . 80 }`,
+      // ... the frontend points at the two-endpoint chain (which the other 999 Services made already) ...
+      `delete element service-ips { ${vip} . tcp . 80 }`,
+      `add element service-ips { ${vip} . tcp . 80 : goto dispatch-tcp-2 }`,
       // ... and slot 2 goes; slot 1 is untouched.
       `delete element endpoints-tcp { ${vip} . tcp . 80 . 2 }`,
     ]);
@@ -121,9 +122,9 @@ describe('flat layout: one-endpoint changes at 1,000 Services', () => {
     cluster.upsertSlice(slice(7, [podIP(1, 7), '10.9.9.9', '10.9.9.10']));
     assert.equal((await cluster.sync(backend)).operations, 3);
     assert.deepEqual(lines(fake.lastTransaction?.operations ?? []), [
+      `add element endpoints-tcp { ${vip} . tcp . 80 . 2 : 10.9.9.10 . 80 }`,
       `delete element service-ips { ${vip} . tcp . 80 }`,
       `add element service-ips { ${vip} . tcp . 80 : goto dispatch-tcp-3 }`,
-      `add element endpoints-tcp { ${vip} . tcp . 80 . 2 : 10.9.9.10 . 80 }`,
     ]);
 
     // A count no Service had before makes its dispatch chain first (add, flush, its one rule).
@@ -465,7 +466,7 @@ describe('layout declarations', () => {
         const snapshot = new ModelCluster(family, 'test-node').checkout().snapshot;
         const setup = layout
           .createPlanner(n, () => [], undefined)
-          .planFull(snapshot, emptyKernel(layout.elementContainers), 0, true).setupOps;
+          .planFull(snapshot, emptyKernel(), 0, true).setupOps;
         const added = setup
           .filter((op) => op.verb === 'add' && (op.object.kind === 'set' || op.object.kind === 'map'))
           .map((op) => op.object);

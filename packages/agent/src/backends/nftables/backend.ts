@@ -127,7 +127,11 @@ function* refillTransactions(plan: Plan, direct: (set: string) => boolean): Gene
   // Each container's operations are made once, in the transaction that writes it.
   if (plan.deferredOps) objects.addValidated(plan.deferredOps.make((set) => !direct(set)));
   yield objects;
-  if (plan.deferredOps) yield new NftTransaction().addValidated(plan.deferredOps.make(direct));
+  // Made as the executor writes them (it writes these sets itself): over a million operations at 100,000 flat
+  // Services, each of which then dies young instead of living until the kernel answered.
+  const deferred = plan.deferredOps;
+  if (deferred)
+    yield NftTransaction.streamed({ count: deferred.countOf(direct), make: () => deferred.make(direct) });
   if (plan.tailOps && plan.tailOps.length > 0) yield new NftTransaction().addValidated(plan.tailOps);
 }
 
@@ -333,19 +337,18 @@ export class NftablesBackend implements ProxyBackend {
    * not one element: a full sync on a live table flushes and refills every container (refill()).
    */
   async #readKernel(): Promise<{ view: KernelView; state: KernelState }> {
-    const containers = this.#layout.elementContainers;
     let listing: NftListing;
     try {
       listing = await (this.#executor.listObjects?.() ?? this.#executor.list());
     } catch (e) {
       // A fresh node: nothing to converge from.
-      if (isNotFound(e)) return { view: emptyKernel(containers), state: 'absent' };
+      if (isNotFound(e)) return { view: emptyKernel(), state: 'absent' };
       this.#logger.warn('could not list the nftables table; refilling it without knowing its stale chains', {
         error: String(e),
       });
       return { view: refill(undefined), state: 'present' };
     }
-    if (this.#layout.isForeign(listing)) return { view: emptyKernel(containers), state: 'foreign' };
+    if (this.#layout.isForeign(listing)) return { view: emptyKernel(), state: 'foreign' };
     return { view: refill(listing), state: 'present' };
   }
 }
@@ -361,7 +364,7 @@ export function renderFullSyncTransaction(
   layout: NftablesLayout = UPSTREAM_LAYOUT,
 ): string {
   const planner = layout.createPlanner(node, () => nftNodePortIPs(node), featureGates);
-  const plan = planner.planFull(snapshot, emptyKernel(layout.elementContainers), 0, true);
+  const plan = planner.planFull(snapshot, emptyKernel(), 0, true);
   const tx = newTransaction(plan);
   if (tx.error) throw tx.error;
   return serializeTransaction({ family: nftFamilyOf(node.family), table: TABLE_NAME }, tx.operations).text;

@@ -50,10 +50,10 @@ export interface NftablesLayout {
   ): LayoutPlanner;
 }
 
-/** A kernel view of an empty table with these containers (a fresh node). */
-export function emptyKernel(containers: readonly ElementContainer[]): KernelView {
+/** The kernel view of a table that does not exist yet (a fresh node), or that a sync replaces whole. */
+export function emptyKernel(): KernelView {
   return {
     listing: { table: { kind: 'table' }, chains: [], sets: [], maps: [], rules: [] },
-    elements: new Map(containers.map((c) => [c.name, []])),
+    holdsElements: false,
   };
 }

@@ -6,11 +6,12 @@
 // commit(), after nft succeeded; after a failure the owner discards the planner's view by doing a full sync (which
 // flushes and refills every container of a live table, so it needs no view of the kernel's elements).
 import { changedPorts } from './changed-ports.js';
-import { ElementLedger, KernelUpdates, elementKey, elementValue } from './element-ledger.js';
+import { ElementLedger, KernelUpdates, Touched } from './element-ledger.js';
+import type { ElementRun } from './element-ledger.js';
 import type { ElementContainer, LayoutPlanner } from './layout.js';
 import { isAffinitySet, isServiceChain } from './naming.js';
 import type { RenderedServicePort } from './service-port.js';
-import type { NftElement, NftOperation } from '../../netfilter/nft/objects.js';
+import type { NftOperation } from '../../netfilter/nft/objects.js';
 import type { NftListing } from '../../netfilter/nft/executor.js';
 import type { FeatureGates } from '../../model/feature-gates.js';
 import { policyNode, servicePortPolicy } from '../../model/port-policy.js';
@@ -20,20 +21,20 @@ import type { NodeNetworkConfig, ProxySnapshot } from '../../sync/backend.js';
 /** Milliseconds a flushed chain waits before it is deleted (kernels < 6.2 notice late that it is unreferenced). */
 export const STALE_CHAIN_DELAY_MS = 1000;
 
-/** What the kernel held when a full sync started; `undefined` parts could not be read (they are flushed). */
+/** What the kernel held when a full sync started (`listing` undefined: its objects could not be read). */
 export interface KernelView {
   readonly listing: NftListing | undefined;
   /**
-   * container name → elements. A container absent from the map was not read: it is flushed and refilled, in
-   * the transaction that writes its elements. A full sync on a live table reads no elements at all (refill()):
-   * the kernel's dump of a million-element map is quadratic (docs/nftables-layouts.md).
+   * Whether the table's sets and maps may hold elements (a live table): the full sync then flushes and refills
+   * every container, in the transaction that writes its elements. No element is ever read back: the kernel's dump
+   * of a million-element map is quadratic (docs/nftables-layouts.md). False for a table the sync makes.
    */
-  readonly elements: ReadonlyMap<string, readonly NftElement[]>;
+  readonly holdsElements: boolean;
 }
 
 /** A live table's view for a full sync that flushes and refills every container: its objects, no element. */
 export function refill(listing: NftListing | undefined): KernelView {
-  return { listing, elements: new Map() };
+  return { listing, holdsElements: true };
 }
 
 export type RenderOutcome<R> =
@@ -70,6 +71,8 @@ function containerOf(op: NftOperation): string {
 /** Operations made only as they are written (Plan.deferredOps). */
 export interface DeferredOps {
   readonly count: number;
+  /** How many of them make(only) gives. */
+  countOf(only: (container: string) => boolean): number;
   /**
    * The operations in order; made anew on each call, before the plan is committed. With `only`, just those of the
    * sets and maps it accepts (by name), the others not made at all.
@@ -224,15 +227,15 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
   }
 
   /** Claims a freshly rendered port's elements and shared chains and keeps what the planner owns of it. */
-  #claim(key: string, r: R, touched: Map<string, Set<string>> | undefined): void {
-    const claims = this.#ledger.claim(r.elements, touched);
+  #claim(key: string, r: R, touched: Touched | undefined): void {
+    const claims = this.#ledger.claim(r.elements, r.runs ?? NO_RUNS, touched);
     for (const c of r.sharedChains) this.#sharedUsers.set(c, (this.#sharedUsers.get(c) ?? 0) + 1);
     if (r.noLocalInternal) this.#noLocalInternal++;
     if (r.noLocalExternal) this.#noLocalExternal++;
     this.#rendered.set(key, owned(r, claims, this.#layout.memo(r)));
   }
 
-  #release(key: string, r: OwnedPort<M>, touched: Map<string, Set<string>>, released: Released): void {
+  #release(key: string, r: OwnedPort<M>, touched: Touched, released: Released): void {
     this.#ledger.release(r.claims, touched);
     for (const c of r.sharedChains) {
       const n = (this.#sharedUsers.get(c) ?? 0) - 1;
@@ -289,24 +292,13 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
     return { plan: (kernel, now, firstSync) => this.#diffFull(kernel, now, firstSync, rendering) };
   }
 
-  /** What the kernel holds of each container, as text; one not read is flushed (`flushes`) and counts as empty. */
-  #heldElements(kernel: KernelView, flushes: NftOperation[]): Map<string, Map<string, string>> {
-    const held = new Map<string, Map<string, string>>();
-    for (const c of this.#layout.containers) {
-      const listed = kernel.elements.get(c.name);
-      if (listed === undefined) flushes.push({ verb: 'flush', object: { kind: c.kind, name: c.name } });
-      const elements = new Map<string, string>();
-      for (const e of listed ?? []) elements.set(elementKey(e), elementValue(e));
-      held.set(c.name, elements);
-    }
-    return held;
-  }
-
   #diffFull(kernel: KernelView, now: number, firstSync: boolean, rendering: Rendering): Plan {
     const setupOps = this.#layout.setup(firstSync, this.#nodePortIPs());
     const ops: NftOperation[] = [];
-    const flushes: NftOperation[] = [];
-    this.#ledger.setKernel(this.#heldElements(kernel, flushes));
+    // A live table's containers are emptied in the transaction that refills them; the ledger counts them empty.
+    const flushes: NftOperation[] = kernel.holdsElements
+      ? this.#layout.containers.map((c) => ({ verb: 'flush', object: { kind: c.kind, name: c.name } }))
+      : [];
     const listedChains = (kernel.listing?.chains ?? []).map((c) => c.name);
     const kernelChains = new Set(listedChains.filter(isServiceChain));
     const kernelShared = listedChains.filter((n) => this.#layout.isSharedChain(n));
@@ -319,12 +311,10 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
     // containers that were not read (all of them on a live table): the element part of the plan, which the
     // backend may apply on its own (the flat layout in-process). The rest follows them.
     const tailOps: NftOperation[] = [];
-    const diffed = this.#ledger.fullDiff(
-      this.#layout.containers.map((c) => c.name),
-      tailOps,
-    );
+    const diffed = this.#ledger.fullDiff(this.#layout.containers.map((c) => c.name));
     const adds: DeferredOps = {
       count: flushes.length + diffed.count,
+      countOf: (only) => flushes.filter((op) => only(containerOf(op))).length + diffed.countOf(only),
       *make(only) {
         for (const op of flushes) if (!only || only(containerOf(op))) yield op;
         yield* diffed.make(only);
@@ -340,7 +330,7 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
       if (!rendering.affinitySets.has(name)) tailOps.push({ verb: 'delete', object: { kind: 'set', name } });
 
     const commit = (): void => {
-      // Every wanted or held key of every container was diffed: the kernel now holds what is wanted.
+      // Every wanted element was added to emptied containers: the kernel now holds what is wanted.
       this.#ledger.kernelIsDesired();
       this.#kernelChains = new Set([...kernelChains, ...rendering.chains]);
       this.#kernelShared = new Set(inUse);
@@ -377,7 +367,7 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
   #rerender(
     snapshot: ProxySnapshot,
     changed: ReadonlySet<string>,
-    touched: Map<string, Set<string>>,
+    touched: Touched,
   ): { rendering: Rendering; released: Released } {
     const { oldKeys, newKeys } = changedPorts(
       changed,
@@ -411,7 +401,7 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
 
   /** Only the Services in `changed`: their chains are rewritten, their elements diffed, their leftovers flushed. */
   planPartial(snapshot: ProxySnapshot, changed: ReadonlySet<string>, now: number): Plan {
-    const touched = new Map<string, Set<string>>();
+    const touched = new Touched();
     const { rendering, released } = this.#rerender(snapshot, changed, touched);
 
     const ops: NftOperation[] = [];
@@ -460,6 +450,7 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
 }
 
 const NONE: readonly string[] = [];
+const NO_RUNS: readonly ElementRun[] = [];
 
 function owned<M>(r: RenderedServicePort, claims: readonly string[], memo: M): OwnedPort<M> {
   // Most ports have no chains, sets or shared chains of their own: one shared empty list instead of one per port.

@@ -2,6 +2,7 @@
 // affinity sets, and its elements in the shared sets and maps. Pure; the planner decides what to send.
 import type { NftChain, NftElement, NftOperation, NftRule, NftSet } from '../../netfilter/nft/objects.js';
 import { validateOperation } from '../../netfilter/nft/validate.js';
+import type { ElementRun } from './element-ledger.js';
 import type { Endpoint } from '../../model/endpoint.js';
 import type { NoEndpointsVerdict, ServicePortPolicy } from '../../model/port-policy.js';
 import type { NodeNetworkConfig } from '../../sync/backend.js';
@@ -35,6 +36,8 @@ export interface RenderedServicePort {
   readonly sharedChains: readonly string[];
   /** Elements in the shared sets and maps (always diffed against the kernel). */
   readonly elements: readonly NftElement[];
+  /** More elements of the shared maps, as runs of consecutive indexes (the flat layout's endpoint entries). */
+  readonly runs?: readonly ElementRun[];
   readonly noLocalInternal: boolean;
   readonly noLocalExternal: boolean;
 }

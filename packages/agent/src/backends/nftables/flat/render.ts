@@ -2,6 +2,8 @@
 // and sets, keyed by the port's frontends (ClusterIP, external IPs and load-balancer VIPs as address . protocol .
 // port, the NodePort as protocol . port), plus, for ClientIP affinity only, upstream's per-endpoint chains and
 // sets. Pure: the slots it was given last time come in, the slots it used go out; the planner keeps them.
+import { RUN_SEPARATOR } from '../element-ledger.js';
+import type { ElementRun } from '../element-ledger.js';
 import type { RenderedServicePort } from '../service-port.js';
 import type { NftElement, NftOperation } from '../../../netfilter/nft/objects.js';
 import { validateOperation } from '../../../netfilter/nft/validate.js';
@@ -37,13 +39,35 @@ import {
 import type { DispatchKind, FlatProtocol } from '../naming.js';
 import { assignSlots, slotIdentities, slotValue } from './slots.js';
 
-/** Which endpoint identity is in which slot, per view (see slots.ts); empty when the view is unused. */
+/**
+ * Which endpoint identity is in which slot, per view (see slots.ts): the identities in slot order joined with
+ * RUN_SEPARATOR, '' when the view is unused. One string per view, not a string per endpoint and an array: the
+ * planner keeps these for every port (at 100,000 Services × 10, a million identities).
+ */
 export interface PortSlots {
-  readonly cluster: readonly string[];
-  readonly local: readonly string[];
+  readonly cluster: string;
+  readonly local: string;
 }
 
-export const NO_SLOTS: PortSlots = { cluster: [], local: [] };
+export const NO_SLOTS: PortSlots = { cluster: '', local: '' };
+
+const NO_IDS: readonly string[] = [];
+
+function slotList(joined: string): readonly string[] {
+  return joined === '' ? NO_IDS : joined.split(RUN_SEPARATOR);
+}
+
+/**
+ * `goto <chain>` of each dispatch chain, and the chain's name: one string each for every port that uses them
+ * (made per port they were 10 MB at 100,000 Services). Bounded: a name is a kind, a protocol and an endpoint count.
+ */
+const DISPATCH_TARGETS = new Map<string, { readonly name: string; readonly verdict: string }>();
+
+function dispatchTarget(name: string): { readonly name: string; readonly verdict: string } {
+  let target = DISPATCH_TARGETS.get(name);
+  if (!target) DISPATCH_TARGETS.set(name, (target = { name, verdict: `goto ${name}` }));
+  return target;
+}
 
 /**
  * What upstream's layout renders for a port (chainOps, chains and affinity sets only for affinity ports; the shared
@@ -89,8 +113,8 @@ export function firewallSources(sourceRanges: readonly string[], allowedVIPs: re
 interface ExternalFrontendKind {
   /** The frontend's jump to the shared external chain of its policy, while the Service has endpoints. */
   readonly serviceMap: string;
-  readonly clusterChain: string;
-  readonly localChain: string;
+  readonly clusterVerdict: string;
+  readonly localVerdict: string;
   /** The dispatch entries of the Cluster and Local views. */
   readonly clusterDispatchMap: string;
   readonly localDispatchMap: string;
@@ -102,8 +126,8 @@ interface ExternalFrontendKind {
 
 const EXTERNAL_IP_FRONTEND: ExternalFrontendKind = {
   serviceMap: SERVICE_IPS_MAP,
-  clusterChain: EXTERNAL_CLUSTER_CHAIN,
-  localChain: EXTERNAL_LOCAL_CHAIN,
+  clusterVerdict: `goto ${EXTERNAL_CLUSTER_CHAIN}`,
+  localVerdict: `goto ${EXTERNAL_LOCAL_CHAIN}`,
   clusterDispatchMap: CLUSTER_DISPATCH_MAP,
   localDispatchMap: LOCAL_DISPATCH_MAP,
   cluster: 'cluster',
@@ -113,8 +137,8 @@ const EXTERNAL_IP_FRONTEND: ExternalFrontendKind = {
 
 const NODEPORT_FRONTEND: ExternalFrontendKind = {
   serviceMap: SERVICE_NODEPORTS_MAP,
-  clusterChain: NODEPORT_EXTERNAL_CLUSTER_CHAIN,
-  localChain: NODEPORT_EXTERNAL_LOCAL_CHAIN,
+  clusterVerdict: `goto ${NODEPORT_EXTERNAL_CLUSTER_CHAIN}`,
+  localVerdict: `goto ${NODEPORT_EXTERNAL_LOCAL_CHAIN}`,
   clusterDispatchMap: NODEPORT_CLUSTER_DISPATCH_MAP,
   localDispatchMap: NODEPORT_LOCAL_DISPATCH_MAP,
   cluster: 'nodeport-cluster',
@@ -178,10 +202,9 @@ function affinityChains(policy: ServicePortPolicy, node: NodeNetworkConfig): Aff
  */
 function firstProblem(
   chainOps: readonly NftOperation[],
-  slots: PortSlots,
+  slots: { readonly cluster: readonly string[]; readonly local: readonly string[] },
   protocol: FlatProtocol,
   elements: readonly NftElement[],
-  endpointEntries: ReadonlySet<NftElement>,
 ): string | undefined {
   for (const op of chainOps) {
     const problem = validateOperation(op);
@@ -198,11 +221,19 @@ function firstProblem(
     if (problem !== undefined) return problem;
   }
   for (const e of elements) {
-    if (endpointEntries.has(e)) continue;
     const problem = validateOperation({ verb: 'add', object: e });
     if (problem !== undefined) return problem;
   }
   return undefined;
+}
+
+/**
+ * A view's slots as the values of its endpoint entries (an ElementRun's): the joined slots themselves where every
+ * identity is `ip . port` (the planner keeps the slots and the ledger the values: one string for both), else each
+ * identity's `ip . port`.
+ */
+function slotValues(joined: string, ids: readonly string[]): string {
+  return joined.includes('#') ? ids.map((id) => slotValue(id).join(' . ')).join(RUN_SEPARATOR) : joined;
 }
 
 /** Renders one service port from its policy (src/model/port-policy.ts) and the slots it had last time. */
@@ -220,28 +251,25 @@ export function renderFlatServicePort(
   const comment = sp.nameString;
 
   const elements: NftElement[] = [];
-  const el = (set: string, key: string[], value?: string[], elementComment?: string): NftElement => {
-    const e: NftElement = {
+  const el = (set: string, key: string[], value?: string[], elementComment?: string): void =>
+    void elements.push({
       kind: 'element',
       set,
       key,
       ...(value !== undefined ? { value } : {}),
       ...(elementComment !== undefined ? { comment: elementComment } : {}),
-    };
-    elements.push(e);
-    return e;
-  };
-  /** Entries of the endpoints maps: their values are slot identities, checked on their own. */
-  const endpointEntries = new Set<NftElement>();
+    });
+  const runs: ElementRun[] = [];
 
-  const slots: PortSlots = {
+  const ids = {
     cluster: policy.usesClusterEndpoints
-      ? assignSlots(previous.cluster, slotIdentities(policy.clusterEndpoints))
-      : [],
+      ? assignSlots(slotList(previous.cluster), slotIdentities(policy.clusterEndpoints))
+      : NO_IDS,
     local: policy.usesLocalEndpoints
-      ? assignSlots(previous.local, slotIdentities(policy.localEndpoints))
-      : [],
+      ? assignSlots(slotList(previous.local), slotIdentities(policy.localEndpoints))
+      : NO_IDS,
   };
+  const slots: PortSlots = { cluster: ids.cluster.join(RUN_SEPARATOR), local: ids.local.join(RUN_SEPARATOR) };
 
   // Where a view's traffic goes: a shared dispatch chain by endpoint count, or (affinity) the port's own chain.
   const dispatchChains = new Set<string>();
@@ -250,22 +278,23 @@ export function renderFlatServicePort(
     const local = kind === 'local' || kind === 'nodeport-local';
     if (affinity)
       return `goto ${(local ? LOCAL_CHAIN_PREFIX : SERVICE_CHAIN_PREFIX) + servicePortChainBase(sp.name)}`;
-    const name = dispatchChainName(kind, protocol, local ? slots.local.length : slots.cluster.length);
+    const { name, verdict } = dispatchTarget(
+      dispatchChainName(kind, protocol, local ? ids.local.length : ids.cluster.length),
+    );
     dispatchChains.add(name);
-    return `goto ${name}`;
+    return verdict;
   };
-  /** The endpoint entries of one frontend for one view (none with affinity: its chains DNAT). */
+  /**
+   * The endpoint entries of one frontend for one view, `frontend . slot` → endpoint, as one run (none with
+   * affinity: its chains DNAT).
+   */
   const endpoints = (kind: DispatchKind, frontend: readonly string[]): void => {
     if (affinity) return;
-    const map = endpointsMapName(kind, protocol);
-    const view = kind === 'local' || kind === 'nodeport-local' ? slots.local : slots.cluster;
-    view.forEach((id, slot) => {
-      // The value is the slot's identity itself where it is `ip . port` (one pre-joined field, objects.ts): the
-      // planner keeps the slots and the ledger keeps the value, and at 100,000 Services sharing that one string
-      // saves a million. Its fields are checked once per endpoint below, not per frontend.
-      const value = id.includes('#') ? slotValue(id) : [id];
-      endpointEntries.add(el(map, [...frontend, String(slot)], value));
-    });
+    const local = kind === 'local' || kind === 'nodeport-local';
+    const joined = local ? slots.local : slots.cluster;
+    if (joined === '') return;
+    const values = slotValues(joined, local ? ids.local : ids.cluster);
+    runs.push({ set: endpointsMapName(kind, protocol), prefix: frontend.join(' . '), values });
   };
 
   el(CLUSTER_IPS_SET, [sp.clusterIP]);
@@ -290,7 +319,7 @@ export function renderFlatServicePort(
   const localExternal = sp.externalPolicyLocal && noExternal === undefined && policy.usesLocalEndpoints;
   const externalFrontend = (kind: ExternalFrontendKind, frontend: string[]): void => {
     if (policy.hasEndpoints) {
-      el(kind.serviceMap, frontend, [`goto ${sp.externalPolicyLocal ? kind.localChain : kind.clusterChain}`]);
+      el(kind.serviceMap, frontend, [sp.externalPolicyLocal ? kind.localVerdict : kind.clusterVerdict]);
       if (policy.usesClusterEndpoints) {
         el(kind.clusterDispatchMap, frontend, [target(kind.cluster)]);
         endpoints(kind.cluster, frontend);
@@ -319,7 +348,7 @@ export function renderFlatServicePort(
   const { chainOps, chains, affinitySets } = affinity
     ? affinityChains(policy, node)
     : { chainOps: [], chains: [], affinitySets: [] };
-  const problem = firstProblem(chainOps, slots, protocol, elements, endpointEntries);
+  const problem = firstProblem(chainOps, ids, protocol, elements);
   if (problem !== undefined) return { ok: false, key: sp.key, serviceName: sp.serviceName, reason: problem };
 
   return {
@@ -328,6 +357,7 @@ export function renderFlatServicePort(
       key: sp.key,
       serviceName: sp.serviceName,
       elements,
+      runs,
       sharedChains: [...dispatchChains],
       chainOps,
       chains,
