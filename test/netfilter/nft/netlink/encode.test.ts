@@ -11,6 +11,8 @@ import { sharedSets, familyWords } from '../../../../packages/agent/src/backends
 import type { NftOperation } from '../../../../packages/agent/src/netfilter/nft/objects.js';
 import type { EncodedBatch } from '../../../../packages/agent/src/netfilter/nft/netlink/encode.js';
 import {
+  batchOperation,
+  batchSize,
   encodeElementBatch,
   operationForReply,
 } from '../../../../packages/agent/src/netfilter/nft/netlink/encode.js';
@@ -221,6 +223,41 @@ describe('what the writer refuses before anything is sent', () => {
     const r = encodeElementBatch({ family: 'inet', table: 'kube-proxy' }, [good], schemasOf('ip'), 1);
     assert.ok('reason' in r);
     assert.match(r.reason, /family inet/);
+  });
+});
+
+describe('a streamed batch (operations made as they are written)', () => {
+  test('is the same bytes as the array it makes, made once; an operation is found again by its index', () => {
+    const ops = vectorOperations('ip');
+    // Enough operations that the writer projects its size from the first ones and grows once.
+    const many = [...ops, ...ops, ...ops, ...ops];
+    let made = 0;
+    const stream = {
+      count: many.length,
+      *make(): Generator<NftOperation> {
+        made++;
+        yield* many;
+      },
+    };
+    const fromArray = encoded('ip', many, 7);
+    const r = encodeElementBatch({ family: 'ip', table: 'kube-proxy' }, stream, schemasOf('ip'), 7);
+    if ('reason' in r) assert.fail(`encode failed: ${r.reason}`);
+    assert.equal(made, 1, 'the stream is made once to be written');
+    assert.ok(r.bytes.equals(fromArray.bytes), 'the same batch');
+    assert.deepEqual(r.messages, fromArray.messages);
+    assert.deepEqual([...r.operationOffsets], [...fromArray.operationOffsets]);
+    assert.equal(batchSize(stream), many.length);
+    assert.equal(batchOperation(stream, 1234), many[1234]);
+    assert.equal(batchOperation(stream, many.length), undefined);
+  });
+
+  test('a stream that makes more operations than it announced is refused, naming the first extra one', () => {
+    const ops = vectorOperations('ip');
+    const stream = { count: 2, make: () => ops };
+    const r = encodeElementBatch({ family: 'ip', table: 'kube-proxy' }, stream, schemasOf('ip'), 1);
+    assert.ok('reason' in r);
+    assert.equal(r.index, 2);
+    assert.match(r.reason, /more than the 2 operations it announced/);
   });
 });
 

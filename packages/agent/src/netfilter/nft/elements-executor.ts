@@ -110,12 +110,15 @@ export class NftElementsExecutor implements NftExecutor {
   async run(tx: NftTransaction): Promise<NftRunStats> {
     if (tx.error) throw tx.error;
     if (tx.size === 0) return { serializeMs: 0, applyMs: 0 };
-    if (!canApply(tx.operations, this.#schemas)) {
+    // A streamed transaction (a refill's elements, for sets writesElementsOf named) is written as it is made; the
+    // encoder refuses an operation netlink cannot write, naming it.
+    const stream = tx.stream;
+    if (stream === undefined && !canApply(tx.operations, this.#schemas)) {
       this.#counts.delegatedTransactions++;
       return this.#inner.run(tx);
     }
     this.#counts.netlinkTransactions++;
-    const r = await this.#elements.apply(this.ref, tx.operations, this.#schemas);
+    const r = await this.#elements.apply(this.ref, stream ?? tx.operations, this.#schemas);
     if (!r.ok) throw toNftError(r.error);
     return { serializeMs: r.stats.encodeMs, applyMs: r.stats.kernelMs };
   }

@@ -16,8 +16,8 @@ import type { NftTableRef } from '../serialize.js';
 import type { NftListing } from '../executor.js';
 import type { ListedElement, NetlinkMessageView } from './decode.js';
 import { decodeSetElemMessage, netlinkMessages, parseErrorReply } from './decode.js';
-import type { EncodedBatch } from './encode.js';
-import { encodeElementBatch, operationForReply } from './encode.js';
+import type { BatchOperations, EncodedBatch } from './encode.js';
+import { batchOperation, batchSize, encodeElementBatch, operationForReply } from './encode.js';
 import {
   HOST_LE,
   NFGENMSG_LEN,
@@ -196,7 +196,7 @@ export class NetlinkElements {
    */
   apply(
     ref: NftTableRef,
-    ops: readonly NftOperation[],
+    ops: BatchOperations,
     schemas: ReadonlyMap<string, ElementSchema>,
   ): Promise<NetlinkApplyResult> {
     return this.#serialized(() => this.#apply(ref, ops, schemas));
@@ -204,16 +204,17 @@ export class NetlinkElements {
 
   async #apply(
     ref: NftTableRef,
-    ops: readonly NftOperation[],
+    ops: BatchOperations,
     schemas: ReadonlyMap<string, ElementSchema>,
   ): Promise<NetlinkApplyResult> {
-    if (ops.length === 0) return { ok: true, stats: { encodeMs: 0, kernelMs: 0, messages: 0, bytes: 0 } };
+    const count = batchSize(ops);
+    if (count === 0) return { ok: true, stats: { encodeMs: 0, kernelMs: 0, messages: 0, bytes: 0 } };
     const t0 = performance.now();
     // Begin, at most one message per operation, end.
-    const encoded = encodeElementBatch(ref, ops, schemas, this.#takeSeq(ops.length + 2));
+    const encoded = encodeElementBatch(ref, ops, schemas, this.#takeSeq(count + 2));
     const t1 = performance.now();
     if ('reason' in encoded) {
-      const operation = ops[encoded.index];
+      const operation = batchOperation(ops, encoded.index);
       return {
         ok: false,
         error: {
@@ -252,10 +253,7 @@ export class NetlinkElements {
    * Reads the kernel's answer to every message of the batch; returns the first error (by message order), or
    * undefined when every message was acknowledged. The kernel queues all answers before the send returns.
    */
-  async #answers(
-    batch: EncodedBatch,
-    ops: readonly NftOperation[],
-  ): Promise<NetlinkElementError | undefined> {
+  async #answers(batch: EncodedBatch, ops: BatchOperations): Promise<NetlinkElementError | undefined> {
     let pending = batch.messages.length;
     let batchLevel = false;
     const refused: { seq: number; errno: number; offset?: number; text?: string }[] = [];
@@ -292,7 +290,7 @@ export class NetlinkElements {
     refused.sort((a, b) => a.seq - b.seq);
     const first = refused[0] as (typeof refused)[number];
     const index = operationForReply(batch, first.seq, first.offset);
-    const operation = index === undefined ? undefined : ops[index];
+    const operation = index === undefined ? undefined : batchOperation(ops, index);
     const what = operation
       ? `nf_tables refused ${operation.verb} ${describeObject(operation.object)}`
       : 'nf_tables refused the batch';

@@ -17,6 +17,7 @@ import type { NftElement, NftOperation } from '../objects.js';
 import { describeObject } from '../objects.js';
 import { quoteComment } from '../quote.js';
 import type { NftTableRef } from '../serialize.js';
+import type { OperationStream } from '../transaction.js';
 import {
   fieldEnd,
   lastFieldProblem,
@@ -110,7 +111,13 @@ class Writer {
 
   ensure(more: number): void {
     if (this.pos + more <= this.buf.length) return;
-    const next = Buffer.alloc(Math.max(this.buf.length * 2, this.pos + more));
+    this.reserve(Math.max(this.buf.length * 2, this.pos + more));
+  }
+
+  /** Grows the buffer to `capacity` bytes (no smaller). */
+  reserve(capacity: number): void {
+    if (capacity <= this.buf.length) return;
+    const next = Buffer.alloc(capacity);
     this.buf.copy(next, 0, 0, this.pos);
     this.buf = next;
   }
@@ -350,6 +357,33 @@ function estimatedBytes(ops: readonly NftOperation[], schemas: ReadonlyMap<strin
   return n;
 }
 
+/**
+ * A streamed batch (its operations made as they are written) starts with this much room, and after this many
+ * operations grows once to what they project for the whole count: doubling a 100 MB buffer would hold the old
+ * and the new one at once.
+ */
+const STREAM_START_BYTES = 1 << 20;
+const STREAM_PROJECT_AFTER = 4096;
+
+/** The operations of one batch: an array, or a stream made as it is written (transaction.ts). */
+export type BatchOperations = readonly NftOperation[] | OperationStream;
+
+function isStream(ops: BatchOperations): ops is OperationStream {
+  return !Array.isArray(ops);
+}
+
+/** How many operations a batch has, and the one at `index` (a stream is made again up to it: errors only). */
+export function batchSize(ops: BatchOperations): number {
+  return isStream(ops) ? ops.count : ops.length;
+}
+
+export function batchOperation(ops: BatchOperations, index: number): NftOperation | undefined {
+  if (!isStream(ops)) return ops[index];
+  let i = 0;
+  for (const op of ops.make()) if (i++ === index) return op;
+  return undefined;
+}
+
 /** Room one element may need beyond its key and value bytes (headers, a verdict's chain name). */
 const ELEMENT_OVERHEAD = 64 + NAME_MAX + 1;
 
@@ -360,10 +394,12 @@ const ELEMENT_OVERHEAD = 64 + NAME_MAX + 1;
  */
 export function encodeElementBatch(
   ref: NftTableRef,
-  ops: readonly NftOperation[],
+  ops: BatchOperations,
   schemas: ReadonlyMap<string, ElementSchema>,
   firstSeq: number,
 ): EncodedBatch | EncodeError {
+  const count = batchSize(ops);
+  const streamed = isStream(ops);
   if (ref.family !== 'ip' && ref.family !== 'ip6') {
     return { index: -1, reason: `table family ${ref.family} is not written through netlink` };
   }
@@ -371,9 +407,9 @@ export function encodeElementBatch(
     return { index: -1, reason: `table name ${JSON.stringify(ref.table)} is not an nft name` };
   }
   const family = NFPROTO[ref.family];
-  const w = new Writer(estimatedBytes(ops, schemas));
+  const w = new Writer(isStream(ops) ? STREAM_START_BYTES : estimatedBytes(ops, schemas));
   const messages: BatchMessage[] = [];
-  const offsets = new Uint32Array(ops.length);
+  const offsets = new Uint32Array(count);
   let seq = firstSeq;
   w.finish(w.header(NFNL_MSG_BATCH_BEGIN, NLM_F_REQUEST, seq++, 0, NFNL_SUBSYS_NFTABLES));
 
@@ -409,8 +445,11 @@ export function encodeElementBatch(
     if (!continued) runElements = 0;
   };
 
-  for (let i = 0; i < ops.length; i++) {
-    const op = ops[i] as NftOperation;
+  let i = -1;
+  for (const op of isStream(ops) ? ops.make() : ops) {
+    i++;
+    if (i >= count) return failure(i, op, `the stream made more than the ${count} operations it announced`);
+    if (streamed && i === STREAM_PROJECT_AFTER) w.reserve(Math.ceil((w.pos / i) * count * 1.05) + 65536);
     const object = op.object;
 
     if (object.kind === 'set' || object.kind === 'map') {
@@ -465,7 +504,7 @@ export function encodeElementBatch(
       offsets[i] = elemAt;
     }
   }
-  close(ops.length);
+  close(i + 1);
   w.ensure(64);
   const end = w.header(NFNL_MSG_BATCH_END, NLM_F_REQUEST, seq, 0, NFNL_SUBSYS_NFTABLES);
   w.finish(end);
