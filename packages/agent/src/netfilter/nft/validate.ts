@@ -21,10 +21,38 @@ const FLAG = /^[a-z]+$/;
 // A newline or `;` would start another command, `#` a comment, `"` an unbalanced string.
 const RULE_FORBIDDEN = /[\n\r;#"\\]/;
 
+// The values of an element run (backends/nftables/element-ledger.ts): one element's value per line, each value
+// one or more plain fields joined by ` . ` (a concatenation), no field holding a space.
+const RUN_VALUE = '[A-Za-z0-9_.:/-]+(?: \\. [A-Za-z0-9_.:/-]+)*';
+const RUN_VALUES = new RegExp(`^${RUN_VALUE}(?:\\n${RUN_VALUE})*$`);
+
+/**
+ * Names already found valid. The same few set and chain names come back in nearly every operation (at 100,000
+ * Services a full sync checks ≈ 400,000 elements against a dozen set names), so each is tested once; the memo is
+ * dropped when it grows past a bound, so names from the cluster (per-port chains) cannot make it grow for ever.
+ */
+const validNames = new Set<string>();
+const VALID_NAMES_MAX = 4096;
+
 function checkName(what: string, name: string): string | undefined {
+  if (validNames.has(name)) return undefined;
   if (name.length === 0) return `${what} has an empty name`;
   if (name.length > NAME_LENGTH_MAX) return `${what} name is longer than ${NAME_LENGTH_MAX} characters`;
   if (!IDENTIFIER.test(name)) return `${what} name ${JSON.stringify(name)} is not a valid nft identifier`;
+  if (validNames.size >= VALID_NAMES_MAX) validNames.clear();
+  validNames.add(name);
+  return undefined;
+}
+
+/**
+ * Why the values of an element run cannot be written (one value per line, `a . b` fields as an element's value),
+ * or undefined: one test of the whole text, where checking each value as an element of its own made and tested
+ * an object per endpoint.
+ */
+export function runValuesProblem(set: string, values: string): string | undefined {
+  const bad = checkName('element set', set);
+  if (bad) return bad;
+  if (!RUN_VALUES.test(values)) return `element in ${set}: invalid values ${JSON.stringify(values)}`;
   return undefined;
 }
 

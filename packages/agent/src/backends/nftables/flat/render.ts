@@ -6,7 +6,7 @@ import { RUN_SEPARATOR } from '../element-ledger.js';
 import type { ElementRun } from '../element-ledger.js';
 import type { RenderedServicePort } from '../service-port.js';
 import type { NftElement, NftOperation } from '../../../netfilter/nft/objects.js';
-import { validateOperation } from '../../../netfilter/nft/validate.js';
+import { runValuesProblem, validateOperation } from '../../../netfilter/nft/validate.js';
 import { cidrContains } from '../../../model/ip.js';
 import type { NoEndpointsVerdict, ServicePortPolicy } from '../../../model/port-policy.js';
 import type { NodeNetworkConfig } from '../../../sync/backend.js';
@@ -196,28 +196,20 @@ function affinityChains(policy: ServicePortPolicy, node: NodeNetworkConfig): Aff
 
 /**
  * The first name nft cannot hold in what a port renders (names come from the cluster: such a Service is skipped,
- * never sent). An endpoint entry's key is a frontend that another element of this port carries too (its
- * service-ips or dispatch entry, checked here) plus a slot number, and its value is a slot identity, checked once
- * per endpoint: nothing of it is new.
+ * never sent). An endpoint run's prefix is a frontend that another element of this port carries too (its
+ * service-ips or dispatch entry, checked here), and its values are checked as one text.
  */
 function firstProblem(
   chainOps: readonly NftOperation[],
-  slots: { readonly cluster: readonly string[]; readonly local: readonly string[] },
-  protocol: FlatProtocol,
+  runs: readonly ElementRun[],
   elements: readonly NftElement[],
 ): string | undefined {
   for (const op of chainOps) {
     const problem = validateOperation(op);
     if (problem !== undefined) return problem;
   }
-  for (const id of new Set([...slots.cluster, ...slots.local])) {
-    const probe: NftElement = {
-      kind: 'element',
-      set: endpointsMapName('cluster', protocol),
-      key: ['x'],
-      value: slotValue(id),
-    };
-    const problem = validateOperation({ verb: 'add', object: probe });
+  for (const run of runs) {
+    const problem = runValuesProblem(run.set, run.values);
     if (problem !== undefined) return problem;
   }
   for (const e of elements) {
@@ -348,7 +340,7 @@ export function renderFlatServicePort(
   const { chainOps, chains, affinitySets } = affinity
     ? affinityChains(policy, node)
     : { chainOps: [], chains: [], affinitySets: [] };
-  const problem = firstProblem(chainOps, ids, protocol, elements);
+  const problem = firstProblem(chainOps, runs, elements);
   if (problem !== undefined) return { ok: false, key: sp.key, serviceName: sp.serviceName, reason: problem };
 
   return {
