@@ -127,6 +127,26 @@ describe('loadClientConfig: kubeconfig and --master', () => {
     assert.equal(await get(ok(loadClientConfig({ kubeconfig: file }))), 401);
   });
 
+  test('a token file, named relative to the kubeconfig, wins over a token', async () => {
+    writeFile('secret-token\n', 'token-relative');
+    const file = kubeconfig({ server: server.url }, { token: 'stale-token', tokenFile: 'token-relative' });
+    assert.equal(await get(ok(loadClientConfig({ kubeconfig: file }))), 200);
+    assert.equal(server.requests.at(-1)?.headers.authorization, 'Bearer secret-token');
+    const missing = loadClientConfig({
+      kubeconfig: kubeconfig({ server: server.url }, { tokenFile: 'gone' }),
+    });
+    assert.ok(!missing.ok);
+    assert.equal(missing.error.field, 'users[name=lab-user].user.tokenFile');
+    assert.match(missing.error.message, /gone.*cannot be read/);
+  });
+
+  test('basic auth from username and password', async () => {
+    const file = kubeconfig({ server: server.url }, { username: 'admin', password: 'pa:ss' });
+    assert.equal(await get(ok(loadClientConfig({ kubeconfig: file }))), 401);
+    const expected = `Basic ${Buffer.from('admin:pa:ss').toString('base64')}`;
+    assert.equal(server.requests.at(-1)?.headers.authorization, expected);
+  });
+
   test('qps and burst default to upstream clientConnection defaults (5, 10) and pass through', () => {
     const d = ok(loadClientConfig({ master: server.url }));
     assert.deepEqual([d.qps, d.burst], [5, 10]);
@@ -179,6 +199,30 @@ describe('loadClientConfig: errors name the file and the field', () => {
       'KubeconfigInvalid',
       /"not a url" is not a URL/,
       'clusters[name=lab-cluster].cluster.server',
+    ],
+    [
+      'user without a name',
+      () =>
+        loadClientConfig({
+          kubeconfig: writeFile(stringify({ 'current-context': 'c', users: [{ user: { token: 't' } }] })),
+        }),
+      'KubeconfigInvalid',
+      /users\[0\]\.name is missing/,
+    ],
+    [
+      'context without its map',
+      () =>
+        loadClientConfig({
+          kubeconfig: writeFile(stringify({ 'current-context': 'c', contexts: [{ name: 'c' }] })),
+        }),
+      'KubeconfigInvalid',
+      /contexts\[0\]\.context is missing/,
+    ],
+    [
+      'server not a string',
+      () => loadClientConfig({ kubeconfig: kubeconfig({ server: 6443 }) }),
+      'KubeconfigInvalid',
+      /clusters\[0\]\.cluster\.server is not a string/,
     ],
     ['bad --master', () => loadClientConfig({ master: 'ftp://x' }), 'InvalidServer', /--master/, '--master'],
   ];

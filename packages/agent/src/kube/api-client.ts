@@ -1,10 +1,10 @@
 // GET requests to the API server with node:http(s), so that a watch is a plain streamed response we control
-// (abort, idle watchdog, keepalive), authenticated by the KubeConfig: every request asks it for headers (tokens
-// from files and exec plugins are refreshed by the library) and the TLS agent (CA, client cert, skip-verify).
+// (abort, idle watchdog, keepalive), authenticated by the config's credentials (request-auth.ts): every request asks
+// them for headers (token files and exec plugins refreshed as they go) and the TLS agent (CA, client cert,
+// skip-verify).
 import http from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { Clock } from '../util/clock.js';
 import type { ClientConfig } from './client-config.js';
 import { tokenBucket } from './rate-limiter.js';
@@ -54,20 +54,6 @@ export interface ApiClientDeps {
 
 const USER_AGENT = 'kube-proxy-ts';
 
-// The library refuses to build an agent for an http:// server unless TLS verification is off (there is no TLS to
-// verify); upstream clients allow http (e.g. --master http://127.0.0.1:8080). Ask a copy marked skip-verify for the
-// headers only, and use a plain http agent.
-function forPlainHttp(kc: KubeConfig): KubeConfig {
-  const copy = new KubeConfig();
-  copy.loadFromOptions({
-    clusters: kc.clusters.map((c) => ({ ...c, skipTLSVerify: true })),
-    contexts: kc.contexts,
-    users: kc.users,
-    currentContext: kc.currentContext,
-  });
-  return copy;
-}
-
 function flattenHeaders(
   headers: OutgoingHttpHeaders | readonly string[] | undefined,
 ): Record<string, string> {
@@ -82,7 +68,7 @@ function flattenHeaders(
 
 export function createApiClient(config: ClientConfig, deps: ApiClientDeps): ApiClient {
   const plain = config.server.protocol === 'http:';
-  const authSource = plain ? forPlainHttp(config.kubeConfig) : config.kubeConfig;
+  const authSource = config.auth;
   const limiter = deps.rateLimiter ?? tokenBucket(config.qps, config.burst, deps.clock);
   const httpAgent = new http.Agent({ keepAlive: true });
   let tlsAgent: http.Agent | undefined;

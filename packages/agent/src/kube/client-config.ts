@@ -1,15 +1,19 @@
 // Where the API server is and how to authenticate to it, decided the way upstream kube-proxy decides
 // (cmd/kube-proxy/app/server.go createClient): neither --kubeconfig nor --master → in-cluster service account;
 // otherwise the kubeconfig file (only the explicit path: $KUBECONFIG is not read), with --master replacing the
-// server. @kubernetes/client-node's KubeConfig does the loading and the authentication (tokens, token files,
-// client certificates, CA, insecure-skip-tls-verify, exec plugins); requests are our own (api-client.ts).
+// server. The kubeconfig is read here; its credentials are applied by request-auth.ts (tokens, token files, basic
+// auth, client certificates, CA, insecure-skip-tls-verify), or by @kubernetes/client-node, loaded only when the
+// user needs what only it does (exec plugins, auth providers, impersonation, proxies). Requests are our own
+// (api-client.ts).
 import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
-import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
-import type { Cluster, Context, User } from '@kubernetes/client-node';
+import { dirname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { errorMessage } from '../util/error-message.js';
+import { readKubeconfig } from './kubeconfig-file.js';
+import type { KubeconfigUser } from './kubeconfig-file.js';
+import { CredentialAuth, LibraryAuth } from './request-auth.js';
+import type { Material, RequestAuth } from './request-auth.js';
 
 export const SERVICE_ACCOUNT_ROOT = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -35,7 +39,8 @@ export interface ClientConfig {
   readonly source: ClientConfigSource;
   /** For the startup log: which file / context, or which service account folder. */
   readonly description: string;
-  readonly kubeConfig: KubeConfig;
+  /** The credentials every request carries. */
+  readonly auth: RequestAuth;
   readonly qps: number;
   readonly burst: number;
   /** Things that work but deserve a log line (e.g. no CA in the service account folder). */
@@ -99,18 +104,13 @@ function masterOnly(master: string, rate: Rate): ClientConfigResult {
   const url = parseServer(master);
   if (typeof url === 'string')
     return failure({ code: 'InvalidServer', field: '--master', message: `--master: ${url}` });
-  const kc = new KubeConfig();
-  kc.loadFromClusterAndUser(
-    { name: 'master', server: master.replace(/\/$/, ''), skipTLSVerify: false },
-    { name: 'anonymous' },
-  );
   return {
     ok: true,
     config: {
       server: url,
       source: 'master',
       description: `--master ${master}`,
-      kubeConfig: kc,
+      auth: new CredentialAuth({ insecureSkipTLSVerify: false }),
       ...rate,
       warnings: [],
     },
@@ -131,7 +131,6 @@ function loadKubeconfigFile(file: string, master: string, rate: Rate): ClientCon
   } catch (err) {
     return refuse('KubeconfigUnreadable', `cannot be read: ${errorMessage(err)}`);
   }
-  // Parse once ourselves for an error with a line number; the library's own errors are terse.
   let doc: unknown;
   try {
     doc = parseYaml(text);
@@ -141,47 +140,49 @@ function loadKubeconfigFile(file: string, master: string, rate: Rate): ClientCon
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
     return refuse('KubeconfigInvalid', 'is empty or not a YAML mapping');
 
-  const kc = new KubeConfig();
-  try {
-    kc.loadFromFile(file);
-  } catch (err) {
-    // The library names the entry ("clusters[0].cluster.server is missing").
-    return failure({ code: 'KubeconfigInvalid', file, message: `kubeconfig ${file}: ${errorMessage(err)}` });
-  }
+  const parsed = readKubeconfig(doc as Readonly<Record<string, unknown>>, dirname(resolve(file)));
+  // Names the entry ("clusters[0].cluster.server is missing").
+  if (typeof parsed === 'string')
+    return failure({ code: 'KubeconfigInvalid', file, message: `kubeconfig ${file}: ${parsed}` });
   const invalid = (field: string, what: string): ClientConfigResult =>
     failure({ code: 'KubeconfigInvalid', file, field, message: `kubeconfig ${file}: ${field} ${what}` });
 
-  const contextName = kc.getCurrentContext();
+  const contextName = parsed.currentContext;
   if (!contextName) return invalid('current-context', 'is not set');
-  const context: Context | null = kc.getContextObject(contextName);
+  const context = parsed.contexts.get(contextName);
   if (!context)
     return invalid('current-context', `names ${JSON.stringify(contextName)}, which is not in contexts`);
   const ctxField = `contexts[name=${contextName}].context`;
-  const cluster: Cluster | null = context.cluster ? kc.getCluster(context.cluster) : null;
+  const cluster = parsed.clusters.get(context.cluster);
   if (!cluster)
     return invalid(
       `${ctxField}.cluster`,
-      `names ${JSON.stringify(context.cluster ?? '')}, which is not in clusters`,
+      `names ${JSON.stringify(context.cluster)}, which is not in clusters`,
     );
-  let user: User | null = null;
-  if (context.user) {
-    user = kc.getUser(context.user);
+  let user: KubeconfigUser | undefined;
+  if (context.user !== '') {
+    user = parsed.users.get(context.user);
     if (!user)
       return invalid(`${ctxField}.user`, `names ${JSON.stringify(context.user)}, which is not in users`);
   }
   const clusterField = `clusters[name=${cluster.name}].cluster`;
-  // Referenced files are read by the library on every request; a missing one should fail here, by name.
-  const files: [string, string | undefined][] = [
-    [`${clusterField}.certificate-authority`, cluster.caFile],
-    [`users[name=${user?.name ?? ''}].user.client-certificate`, user?.certFile],
-    [`users[name=${user?.name ?? ''}].user.client-key`, user?.keyFile],
+  const userField = `users[name=${user?.name ?? ''}].user`;
+  // Referenced files are read when requests are made; a missing one should fail here, by name.
+  const files: [string, Material | undefined][] = [
+    [`${clusterField}.certificate-authority`, cluster.credentials.ca],
+    [`${userField}.client-certificate`, user?.credentials.clientCertificate],
+    [`${userField}.client-key`, user?.credentials.clientKey],
+    [
+      `${userField}.tokenFile`,
+      user?.credentials.tokenFile === undefined ? undefined : { file: user.credentials.tokenFile },
+    ],
   ];
-  for (const [field, path] of files) {
-    if (typeof path !== 'string' || path === '') continue; // the library leaves absent fields null or undefined
+  for (const [field, material] of files) {
+    if (material === undefined || !('file' in material)) continue;
     try {
-      accessSync(path, constants.R_OK);
+      accessSync(material.file, constants.R_OK);
     } catch (err) {
-      return invalid(field, `names ${path}, which cannot be read: ${errorMessage(err)}`);
+      return invalid(field, `names ${material.file}, which cannot be read: ${errorMessage(err)}`);
     }
   }
 
@@ -191,22 +192,24 @@ function loadKubeconfigFile(file: string, master: string, rate: Rate): ClientCon
     if (typeof url === 'string')
       return failure({ code: 'InvalidServer', field: '--master', message: `--master: ${url}` });
     server = master.replace(/\/$/, '');
-    kc.loadFromOptions({
-      clusters: kc.clusters.map((c) => (c.name === cluster.name ? { ...c, server } : c)),
-      contexts: kc.contexts,
-      users: kc.users,
-      currentContext: contextName,
-    });
   }
   const url = parseServer(server);
   if (typeof url === 'string') return invalid(`${clusterField}.server`, url);
+  const auth: RequestAuth =
+    cluster.needsLibrary || user?.needsLibrary === true
+      ? new LibraryAuth({
+          file,
+          ...(master !== '' ? { serverOverride: { cluster: cluster.name, server } } : {}),
+          plainHttp: url.protocol === 'http:',
+        })
+      : new CredentialAuth({ ...cluster.credentials, ...user?.credentials });
   return {
     ok: true,
     config: {
       server: url,
       source: 'kubeconfig',
       description: `kubeconfig ${file} (context ${contextName}${master !== '' ? `, server from --master ${master}` : ''})`,
-      kubeConfig: kc,
+      auth,
       ...rate,
       warnings: [],
     },
@@ -254,19 +257,19 @@ function loadInCluster(
   const server = `https://${isIPv6(host) ? `[${host}]` : host}:${port}`;
   const url = parseServer(server);
   if (typeof url === 'string') return unavailable('KUBERNETES_SERVICE_HOST', `in-cluster config: ${url}`);
-  const kc = new KubeConfig();
-  kc.loadFromClusterAndUser(
-    { name: 'inCluster', server, skipTLSVerify: false, ...(haveCa ? { caFile } : {}) },
-    // A token *file*, re-read by the library every minute: bound service-account tokens rotate.
-    { name: 'inClusterUser', authProvider: { name: 'tokenFile', config: { tokenFile } } },
-  );
+  // A token *file*, re-read every minute: bound service-account tokens rotate.
+  const auth = new CredentialAuth({
+    insecureSkipTLSVerify: false,
+    tokenFile,
+    ...(haveCa ? { ca: { file: caFile } } : {}),
+  });
   return {
     ok: true,
     config: {
       server: url,
       source: 'in-cluster',
       description: `in-cluster service account ${root}`,
-      kubeConfig: kc,
+      auth,
       ...rate,
       warnings,
     },
