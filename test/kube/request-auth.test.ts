@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { CredentialAuth, REREAD_MS } from '../../packages/agent/src/kube/request-auth.js';
+import { CredentialAuth, LibraryAuth, REREAD_MS } from '../../packages/agent/src/kube/request-auth.js';
+import { stringify } from 'yaml';
 
 let dir = '';
 before(() => {
@@ -59,6 +60,47 @@ describe('CredentialAuth', () => {
 
   test('no token, no basic auth: no authorization header', async () => {
     assert.equal(await authorization(new CredentialAuth({ insecureSkipTLSVerify: true })), undefined);
+  });
+});
+
+describe('LibraryAuth', () => {
+  test("an exec plugin's token on every request, and one TLS agent kept across the library's calls", async () => {
+    const credential = JSON.stringify({
+      apiVersion: 'client.authentication.k8s.io/v1beta1',
+      kind: 'ExecCredential',
+      status: { token: 'from-exec' },
+    });
+    const file = join(dir, 'exec-kubeconfig');
+    writeFileSync(
+      file,
+      stringify({
+        'current-context': 'c',
+        contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
+        clusters: [{ name: 'k', cluster: { server: 'https://198.18.0.1:6443' } }],
+        users: [
+          {
+            name: 'u',
+            user: {
+              exec: {
+                apiVersion: 'client.authentication.k8s.io/v1beta1',
+                command: 'sh',
+                args: ['-c', `printf '%s' '${credential}'`],
+                interactiveMode: 'Never',
+              },
+            },
+          },
+        ],
+      }),
+    );
+    const auth = new LibraryAuth({ file, plainHttp: false });
+    const first: RequestOptions = {};
+    const second: RequestOptions = {};
+    await auth.applyToHTTPSOptions(first);
+    await auth.applyToHTTPSOptions(second);
+    // The library names the header as HTTP/1.1 spells it; node sends it as any case.
+    assert.equal((second.headers as Record<string, unknown>).Authorization, 'Bearer from-exec');
+    assert.ok(first.agent !== undefined);
+    assert.equal(second.agent, first.agent);
   });
 });
 

@@ -71,7 +71,6 @@ export function createApiClient(config: ClientConfig, deps: ApiClientDeps): ApiC
   const authSource = config.auth;
   const limiter = deps.rateLimiter ?? tokenBucket(config.qps, config.burst, deps.clock);
   const httpAgent = new http.Agent({ keepAlive: true });
-  let tlsAgent: http.Agent | undefined;
   const base = config.server.href.replace(/\/$/, '');
 
   const send = async (
@@ -98,8 +97,8 @@ export function createApiClient(config: ClientConfig, deps: ApiClientDeps): ApiC
     };
     if (typeof opts.auth === 'string' && opts.auth !== '')
       headers.authorization = `Basic ${Buffer.from(opts.auth).toString('base64')}`;
-    // The TLS material does not change between requests: keep the first agent and its connections.
-    if (!plain && !tlsAgent && opts.agent instanceof http.Agent) tlsAgent = opts.agent;
+    // The credentials keep one TLS agent (and its connections) for as long as their material is the same.
+    const tlsAgent = opts.agent instanceof http.Agent ? opts.agent : undefined;
     const qs = new URLSearchParams(query).toString();
     const url = `${base}${path}${qs === '' ? '' : `?${qs}`}`;
     const request = plain ? http.request : https.request;

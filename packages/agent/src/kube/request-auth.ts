@@ -127,6 +127,7 @@ export interface LibraryKubeconfig {
 export class LibraryAuth implements RequestAuth {
   readonly #source: LibraryKubeconfig;
   #loaded: Promise<RequestAuth> | undefined;
+  #agent: https.Agent | undefined;
 
   constructor(source: LibraryKubeconfig) {
     this.#source = source;
@@ -135,6 +136,12 @@ export class LibraryAuth implements RequestAuth {
   async applyToHTTPSOptions(opts: https.RequestOptions): Promise<void> {
     this.#loaded ??= this.#load();
     await (await this.#loaded).applyToHTTPSOptions(opts);
+    // The library builds a new agent on every call, from the same material: the first one is kept, and with it
+    // its connections.
+    if (opts.agent instanceof https.Agent) {
+      this.#agent ??= opts.agent;
+      opts.agent = this.#agent;
+    }
   }
 
   async #load(): Promise<RequestAuth> {
