@@ -1,7 +1,5 @@
 // Run by request-auth.test.ts in a process of its own: makes one request with each kind of config and prints, per
 // kind, whether @kubernetes/client-node had been imported after it (a module resolve hook watches for it).
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { register } from 'node:module';
@@ -12,6 +10,7 @@ import { loadClientConfig } from '../../../packages/agent/src/kube/client-config
 import type { ClientConnectionOptions } from '../../../packages/agent/src/kube/client-config.js';
 import { UNLIMITED } from '../../../packages/agent/src/kube/rate-limiter.js';
 import { systemClock } from '../../../packages/agent/src/util/clock.js';
+import { FakeApiServer } from './fake-apiserver.js';
 
 const HOOKS = `
 let port;
@@ -31,9 +30,8 @@ register(`data:text/javascript,${encodeURIComponent(HOOKS)}`, {
 });
 
 const dir = process.argv[2] ?? '.';
-const server = createServer((_req, res) => res.end('{}'));
-await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+const server = await FakeApiServer.start();
+const url = server.url;
 
 function kubeconfig(name: string, user: Record<string, unknown>): string {
   const file = join(dir, name);
@@ -85,5 +83,5 @@ const seen = {
     }),
   }),
 };
-server.close();
+await server.close();
 console.log(JSON.stringify(seen));

@@ -10,7 +10,8 @@ export const NAME_LENGTH_MAX = 255;
 // nft's lexer `string` token: ({letter}|[_.])({letter}|{digit}|[/\-_\.])*
 const IDENTIFIER = /^[A-Za-z_.][A-Za-z0-9/\-_.]*$/;
 // Element key/value fields: addresses, CIDRs, ports, protocols, verdicts (`goto <chain>`), numbers.
-const ELEMENT_FIELD = /^[A-Za-z0-9_.:/-]+( [A-Za-z0-9_./-]+)?$/;
+const FIELD_TOKEN = '[A-Za-z0-9_.:/-]+';
+const ELEMENT_FIELD = new RegExp(`^${FIELD_TOKEN}( [A-Za-z0-9_./-]+)?$`);
 const SET_TYPE = /^[a-z0-9_]+( \. [a-z0-9_]+)*( : [a-z0-9_]+)?$/;
 // `typeof` expressions: selectors, keywords and numbers joined by ` . `, then ` : ` and the value's.
 const TYPEOF_PART = '[a-z0-9_]+(?: [a-z0-9_]+)*';
@@ -23,7 +24,7 @@ const RULE_FORBIDDEN = /[\n\r;#"\\]/;
 
 // The values of an element run (backends/nftables/element-ledger.ts): one element's value per line, each value
 // one or more plain fields joined by ` . ` (a concatenation), no field holding a space.
-const RUN_VALUE = '[A-Za-z0-9_.:/-]+(?: \\. [A-Za-z0-9_.:/-]+)*';
+const RUN_VALUE = `${FIELD_TOKEN}(?: \\. ${FIELD_TOKEN})*`;
 const RUN_VALUES = new RegExp(`^${RUN_VALUE}(?:\\n${RUN_VALUE})*$`);
 
 /**
