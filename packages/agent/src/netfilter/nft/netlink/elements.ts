@@ -40,6 +40,7 @@ import type { ElementSchema } from './schema.js';
 import type { SocketFailure, SocketResult } from './socket.js';
 import { NetfilterSocket, strerror } from './socket.js';
 import { LISTING_FAMILIES, LISTING_PARTS, TableListingReader, listingRequest } from './table.js';
+import { generationRequest, readGeneration } from './generation.js';
 
 export type { ListedElement } from './decode.js';
 
@@ -399,6 +400,29 @@ export class NetlinkElements {
     // The four answers are one listing only if no change came between them.
     if (interrupted || reader.mixedGenerations) return 'interrupted';
     return { ok: true, listing: reader.listing() };
+  }
+
+  /** The ruleset's generation (generation.ts): one request, one answer. */
+  generation(): Promise<
+    { readonly ok: true; readonly id: number } | { readonly ok: false; readonly error: NetlinkElementError }
+  > {
+    return this.#serialized(async () => {
+      const seq = this.#takeSeq(1);
+      let id: number | undefined;
+      const r = await this.#exchange(generationRequest(seq), seq, 'nf_tables generation', (buf, m) => {
+        const read = readGeneration(buf, m);
+        if (typeof read === 'string') return read;
+        id = read;
+        return undefined;
+      });
+      if (r !== 'done' && r !== 'interrupted') return r;
+      if (id === undefined)
+        return {
+          ok: false,
+          error: { code: 'Failed', message: 'netlink: no answer to the generation request' },
+        };
+      return { ok: true, id };
+    });
   }
 
   /**
