@@ -239,7 +239,7 @@ async function run(spec: Spec): Promise<AgentRow> {
   try {
     const config = join(dir, 'kubeconfig');
     writeFileSync(config, kubeconfig());
-    const flags = [...agentFlags(config, spec.layout), ...spec.extraFlags];
+    const flags = [...agentFlags(config, spec.layout, join(dir, 'state')), ...spec.extraFlags];
     const children = new Map<string, number>();
     const first = new BenchAgent(flags);
     agents.push(first);

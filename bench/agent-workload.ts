@@ -74,11 +74,14 @@ export function kubeconfig(): string {
 }
 
 /**
- * The agent's command line: a node's (kubeconfig, name, nftables mode, the layout, the cluster CIDR), the
- * conntrack zeros that keep it from writing host-wide sysctls, and JSON logs at -v=2 (list and sync records).
+ * The agent's command line: a node's (kubeconfig, name, nftables mode, the layout, the cluster CIDR, the directory
+ * it leaves its state in for a restart, as deploy/'s DaemonSet would mount one), the conntrack zeros that keep it
+ * from writing host-wide sysctls, and JSON logs at -v=2 (list and sync records).
  */
-export function agentFlags(kubeconfigPath: string, layout: NftablesLayoutName): string[] {
+export function agentFlags(kubeconfigPath: string, layout: NftablesLayoutName, stateDir: string): string[] {
   return [
+    '--nftables-state-dir',
+    stateDir,
     '--kubeconfig',
     kubeconfigPath,
     '--hostname-override',

@@ -107,6 +107,7 @@ describe('flag syntax', () => {
       kubeconfig: '/k.conf',
       nftablesLayout: 'upstream',
       nftExecutor: 'auto',
+      nftablesStateDir: undefined,
     });
   });
 

@@ -1,4 +1,4 @@
-// kube-proxy-ts's own choice flags beside upstream's configuration: --nftables-layout and --nft-executor. The
+// kube-proxy-ts's own flags beside upstream's configuration: --nftables-layout, --nft-executor, --nftables-state-dir. The
 // config file's schema is upstream's and has no such fields, so they apply with --config too, and an unknown value
 // is refused naming the flag. (Which executor --nft-executor gives: choose-executor.ts, tested in
 // test/netfilter/nft/library.test.ts.)
@@ -63,3 +63,20 @@ for (const f of FLAGS) {
     });
   });
 }
+
+describe('--nftables-state-dir', () => {
+  test('off unless given; taken with and without --config, with no warning; empty is off', () => {
+    assert.equal(expectOk(load(['--proxy-mode', 'nftables'])).options.nftablesStateDir, undefined);
+    const given = expectOk(load(['--proxy-mode', 'nftables', '--nftables-state-dir', '/run/kube-proxy-ts']));
+    assert.equal(given.options.nftablesStateDir, '/run/kube-proxy-ts');
+    const file = loadFile('mode: nftables\n', ['--nftables-state-dir=/run/kpts']);
+    assert.equal(expectOk(file).options.nftablesStateDir, '/run/kpts');
+    assert.deepEqual(file.warnings, [], 'not among the flags --config ignores');
+    assert.equal(expectOk(load(['--nftables-state-dir='])).options.nftablesStateDir, undefined);
+  });
+
+  test('--help says what it leaves and that empty is the default', () => {
+    assert.match(flagUsage(), /--nftables-state-dir {2}kube-proxy-ts only, nftables mode: a directory where/);
+    assert.match(flagUsage(), /Empty \(the default\): nothing is left/);
+  });
+});

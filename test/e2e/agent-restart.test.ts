@@ -1,7 +1,8 @@
 // The node agent restarted under traffic (issue 28): a client in the node's namespace opens a new connection to a
 // ClusterIP again and again (a pod namespace behind it answers HTTP) while the agent is stopped with SIGTERM and a
 // new agent process starts; the new agent's first sync is a full one on the live table, which it flushes and
-// refills atomically without reading an element back. Every request must be answered: none refused, reset or timed
+// refills atomically without reading an element back, or, given --nftables-state-dir, adopts as the first agent
+// left it (the ruleset generation and the elements' digest unchanged: no element written). Every request must be answered: none refused, reset or timed
 // out, in particular none while the refill is applied. Afterwards the table is what `render` gives. Each new
 // connection meets the rules of that moment (conntrack only keeps the NAT of connections already made), so a
 // moment without rules for that ClusterIP fails a request: with no rule, nobody answers for the address.
@@ -164,6 +165,9 @@ function putFillerServices(lab: AgentLab, count: number): void {
 }
 
 const isRefill = (r: AgentLogRecord): boolean => r.msg.startsWith('full sync on the live nftables table');
+const isAdoptedSync = (r: AgentLogRecord): boolean =>
+  r.msg.startsWith('full sync on the adopted nftables table');
+const isAdoption = (r: AgentLogRecord): boolean => r.msg.startsWith('adopting the nftables table');
 const isSynced = (r: AgentLogRecord): boolean => r.msg === 'synced proxy rules';
 /** The log's time of a record, in ms since the epoch (the JSON log's `ts` is in seconds). */
 const at = (r: AgentLogRecord): number => Number(r.ts) * 1000;
@@ -176,11 +180,15 @@ interface Case {
   readonly layout: NftablesLayoutName;
   readonly services: number;
   readonly executor?: 'cli';
+  /** Both agents given --nftables-state-dir: the second adopts the table instead of refilling it. */
+  readonly adopt?: boolean;
 }
 
 const CASES: readonly Case[] = [
   // In-process (libnftables, netlink): the table's objects, then every element in one netlink transaction.
   { layout: 'flat', services: 3000 },
+  // The same, the first agent leaving its state: the second writes the table's objects and no element.
+  { layout: 'flat', services: 3000, adopt: true },
   // The nft command: everything in one transaction.
   { layout: 'flat', services: 3000, executor: 'cli' },
   // Upstream's layout: one transaction whatever the executor (a chain per Service: fewer, nft's load is larger).
@@ -190,7 +198,8 @@ const CASES: readonly Case[] = [
 describe('the agent restarted under traffic to a ClusterIP', () => {
   for (const c of CASES) {
     const what = `${c.layout} layout${c.executor ? ` through the nft ${c.executor}` : ''}, ${c.services} Services`;
-    test(`${what}: every request is answered while a new agent refills the live table`, KERNEL, async () => {
+    const how = c.adopt ? 'adopts the table the first one left' : 'refills the live table';
+    test(`${what}: every request is answered while a new agent ${how}`, KERNEL, async () => {
       await AgentLab.with(
         async (lab) => {
           const { pod, ns } = await startPod(lab);
@@ -208,7 +217,11 @@ describe('the agent restarted under traffic to a ClusterIP', () => {
               PATHS.endpointSlices,
               sliceObject({ service: 'web', addresses: [POD_IP], ports: [{ name: 'http', port: 8080 }] }),
             );
-            const flags = lab.flags('--v=2', ...(c.executor ? ['--nft-executor', c.executor] : []));
+            const flags = lab.flags(
+              '--v=2',
+              ...(c.executor ? ['--nft-executor', c.executor] : []),
+              ...(c.adopt ? ['--nftables-state-dir', `${lab.dir}/state`] : []),
+            );
             const first = lab.startProxy(flags);
             await firstSync(first);
             await lab.expectRules(first, 120_000);
@@ -225,15 +238,21 @@ describe('the agent restarted under traffic to a ClusterIP', () => {
               assert.equal(exit.code, 0, `the first agent's exit: ${JSON.stringify(exit)}\n${first.tail()}`);
               const second = lab.startProxy(flags);
               const synced = await firstSync(second);
-              const refill = second.records.find(isRefill);
+              const refill = second.records.find(c.adopt ? isAdoptedSync : isRefill);
               assert.ok(
                 refill,
-                `the new agent's first sync was not a refill of the live table\n${second.tail()}`,
+                `the new agent's first sync was not ${c.adopt ? 'on the adopted table' : 'a refill of the live table'}\n${second.tail()}`,
               );
               assert.equal(refill.layout, c.layout);
               // In-process (libnftables, netlink) the flat layout's elements go in a netlink transaction of their
               // own; through the command, and in upstream's layout, it is all one transaction.
               assert.equal(refill.elementsApart, c.layout === 'flat' && c.executor === undefined);
+              if (c.adopt) {
+                assert.ok(first.records.some((r) => r.msg === 'left the nftables state for the next start'));
+                assert.ok(second.records.some(isAdoption), second.tail());
+                // The table's objects and the fixed setup's nodeport-ips: far fewer than the elements.
+                assert.ok(Number(synced.operations) < 500, `${String(synced.operations)} operations`);
+              } else assert.deepEqual(second.records.filter(isAdoption), []);
               assert.equal(synced.full, true, 'the first sync of the new agent was not full');
               assert.ok(second.records.indexOf(refill) < second.records.indexOf(synced));
 

@@ -194,7 +194,12 @@ function row(
 const quote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
 function agentScript(kubeconfigPath: string, layout: NftablesLayoutName): string {
-  const argv = [process.execPath, ...AGENT_NODE_FLAGS, agentMain(), ...agentFlags(kubeconfigPath, layout)];
+  const argv = [
+    process.execPath,
+    ...AGENT_NODE_FLAGS,
+    agentMain(),
+    ...agentFlags(kubeconfigPath, layout, `${kubeconfigPath}.state`),
+  ];
   return `date +%s%N >&2; exec ${argv.map(quote).join(' ')}`;
 }
 

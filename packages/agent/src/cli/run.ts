@@ -5,7 +5,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, hostname as osHostname, networkInterfaces, release as osRelease } from 'node:os';
 import { IptablesBackend } from '../backends/iptables/backend.js';
-import { NftablesBackend } from '../backends/nftables/backend.js';
+import { NftablesBackend, nftFamilyOf } from '../backends/nftables/backend.js';
+import { stateFile } from '../backends/nftables/state.js';
 import { NFTABLES_LAYOUT_BY_NAME } from '../backends/nftables/layouts.js';
 import { NFTABLES_LAYOUT_DESCRIPTIONS } from '../config/nftables-layout.js';
 import {
@@ -402,6 +403,7 @@ class Agent {
       nftablesLayout: this.options.nftablesLayout,
       nftablesLayoutDescription: NFTABLES_LAYOUT_DESCRIPTIONS[this.options.nftablesLayout],
       nftExecutor: this.options.nftExecutor,
+      nftablesStateDir: this.options.nftablesStateDir ?? '',
       ...(executors !== undefined
         ? { nftExecutorInUse: executors.kind, nftExecutorReason: executors.reason }
         : {}),
@@ -545,6 +547,9 @@ class Agent {
         backend: new NftablesBackend({
           ...common,
           layout: NFTABLES_LAYOUT_BY_NAME[this.options.nftablesLayout],
+          ...(this.options.nftablesStateDir
+            ? { statePath: stateFile(this.options.nftablesStateDir, nftFamilyOf(family)) }
+            : {}),
           ...(this.nftExecutors !== undefined ? { nftExecutors: this.nftExecutors } : {}),
         }),
       };

@@ -74,6 +74,16 @@ export const FLAGS = {
       'loading and one-endpoint changes take the same time at any cluster size. Not part of the config file; ' +
       'applies with --config too.',
   },
+  'nftables-state-dir': {
+    kind: 'string',
+    group: 'option',
+    help:
+      'kube-proxy-ts only, nftables mode: a directory where kube-proxy-ts leaves, when it stops, what it needs to ' +
+      'trust its table at the next start on this node (the ruleset generation, a digest of the elements it ' +
+      'wrote), so that a restart adopts the table instead of flushing and refilling every set and map. It must ' +
+      'outlive the process (a hostPath such as /run/kube-proxy-ts). Empty (the default): nothing is left, and a ' +
+      'restart refills. Not part of the config file; applies with --config too.',
+  },
   'nft-executor': {
     kind: 'string',
     group: 'option',

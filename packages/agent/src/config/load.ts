@@ -75,6 +75,7 @@ export function proxyOptionsFrom(flags: ParsedFlags): OptionsRead {
       kubeconfig: str(flags, 'kubeconfig'),
       nftablesLayout: layout.value,
       nftExecutor: executor.value,
+      nftablesStateDir: str(flags, 'nftables-state-dir') || undefined,
     },
   };
 }

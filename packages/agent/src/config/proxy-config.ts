@@ -90,4 +90,6 @@ export interface ProxyOptions {
   readonly nftablesLayout: NftablesLayoutName;
   /** --nft-executor: auto (the default), cli or library. */
   readonly nftExecutor: NftExecutorChoice;
+  /** --nftables-state-dir: where nftables mode leaves its state for the next start; undefined: nowhere. */
+  readonly nftablesStateDir?: string | undefined;
 }

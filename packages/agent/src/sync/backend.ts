@@ -66,6 +66,8 @@ export interface ProxyBackend {
   requestFullSync(): void;
   /** Brings the kernel to the state for `snapshot`. Rejects with a BackendSyncError naming what failed. */
   sync(snapshot: ProxySnapshot, request: SyncRequest): Promise<BackendSyncResult>;
+  /** The agent stops (no sync runs any more): what the backend leaves for the next start. Never rejects. */
+  stop?(): Promise<void>;
 }
 
 /** Node-level facts every backend needs, for one family. */

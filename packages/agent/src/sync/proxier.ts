@@ -191,6 +191,7 @@ export class Proxier {
     this.stopped = true;
     if (this.canaryTimer) this.opts.clock.clearTimeout(this.canaryTimer);
     await this.runner.stop();
+    await this.opts.backend.stop?.();
   }
 
   /** Requests a sync (upstream Sync()). */

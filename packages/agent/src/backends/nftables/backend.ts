@@ -34,7 +34,9 @@ import { TABLE_NAME } from './naming.js';
 import type { LayoutPlanner, NftablesLayout } from './layout.js';
 import { emptyKernel } from './layout.js';
 import type { KernelView, Plan } from './planner.js';
-import { planOperations, planSize, refill } from './planner.js';
+import { adopted, planOperations, planSize, refill } from './planner.js';
+import type { SavedNftablesState } from './state.js';
+import { adoptionProblem, netnsIdentity, newSeed, saveState, takeState } from './state.js';
 import { UPSTREAM_LAYOUT } from './upstream-layout.js';
 import { errorMessage } from '../../util/error-message.js';
 
@@ -54,6 +56,11 @@ export interface NftablesBackendOptions {
   readonly nftExecutors?: NftExecutors;
   /** The ruleset's layout; default upstream's (UPSTREAM_LAYOUT), or FLAT_LAYOUT (flat/layout.ts). */
   readonly layout?: NftablesLayout;
+  /**
+   * Where this family's state is left at stop() and taken at the first full sync (state.ts, stateFile()), so that a
+   * restart adopts the table instead of refilling it. Absent: neither.
+   */
+  readonly statePath?: string;
 }
 
 /** The table as a full sync found it: absent (a fresh node), written by the other layout, or ours. */
@@ -130,7 +137,7 @@ function* refillTransactions(plan: Plan, direct: (set: string) => boolean): Gene
   // Made as the executor writes them (it writes these sets itself): over a million operations at 100,000 flat
   // Services, each of which then dies young instead of living until the kernel answered.
   const deferred = plan.deferredOps;
-  if (deferred)
+  if (deferred && deferred.countOf(direct) > 0)
     yield NftTransaction.streamed({ count: deferred.countOf(direct), make: () => deferred.make(direct) });
   if (plan.tailOps && plan.tailOps.length > 0) yield new NftTransaction().addValidated(plan.tailOps);
 }
@@ -148,6 +155,9 @@ export class NftablesBackend implements ProxyBackend {
   readonly #layout: NftablesLayout;
   #needFullSync = true;
   #flushedBaseChains = false;
+  readonly #statePath: string | undefined;
+  /** Whether the saved state (if any) was taken: only the first full sync may adopt the table. */
+  #stateTaken = false;
   /** Operations of the stale-chain cleanup transaction of the last sync (tests, logs). */
   lastCleanupOperations = 0;
 
@@ -163,6 +173,7 @@ export class NftablesBackend implements ProxyBackend {
     this.#metrics = options.metrics ?? NO_PROXY_METRICS;
     this.#layout = options.layout ?? UPSTREAM_LAYOUT;
     this.#serviceCIDRs = options.node.serviceCIDRs;
+    this.#statePath = options.statePath;
     // The planners render the fixed setup from the node config on every full sync; the service ranges in it follow
     // the cluster's ServiceCIDR objects, so the config they get reads them live.
     const current = (): readonly string[] => this.#serviceCIDRs;
@@ -221,20 +232,11 @@ export class NftablesBackend implements ProxyBackend {
 
     let plan: Plan;
     let kernelState: KernelState = 'present';
+    let adoptedTable = false;
     if (full) {
-      // The table's objects are listed while we render: rendering needs nothing from the kernel, only the plan's
-      // stale chains do. Only the time spent waiting for the listing after rendering counts as nft's.
-      const reading = this.#readKernel();
-      const rendered = this.#planner.renderFull(snapshot);
-      const t0 = performance.now();
-      const read = await reading;
-      kernelMs += performance.now() - t0;
-      kernelState = read.state;
-      if (read.state === 'foreign')
-        this.#logger.info('the nftables table was written by the other layout; replacing it', {
-          layout: this.#layout.name,
-        });
-      plan = rendered.plan(read.view, now, !this.#flushedBaseChains);
+      const f = await this.#planFull(snapshot, now);
+      ({ plan, kernelState, adoptedTable } = f);
+      kernelMs += f.kernelMs;
     } else {
       plan = this.#planner.planPartial(snapshot, request.changedServices, now);
     }
@@ -246,7 +248,7 @@ export class NftablesBackend implements ProxyBackend {
     }
     const replaceTable = kernelState === 'foreign';
     const size = planSize(plan);
-    const txs = this.#transactions(plan, full, kernelState, size);
+    const txs = this.#transactions(plan, full, kernelState, size, adoptedTable);
     // Setup operations are validated as they are added, and an invalid one is dropped (the sticky error).
     const operations = size + plan.setupOps.length + (replaceTable ? 1 : 0);
     let transactions = 0;
@@ -305,8 +307,47 @@ export class NftablesBackend implements ProxyBackend {
     };
   }
 
+  /**
+   * A full sync's plan: the table's objects are listed while we render (rendering needs nothing from the kernel,
+   * only the plan's stale chains do), and with a saved state (the first full sync only) the table is adopted if it
+   * may be. `kernelMs` is the wait for the kernel after rendering, what counts as nft's.
+   */
+  async #planFull(
+    snapshot: ProxySnapshot,
+    now: number,
+  ): Promise<{ plan: Plan; kernelState: KernelState; adoptedTable: boolean; kernelMs: number }> {
+    const saved = await this.#takeSavedState();
+    if (saved) this.#planner.seedMemos(saved.memos);
+    const generation = saved ? this.#generation() : undefined;
+    const reading = this.#readKernel();
+    const rendered = this.#planner.renderFull(snapshot);
+    const t0 = performance.now();
+    const read = await reading;
+    const generationNow = await generation;
+    const kernelMs = performance.now() - t0;
+    if (read.state === 'foreign')
+      this.#logger.info('the nftables table was written by the other layout; replacing it', {
+        layout: this.#layout.name,
+      });
+    let view = read.view;
+    let adoptedTable = false;
+    if (saved && read.state === 'present' && view.listing) {
+      const adopted = this.#adopt(saved, generationNow, view.listing);
+      adoptedTable = adopted !== undefined;
+      view = adopted ?? view;
+    }
+    const plan = rendered.plan(view, now, !this.#flushedBaseChains);
+    return { plan, kernelState: read.state, adoptedTable, kernelMs };
+  }
+
   /** The transactions that apply `plan` (their number and kind by the table's state, the layout and executor). */
-  #transactions(plan: Plan, full: boolean, kernelState: KernelState, size: number): Iterable<NftTransaction> {
+  #transactions(
+    plan: Plan,
+    full: boolean,
+    kernelState: KernelState,
+    size: number,
+    adoptedTable: boolean,
+  ): Iterable<NftTransaction> {
     const replaceTable = kernelState === 'foreign';
     const layoutChunk = this.#layout.coldStartChunk;
     const chunk =
@@ -322,7 +363,9 @@ export class NftablesBackend implements ProxyBackend {
     const direct = this.#executor.writesElementsOf?.bind(this.#executor);
     const apart = this.#layout.refillApart === true && direct !== undefined;
     this.#logger.info(
-      'full sync on the live nftables table: flushing and refilling its sets, maps and chains',
+      adoptedTable
+        ? 'full sync on the adopted nftables table: rewriting its chains, writing no element'
+        : 'full sync on the live nftables table: flushing and refilling its sets, maps and chains',
       {
         layout: this.#layout.name,
         operations: size + plan.setupOps.length,
@@ -330,6 +373,86 @@ export class NftablesBackend implements ProxyBackend {
       },
     );
     return apart && direct ? refillTransactions(plan, direct) : [newTransaction(plan)];
+  }
+
+  /** The saved state, on the first full sync only (deleted as it is read); undefined when there is none. */
+  async #takeSavedState(): Promise<SavedNftablesState | undefined> {
+    if (this.#stateTaken || this.#statePath === undefined) return undefined;
+    this.#stateTaken = true;
+    const taken = await takeState(this.#statePath);
+    if (taken.kind === 'state') return taken.state;
+    if (taken.kind === 'unreadable')
+      this.#logger.warn('ignoring the saved nftables state; the table is refilled', {
+        path: this.#statePath,
+        reason: taken.reason,
+      });
+    return undefined;
+  }
+
+  /** The ruleset generation, or undefined where it cannot be read (the reason is logged). */
+  async #generation(): Promise<number | undefined> {
+    if (!this.#executor.generation) return undefined;
+    try {
+      return await this.#executor.generation();
+    } catch (e) {
+      this.#logger.warn('could not read the nftables ruleset generation', { error: errorMessage(e) });
+      return undefined;
+    }
+  }
+
+  /** The table as the saved state says it is, if every check of state.ts holds; else undefined (said why). */
+  #adopt(
+    saved: SavedNftablesState,
+    generation: number | undefined,
+    listing: NftListing,
+  ): KernelView | undefined {
+    const problem = adoptionProblem(
+      saved,
+      { family: nftFamilyOf(this.family), layout: this.#layout.name, netns: netnsIdentity(), generation },
+      () => this.#planner.desiredDigest(saved.seed),
+    );
+    if (problem !== undefined) {
+      this.#logger.info('not adopting the nftables table the last agent left; refilling it', {
+        reason: problem,
+      });
+      return undefined;
+    }
+    this.#logger.info('adopting the nftables table the last agent left, unchanged since it stopped', {
+      generation,
+      elements: saved.digest.split(':')[0],
+    });
+    return adopted(listing);
+  }
+
+  /**
+   * Leaves this family's state for the next agent (state.ts) when the kernel is known to hold what the last sync
+   * wrote; otherwise leaves nothing (the next start refills). Never throws: a failure is logged.
+   */
+  async stop(): Promise<void> {
+    const path = this.#statePath;
+    if (path === undefined || this.#needFullSync || !this.#executor.generation) return;
+    const seed = newSeed();
+    const digest = this.#planner.kernelDigest(seed);
+    if (digest === undefined) return;
+    try {
+      const generation = await this.#executor.generation();
+      await saveState(path, {
+        format: 1,
+        family: nftFamilyOf(this.family),
+        layout: this.#layout.name,
+        netns: netnsIdentity(),
+        generation,
+        seed,
+        digest,
+        memos: this.#planner.carriedMemos(),
+      });
+      this.#logger.info('left the nftables state for the next start', { path, generation });
+    } catch (e) {
+      this.#logger.warn('could not leave the nftables state; the next start refills the table', {
+        path,
+        error: errorMessage(e),
+      });
+    }
   }
 
   /**

@@ -15,6 +15,7 @@
 // A full sync starts from an empty kernel: it flushes every container of a live table, or fills a table it just
 // made (planner.ts), so it needs no view of the kernel's elements and reads none back.
 import type { NftElement, NftOperation, NftVerb } from '../../netfilter/nft/objects.js';
+import { MultisetDigest } from './digest.js';
 
 /** Between the values of an ElementRun (no value's text holds a line break: validate.ts). */
 export const RUN_SEPARATOR = '\n';
@@ -177,6 +178,28 @@ export class ElementLedger {
     this.#kernelEmpty = false;
     this.#differs = new Map();
     this.#runDiffers = new Map();
+  }
+
+  /** Whether the kernel is known to hold exactly the wanted elements: a sync committed, and nothing differs. */
+  get kernelIsKnownDesired(): boolean {
+    if (this.#kernelEmpty) return false;
+    for (const d of this.#differs.values()) if (d.size > 0) return false;
+    for (const d of this.#runDiffers.values()) if (d.size > 0) return false;
+    return true;
+  }
+
+  /**
+   * A digest of the wanted elements, keyed by `seed` (digest.ts): two ledgers give the same one exactly when they
+   * want the same elements (keys, values, comments, runs), whatever order they were claimed in.
+   */
+  desiredDigest(seed: number): string {
+    const d = new MultisetDigest(seed);
+    for (const [setName, set] of this.#desired) {
+      for (const [key, value] of set.values) d.add(setName, key, value, set.comments.get(key) ?? '');
+      // A comment is never a NUL (sanitised), so a run cannot pass for an element.
+      for (const [prefix, values] of set.runs) d.add(setName, prefix, values, '\0run');
+    }
+    return d.value;
   }
 
   #set(name: string): WantedSet {

@@ -21,6 +21,11 @@ export interface LayoutPlanner {
   renderFull(snapshot: ProxySnapshot): { plan(kernel: KernelView, now: number, firstSync: boolean): Plan };
   planFull(snapshot: ProxySnapshot, kernel: KernelView, now: number, firstSync: boolean): Plan;
   planPartial(snapshot: ProxySnapshot, changed: ReadonlySet<string>, now: number): Plan;
+  /** What a restart needs to render what this planner rendered (SyncPlanner.carriedMemos). */
+  carriedMemos(): [key: string, memo: unknown][];
+  seedMemos(entries: readonly (readonly [string, unknown])[]): number;
+  desiredDigest(seed: number): string;
+  kernelDigest(seed: number): string | undefined;
 }
 
 export interface NftablesLayout {

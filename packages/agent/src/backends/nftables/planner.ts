@@ -30,11 +30,21 @@ export interface KernelView {
    * of a million-element map is quadratic (docs/nftables-layouts.md). False for a table the sync makes.
    */
   readonly holdsElements: boolean;
+  /** The containers hold exactly the wanted elements (adopted()): nothing to flush or add. */
+  readonly elementsAsWanted?: boolean;
 }
 
 /** A live table's view for a full sync that flushes and refills every container: its objects, no element. */
 export function refill(listing: NftListing | undefined): KernelView {
   return { listing, holdsElements: true };
+}
+
+/**
+ * A live table whose elements are known to be exactly the wanted ones (a restart that found the table the last
+ * agent left, untouched: state.ts): the full sync rewrites the table's objects and writes no element.
+ */
+export function adopted(listing: NftListing): KernelView {
+  return { listing, holdsElements: true, elementsAsWanted: true };
 }
 
 export type RenderOutcome<R> =
@@ -51,6 +61,13 @@ export interface PortRendering<R extends RenderedServicePort, M> {
   render(policy: ServicePortPolicy, previous: M | undefined): RenderOutcome<R>;
   /** What to keep of a rendering for the next one (the flat layout's slots). */
   memo(rendered: R): M;
+  /**
+   * Whether a rendering's memo holds what a rendering with none would not give (the flat layout's moved slots):
+   * such memos are carried over a restart (state.ts). Absent: none is.
+   */
+  carries?(rendered: R): boolean;
+  /** A carried memo read back from a saved state, or undefined when it is not one this layout keeps. */
+  readMemo?(value: unknown): M | undefined;
   /** Whether a listed chain is one of the layout's shared chains (RenderedServicePort.sharedChains). */
   isSharedChain(name: string): boolean;
   /** A shared chain's add, flush and rule. */
@@ -145,6 +162,10 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
   #portsByService = new Map<string, string[]>();
   #trackedPorts = 0;
   #skipped = new Map<string, string>();
+  /** Ports whose memo the layout carries over a restart (PortRendering.carries). */
+  #carried = new Set<string>();
+  /** Memos read from a saved state, for the next full sync's rendering of ports it has none of. */
+  #seeded: Map<string, M> | undefined;
   #noLocalInternal = 0;
   #noLocalExternal = 0;
   /** Shared chain → how many rendered ports point at it. */
@@ -233,6 +254,8 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
     if (r.noLocalInternal) this.#noLocalInternal++;
     if (r.noLocalExternal) this.#noLocalExternal++;
     this.#rendered.set(key, owned(r, claims, this.#layout.memo(r)));
+    if (this.#layout.carries?.(r)) this.#carried.add(key);
+    else this.#carried.delete(key);
   }
 
   #release(key: string, r: OwnedPort<M>, touched: Touched, released: Released): void {
@@ -247,6 +270,7 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
     for (const c of r.chains) released.chains.add(c);
     for (const s of r.affinitySets) released.affinitySets.add(s);
     this.#rendered.delete(key);
+    this.#carried.delete(key);
   }
 
   /** Each shared chain's operations; nft resolves a chain before any element that points at it. */
@@ -257,6 +281,42 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
       made.push(name);
     }
     return made;
+  }
+
+  /** The memos a restart needs to render what this planner rendered (PortRendering.carries), by port. */
+  carriedMemos(): [key: string, memo: M][] {
+    const out: [string, M][] = [];
+    for (const key of this.#carried) {
+      const memo = this.#rendered.get(key)?.memo;
+      if (memo !== undefined) out.push([key, memo]);
+    }
+    return out;
+  }
+
+  /**
+   * Memos saved by an agent that stopped, for the next full sync's rendering of the ports this planner has none
+   * of; returns how many the layout accepted (readMemo).
+   */
+  seedMemos(entries: readonly (readonly [string, unknown])[]): number {
+    const read = this.#layout.readMemo;
+    if (!read) return 0;
+    const seeded = new Map<string, M>();
+    for (const [key, value] of entries) {
+      const memo = read(value);
+      if (memo !== undefined) seeded.set(key, memo);
+    }
+    this.#seeded = seeded;
+    return seeded.size;
+  }
+
+  /** The wanted elements' digest (ElementLedger.desiredDigest). */
+  desiredDigest(seed: number): string {
+    return this.#ledger.desiredDigest(seed);
+  }
+
+  /** The digest of what the kernel holds, when that is known to be the wanted elements; else undefined. */
+  kernelDigest(seed: number): string | undefined {
+    return this.#ledger.kernelIsKnownDesired ? this.#ledger.desiredDigest(seed) : undefined;
   }
 
   /** Everything, diffed against what the kernel holds (`kernel`, read back just before). */
@@ -276,6 +336,9 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
     this.#portsByService = new Map();
     this.#trackedPorts = 0;
     this.#ledger.resetDesired();
+    this.#carried = new Set();
+    const seeded = this.#seeded;
+    this.#seeded = undefined;
     this.#sharedUsers = new Map();
     this.#noLocalInternal = 0;
     this.#noLocalExternal = 0;
@@ -284,7 +347,8 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
     const seenSkipped = new Map<string, string>();
     for (const [key, sp] of snapshot.serviceMap) {
       this.#track(sp.serviceName, key);
-      const r = this.#renderPort(snapshot, node, key, previous.get(key)?.memo, rendering);
+      const memo = previous.get(key)?.memo ?? seeded?.get(key);
+      const r = this.#renderPort(snapshot, node, key, memo, rendering);
       if (r) this.#claim(key, r, undefined);
       else seenSkipped.set(key, this.#skipped.get(key) ?? '');
     }
@@ -296,9 +360,11 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
     const setupOps = this.#layout.setup(firstSync, this.#nodePortIPs());
     const ops: NftOperation[] = [];
     // A live table's containers are emptied in the transaction that refills them; the ledger counts them empty.
-    const flushes: NftOperation[] = kernel.holdsElements
-      ? this.#layout.containers.map((c) => ({ verb: 'flush', object: { kind: c.kind, name: c.name } }))
-      : [];
+    const asWanted = kernel.elementsAsWanted === true;
+    const flushes: NftOperation[] =
+      kernel.holdsElements && !asWanted
+        ? this.#layout.containers.map((c) => ({ verb: 'flush', object: { kind: c.kind, name: c.name } }))
+        : [];
     const listedChains = (kernel.listing?.chains ?? []).map((c) => c.name);
     const kernelChains = new Set(listedChains.filter(isServiceChain));
     const kernelShared = listedChains.filter((n) => this.#layout.isSharedChain(n));
@@ -311,7 +377,7 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
     // containers that were not read (all of them on a live table): the element part of the plan, which the
     // backend may apply on its own (the flat layout in-process). The rest follows them.
     const tailOps: NftOperation[] = [];
-    const diffed = this.#ledger.fullDiff(this.#layout.containers.map((c) => c.name));
+    const diffed = this.#ledger.fullDiff(asWanted ? [] : this.#layout.containers.map((c) => c.name));
     const adds: DeferredOps = {
       count: flushes.length + diffed.count,
       countOf: (only) => flushes.filter((op) => only(containerOf(op))).length + diffed.countOf(only),
@@ -330,7 +396,7 @@ export class SyncPlanner<R extends RenderedServicePort, M> implements LayoutPlan
       if (!rendering.affinitySets.has(name)) tailOps.push({ verb: 'delete', object: { kind: 'set', name } });
 
     const commit = (): void => {
-      // Every wanted element was added to emptied containers: the kernel now holds what is wanted.
+      // Every wanted element was added to emptied containers (or was there, adopted): the kernel holds what is wanted.
       this.#ledger.kernelIsDesired();
       this.#kernelChains = new Set([...kernelChains, ...rendering.chains]);
       this.#kernelShared = new Set(inUse);

@@ -151,6 +151,13 @@ export class NftElementsExecutor implements NftExecutor {
     }
   }
 
+  /** The ruleset's generation in this network namespace (netlink/generation.ts). */
+  async generation(): Promise<number> {
+    const r = await this.#elements.generation();
+    if (!r.ok) throw toNftError(r.error);
+    return r.id;
+  }
+
   async listElements(kind: 'set' | 'map', name: string): Promise<NftElement[]> {
     const schema = this.#schemas.get(name);
     if (schema === undefined) return this.#inner.listElements(kind, name);

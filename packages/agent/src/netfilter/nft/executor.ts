@@ -55,6 +55,11 @@ export interface NftExecutor {
    * table's objects (list()) and refills every set.
    */
   listWithElements?(): Promise<{ listing: NftListing; elements: Map<string, NftElement[]> }>;
+  /**
+   * The ruleset's generation in this network namespace: raised by every nf_tables transaction committed, by
+   * anyone (netlink/generation.ts). Absent where the executor cannot ask the kernel (the nft command).
+   */
+  generation?(): Promise<number>;
   /** The table's set and map declarations, for an executor that writes elements itself (elements-executor.ts). */
   useDeclarations?(declarations: readonly (NftSet | NftMap)[]): void;
   /**

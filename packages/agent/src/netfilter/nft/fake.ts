@@ -134,6 +134,8 @@ export class FakeNft implements NftExecutor {
   failOperation: ((op: NftOperation) => NftError | undefined) | undefined;
   /** Test hook: make list()/listElements() fail with this error. */
   failListing: NftError | undefined;
+  /** The ruleset generation: one more per transaction that changed the table (run() or load()), as the kernel's. */
+  #generation = 1;
 
   constructor(ref: NftTableRef = { family: 'ip', table: 'kube-proxy' }) {
     this.ref = ref;
@@ -145,6 +147,7 @@ export class FakeNft implements NftExecutor {
     if (tx.error) throw tx.error;
     const t0 = performance.now();
     this.#state = this.#apply(tx.operations);
+    this.#generation++;
     return { serializeMs: 0, applyMs: performance.now() - t0 };
   }
 
@@ -153,6 +156,11 @@ export class FakeNft implements NftExecutor {
     const { ops, errors } = parseOperations(text);
     if (errors.length > 0) throw new NftError(`cannot parse: ${errors[0]}`, { code: 'Invalid' });
     this.#state = this.#apply(ops);
+    this.#generation++;
+  }
+
+  async generation(): Promise<number> {
+    return this.#generation;
   }
 
   #apply(ops: readonly NftOperation[]): FakeState {

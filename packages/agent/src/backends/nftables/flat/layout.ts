@@ -60,6 +60,13 @@ export const FLAT_ELEMENT_CONTAINERS: readonly ElementContainer[] = [
  */
 export const FLAT_COLD_START_CHUNK = 100_000;
 
+/** Slots saved by an agent that stopped (state.ts), if they are slots: the two views' joined identities. */
+function readPortSlots(value: unknown): PortSlots | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { cluster, local } = value as Record<string, unknown>;
+  return typeof cluster === 'string' && typeof local === 'string' ? { cluster, local } : undefined;
+}
+
 /** How the flat layout renders: a port's slots are kept for its next rendering; dispatch chains are shared. */
 export function flatPorts(node: NodeNetworkConfig): PortRendering<FlatRenderedPort, PortSlots> {
   return {
@@ -67,6 +74,8 @@ export function flatPorts(node: NodeNetworkConfig): PortRendering<FlatRenderedPo
     setup: (firstSync, nodePortIPs) => renderSetup(node, { firstSync, nodePortIPs }, flatSetupParts(node)),
     render: (policy, previous) => renderFlatServicePort(policy, node, previous ?? NO_SLOTS),
     memo: (rendered) => rendered.slots,
+    carries: (rendered) => rendered.slotsMoved,
+    readMemo: readPortSlots,
     isSharedChain: (name) => parseDispatchChainName(name) !== undefined,
     sharedChainOps: (name) => {
       const parsed = parseDispatchChainName(name);

@@ -75,6 +75,11 @@ function dispatchTarget(name: string): { readonly name: string; readonly verdict
  */
 export interface FlatRenderedPort extends RenderedServicePort {
   readonly slots: PortSlots;
+  /**
+   * Whether the slots differ from the model's order, the order a rendering with no previous slots gives: only
+   * such slots need carrying over a restart (state.ts) for the next agent to render what this one wrote.
+   */
+  readonly slotsMoved: boolean;
 }
 
 export type FlatRenderResult =
@@ -228,6 +233,12 @@ function slotValues(joined: string, ids: readonly string[]): string {
   return joined.includes('#') ? ids.map((id) => slotValue(id).join(' . ')).join(RUN_SEPARATOR) : joined;
 }
 
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** Renders one service port from its policy (src/model/port-policy.ts) and the slots it had last time. */
 export function renderFlatServicePort(
   policy: ServicePortPolicy,
@@ -253,14 +264,15 @@ export function renderFlatServicePort(
     });
   const runs: ElementRun[] = [];
 
-  const ids = {
-    cluster: policy.usesClusterEndpoints
-      ? assignSlots(slotList(previous.cluster), slotIdentities(policy.clusterEndpoints))
-      : NO_IDS,
-    local: policy.usesLocalEndpoints
-      ? assignSlots(slotList(previous.local), slotIdentities(policy.localEndpoints))
-      : NO_IDS,
+  const inModelOrder = {
+    cluster: policy.usesClusterEndpoints ? slotIdentities(policy.clusterEndpoints) : NO_IDS,
+    local: policy.usesLocalEndpoints ? slotIdentities(policy.localEndpoints) : NO_IDS,
   };
+  const ids = {
+    cluster: assignSlots(slotList(previous.cluster), inModelOrder.cluster),
+    local: assignSlots(slotList(previous.local), inModelOrder.local),
+  };
+  const slotsMoved = !sameList(ids.cluster, inModelOrder.cluster) || !sameList(ids.local, inModelOrder.local);
   const slots: PortSlots = { cluster: ids.cluster.join(RUN_SEPARATOR), local: ids.local.join(RUN_SEPARATOR) };
 
   // Where a view's traffic goes: a shared dispatch chain by endpoint count, or (affinity) the port's own chain.
@@ -355,6 +367,7 @@ export function renderFlatServicePort(
       chains,
       affinitySets,
       slots,
+      slotsMoved,
       noLocalInternal: policy.noLocalEndpointsInternal,
       noLocalExternal: policy.noLocalEndpointsExternal,
     },
