@@ -239,7 +239,10 @@ async function run(spec: Spec): Promise<AgentRow> {
   try {
     const config = join(dir, 'kubeconfig');
     writeFileSync(config, kubeconfig());
-    const flags = [...agentFlags(config, spec.layout, join(dir, 'state')), ...spec.extraFlags];
+    // KPTS_BENCH_AGENT_NO_STATE=1: no state dir, so the restart refills the table (and a build from before the
+    // flag existed can be run: KPTS_BENCH_AGENT_BIN).
+    const stateDir = process.env.KPTS_BENCH_AGENT_NO_STATE === '1' ? undefined : join(dir, 'state');
+    const flags = [...agentFlags(config, spec.layout, stateDir), ...spec.extraFlags];
     const children = new Map<string, number>();
     const first = new BenchAgent(flags);
     agents.push(first);

@@ -78,10 +78,13 @@ export function kubeconfig(): string {
  * it leaves its state in for a restart, as deploy/'s DaemonSet would mount one), the conntrack zeros that keep it
  * from writing host-wide sysctls, and JSON logs at -v=2 (list and sync records).
  */
-export function agentFlags(kubeconfigPath: string, layout: NftablesLayoutName, stateDir: string): string[] {
+export function agentFlags(
+  kubeconfigPath: string,
+  layout: NftablesLayoutName,
+  stateDir: string | undefined,
+): string[] {
   return [
-    '--nftables-state-dir',
-    stateDir,
+    ...(stateDir !== undefined ? ['--nftables-state-dir', stateDir] : []),
     '--kubeconfig',
     kubeconfigPath,
     '--hostname-override',

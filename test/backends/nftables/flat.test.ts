@@ -4,7 +4,6 @@
 // layout's objects.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { EndpointSlice, Service } from '../../../packages/agent/src/api/objects.js';
 import {
   NftablesBackend,
   renderFullSyncTransaction,
@@ -22,29 +21,10 @@ import { FakeNft } from '../../../packages/agent/src/netfilter/nft/fake.js';
 import type { NftOperation } from '../../../packages/agent/src/netfilter/nft/objects.js';
 import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
-import { loadVector, nodeConfigFromVector } from './helpers.js';
+import { clusterIP, loadVector, nodeConfigFromVector, podIP, service, slice } from './helpers.js';
 
 const NO_COMMANDS: CommandRunner = { run: () => Promise.reject(new Error('no commands in unit tests')) };
 const node = nodeConfigFromVector(loadVector('nft-v2-TestOverallNFTablesRules').proxierConfig);
-
-const clusterIP = (i: number): string => `172.30.${Math.floor(i / 250)}.${(i % 250) + 1}`;
-const podIP = (net: number, i: number): string => `10.${net}.${Math.floor(i / 250)}.${(i % 250) + 1}`;
-
-function service(i: number): Service {
-  return {
-    metadata: { namespace: 'ns', name: `svc${i}` },
-    spec: { type: 'ClusterIP', clusterIP: clusterIP(i), ports: [{ name: 'p80', port: 80, protocol: 'TCP' }] },
-  };
-}
-
-function slice(i: number, ips: readonly string[]): EndpointSlice {
-  return {
-    metadata: { namespace: 'ns', name: `svc${i}-1`, labels: { 'kubernetes.io/service-name': `svc${i}` } },
-    addressType: 'IPv4',
-    endpoints: ips.map((ip) => ({ addresses: [ip], nodeName: 'other-node' })),
-    ports: [{ name: 'p80', port: 80, protocol: 'TCP' }],
-  };
-}
 
 function backendOn(
   fake: FakeNft,

@@ -95,3 +95,25 @@ export function normaliseNft(text: string): string {
   });
   return keyed.map((k) => k.line).join('\n') + '\n';
 }
+
+/** The i-th of a numbered set of ClusterIPs (172.30.0.0/16), and of pod IPs in 10.NET.0.0/16. */
+export const clusterIP = (i: number): string => `172.30.${Math.floor(i / 250)}.${(i % 250) + 1}`;
+export const podIP = (net: number, i: number): string => `10.${net}.${Math.floor(i / 250)}.${(i % 250) + 1}`;
+
+/** Service ns/svcI: a ClusterIP (clusterIP(i)) with one TCP port, p80. */
+export function service(i: number): Service {
+  return {
+    metadata: { namespace: 'ns', name: `svc${i}` },
+    spec: { type: 'ClusterIP', clusterIP: clusterIP(i), ports: [{ name: 'p80', port: 80, protocol: 'TCP' }] },
+  };
+}
+
+/** svcI's one EndpointSlice: an endpoint per address, all on another node. */
+export function slice(i: number, ips: readonly string[]): EndpointSlice {
+  return {
+    metadata: { namespace: 'ns', name: `svc${i}-1`, labels: { 'kubernetes.io/service-name': `svc${i}` } },
+    addressType: 'IPv4',
+    endpoints: ips.map((ip) => ({ addresses: [ip], nodeName: 'other-node' })),
+    ports: [{ name: 'p80', port: 80, protocol: 'TCP' }],
+  };
+}

@@ -8,7 +8,6 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import type { EndpointSlice, Service } from '../../../packages/agent/src/api/objects.js';
 import { NftablesBackend } from '../../../packages/agent/src/backends/nftables/backend.js';
 import { MultisetDigest } from '../../../packages/agent/src/backends/nftables/digest.js';
 import { FLAT_LAYOUT } from '../../../packages/agent/src/backends/nftables/flat/layout.js';
@@ -21,7 +20,7 @@ import { FakeClock } from '../../../packages/agent/src/util/clock.js';
 import type { LogRecord } from '../../../packages/agent/src/util/logger.js';
 import { recordingLogger } from '../../../packages/agent/src/util/logger.js';
 import { ModelCluster } from '../../helpers/model-cluster.js';
-import { loadVector, nodeConfigFromVector } from './helpers.js';
+import { clusterIP, loadVector, nodeConfigFromVector, podIP, service, slice } from './helpers.js';
 
 const NO_COMMANDS: CommandRunner = { run: () => Promise.reject(new Error('no commands in unit tests')) };
 const node = nodeConfigFromVector(loadVector('nft-v2-TestOverallNFTablesRules').proxierConfig);
@@ -29,25 +28,6 @@ const dirs: string[] = [];
 after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
-
-const clusterIP = (i: number): string => `172.30.0.${i + 1}`;
-const podIP = (net: number, i: number): string => `10.${net}.0.${i + 1}`;
-
-function service(i: number): Service {
-  return {
-    metadata: { namespace: 'ns', name: `svc${i}` },
-    spec: { type: 'ClusterIP', clusterIP: clusterIP(i), ports: [{ name: 'p80', port: 80, protocol: 'TCP' }] },
-  };
-}
-
-function slice(i: number, ips: readonly string[]): EndpointSlice {
-  return {
-    metadata: { namespace: 'ns', name: `svc${i}-1`, labels: { 'kubernetes.io/service-name': `svc${i}` } },
-    addressType: 'IPv4',
-    endpoints: ips.map((ip) => ({ addresses: [ip], nodeName: 'other-node' })),
-    ports: [{ name: 'p80', port: 80, protocol: 'TCP' }],
-  };
-}
 
 interface Node {
   readonly fake: FakeNft;
