@@ -197,6 +197,23 @@ describe('service health state kept from the changes', () => {
     assert.deepEqual(step(lb(30003), undefined), [['ns/lb', 0]]);
     assert.equal(map.size, 0);
     assert.equal(map.healthCheckNodePort('ns/lb'), 0);
+    // Gone and gone again: a 0 after a 0 is no change.
+    assert.deepEqual(step(undefined, lb(undefined)), []);
+  });
+
+  test('a Service that never had a port or a local endpoint hands over no 0 (a first sync of many records nothing)', () => {
+    const pending = new PendingServiceHealthChanges();
+    const map = new HealthCheckIndexedServicePortMap();
+    const names = Array.from({ length: 1000 }, (_, i) => `ns/s${i}`);
+    pending.record(names, map, new Map(names.map((n) => [n, 0])));
+    const first = pending.take();
+    assert.equal(first.healthCheckNodePorts.size, 0);
+    assert.equal(first.localReadyEndpoints.size, 0);
+    // One gains a local endpoint, then loses it: both are handed over, the loss as 0.
+    pending.record([], map, new Map([['ns/s7', 2]]));
+    assert.deepEqual([...pending.take().localReadyEndpoints], [['ns/s7', 2]]);
+    pending.record([], map, new Map([['ns/s7', 0]]));
+    assert.deepEqual([...pending.take().localReadyEndpoints], [['ns/s7', 0]]);
   });
 
   test('a Service whose endpoints are all gone counts 0 (the server drops it)', () => {

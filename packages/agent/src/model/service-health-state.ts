@@ -73,6 +73,13 @@ export interface ServiceHealthChanges {
 export class PendingServiceHealthChanges {
   #ports = new Map<string, number>();
   #endpoints = new Map<string, number>();
+  /**
+   * Services whose last recorded value is not 0. A 0 is a change only for those: for any other Service the
+   * servers (which start with nothing, as this does) hold no value to remove. So a first sync of 100,000 Services
+   * with no health-check port and no local endpoint records nothing, not 200,000 zeros.
+   */
+  readonly #withPort = new Set<string>();
+  readonly #withEndpoints = new Set<string>();
 
   /**
    * Records one checkout: `updatedServices` from the service tracker (read back from the map it just updated),
@@ -83,8 +90,10 @@ export class PendingServiceHealthChanges {
     serviceMap: HealthCheckIndexedServicePortMap,
     localReadyEndpoints: ReadonlyMap<string, number>,
   ): void {
-    for (const service of updatedServices) this.#ports.set(service, serviceMap.healthCheckNodePort(service));
-    for (const [service, n] of localReadyEndpoints) this.#endpoints.set(service, n);
+    for (const service of updatedServices)
+      recordValue(this.#ports, this.#withPort, service, serviceMap.healthCheckNodePort(service));
+    for (const [service, n] of localReadyEndpoints)
+      recordValue(this.#endpoints, this.#withEndpoints, service, n);
   }
 
   /** The changes recorded since the last take, and empty again. */
@@ -94,6 +103,18 @@ export class PendingServiceHealthChanges {
     this.#endpoints = new Map();
     return changes;
   }
+}
+
+/** Records `value` for `service` unless it is 0 and the last value recorded was 0 too (or none): no change. */
+function recordValue(
+  pending: Map<string, number>,
+  nonZero: Set<string>,
+  service: string,
+  value: number,
+): void {
+  if (value !== 0) nonZero.add(service);
+  else if (!nonZero.delete(service)) return;
+  pending.set(service, value);
 }
 
 /** Applies changes ("ns/name" → value, 0 = absent) to a whole map of the same meaning. */
