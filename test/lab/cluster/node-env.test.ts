@@ -12,8 +12,16 @@ import { kubeProxyDaemonSet } from '../../../packages/lab/src/cluster/kube-proxy
 import { labPaths } from '../../../packages/lab/src/cluster/layout.js';
 import { nodeEnvironment, prepareIptablesBinDir } from '../../../packages/lab/src/cluster/node-env.js';
 
-function proxyContainerOn(node: string, env: Record<string, string>): ReturnType<typeof resolveContainer> {
-  const ds = kubeProxyDaemonSet({ kubeconfigPath: '/lab/nodes/$(NODE_NAME)/kubeconfig', env });
+function proxyContainerOn(
+  node: string,
+  env: Record<string, string>,
+  stateDir?: string,
+): ReturnType<typeof resolveContainer> {
+  const ds = kubeProxyDaemonSet({
+    kubeconfigPath: '/lab/nodes/$(NODE_NAME)/kubeconfig',
+    env,
+    ...(stateDir !== undefined ? { stateDir } : {}),
+  });
   const template = child(child(ds, 'spec'), 'template');
   const pod: JsonObject = { ...template, spec: { ...child(template, 'spec'), nodeName: node } };
   const container = arr(child(template, 'spec'), 'containers')[0] as JsonObject;
@@ -30,6 +38,33 @@ describe('a lab node as its own host', () => {
     assert.equal(worker.env.XTABLES_LOCKFILE, '/lab/nodes/worker/xtables.lock');
     assert.equal(cp.env.XTABLES_LOCKFILE, '/lab/nodes/control-plane/xtables.lock');
     assert.equal(worker.env.NODE_NAME, 'worker');
+  });
+
+  test("the proxy's --nftables-state-dir is its node's own directory, not deploy/'s shared hostPath", () => {
+    const paths = labPaths('/lab');
+    const stateDir = paths.nodeProxyStateDir('$(NODE_NAME)');
+    const ds = kubeProxyDaemonSet({ kubeconfigPath: '/k', stateDir });
+    const spec = child(child(child(ds, 'spec'), 'template'), 'spec');
+    const container = arr(spec, 'containers')[0] as JsonObject;
+    const flags = arr(container, 'command').filter(
+      (w) => typeof w === 'string' && w.startsWith('--nftables-state-dir'),
+    );
+    assert.deepEqual(flags, ['--nftables-state-dir=/lab/nodes/$(NODE_NAME)/kube-proxy-ts']);
+    assert.ok(!JSON.stringify(spec).includes('/run/kube-proxy-ts'), JSON.stringify(spec));
+    const worker = proxyContainerOn('worker', {}, stateDir);
+    assert.ok(
+      worker.argv?.includes('--nftables-state-dir=/lab/nodes/worker/kube-proxy-ts'),
+      String(worker.argv),
+    );
+    // deploy/'s own DaemonSet leaves the state on the node's /run, outside the pod.
+    const shipped = kubeProxyDaemonSet({ kubeconfigPath: '/k' });
+    const shippedSpec = child(child(child(shipped, 'spec'), 'template'), 'spec');
+    const shippedContainer = arr(shippedSpec, 'containers')[0] as JsonObject;
+    assert.ok(arr(shippedContainer, 'command').includes('--nftables-state-dir=/run/kube-proxy-ts'));
+    assert.deepEqual(
+      arr(shippedSpec, 'volumes').filter((v) => child(v, 'hostPath').path === '/run/kube-proxy-ts').length,
+      1,
+    );
   });
 
   test('--iptables legacy puts links to the legacy binaries first on PATH', () => {

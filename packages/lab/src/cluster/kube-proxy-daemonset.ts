@@ -1,9 +1,10 @@
 // kube-system/kube-proxy as the lab runs it: deploy/daemonset.yaml itself (kubeadm's shape: k8s-app=kube-proxy,
 // host network, the ConfigMap mounted at /var/lib/kube-proxy, $(NODE_NAME) from spec.nodeName, its readiness
-// probe, asked every second here), with two additions the lab needs: --kubeconfig names the node's kubeconfig in the lab's state directory (pods see the
+// probe, asked every second here), with the additions the lab needs: --kubeconfig names the node's kubeconfig in the lab's state directory (pods see the
 // host's filesystem; the token stays out of the ConfigMap, where deploy/'s kubeconfig.conf reads a service
 // account's), lab-only flags (--nftables-layout) appended as a DaemonSet's args would carry them, and the node's own
-// environment (node-env.ts: its xtables lock, the iptables back end).
+// environment (node-env.ts: its xtables lock, the iptables back end), and its own --nftables-state-dir under its
+// node directory in place of deploy/'s hostPath /run/kube-proxy-ts, which every lab node would share.
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
@@ -26,6 +27,11 @@ export function kubeProxyDaemonSet(options: {
   readonly extraArgs?: readonly string[];
   /** Variables added to the container's env, after its own (so they may use `$(NODE_NAME)`). */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * The node's own directory for --nftables-state-dir (with `$(NODE_NAME)`), instead of deploy/'s hostPath
+   * /run/kube-proxy-ts, which every lab node would share (and which would outlive the lab).
+   */
+  readonly stateDir?: string;
 }): JsonObject {
   const doc: unknown = parse(readFileSync(deployManifestPath(), 'utf8'));
   if (!isObject(doc) || doc.kind !== 'DaemonSet')
@@ -62,5 +68,23 @@ export function kubeProxyDaemonSet(options: {
     `--kubeconfig=${options.kubeconfigPath}`,
     ...(options.extraArgs ?? []),
   ];
+  if (options.stateDir !== undefined) perNodeStateDir(doc, container, options.stateDir);
   return doc;
+}
+
+/** The volume deploy/ mounts for --nftables-state-dir, and the flag's prefix. */
+const STATE_VOLUME = 'kube-proxy-ts-state';
+const STATE_FLAG = '--nftables-state-dir=';
+
+/** --nftables-state-dir names `dir` (the node's own), and deploy/'s shared hostPath for it is gone. */
+function perNodeStateDir(doc: JsonObject, container: JsonObject, dir: string): void {
+  const command = (container.command as unknown[]).filter(
+    (w) => !(typeof w === 'string' && w.startsWith(STATE_FLAG)),
+  );
+  container.command = [...command, `${STATE_FLAG}${dir}`];
+  container.volumeMounts = arr(container, 'volumeMounts').filter(
+    (m) => !(isObject(m) && m.name === STATE_VOLUME),
+  );
+  const podSpec = child(child(child(doc, 'spec'), 'template'), 'spec');
+  podSpec.volumes = arr(podSpec, 'volumes').filter((v) => !(isObject(v) && v.name === STATE_VOLUME));
 }

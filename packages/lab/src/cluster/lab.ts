@@ -597,6 +597,7 @@ function startKubeProxy(
         extraArgs:
           options.nftablesLayout !== undefined ? [`--nftables-layout=${options.nftablesLayout}`] : [],
         env: nodeEnvironment(paths, '$(NODE_NAME)', options.iptables, process.env.PATH ?? ''),
+        stateDir: paths.nodeProxyStateDir('$(NODE_NAME)'),
       }),
     ],
   ]);

@@ -185,6 +185,8 @@ export interface LabPaths {
    * iptables writers on one node wait for each other and never for the real host's /run/xtables.lock.
    */
   nodeXtablesLock(node: string): string;
+  /** The node's --nftables-state-dir (what its proxy leaves for the next one: deploy/'s /run/kube-proxy-ts). */
+  nodeProxyStateDir(node: string): string;
   /** Where `iptables`, `iptables-save`, … name one back end for the proxies (`lab up --iptables legacy|nft`). */
   iptablesBinDir(backend: string): string;
   /** Guests' state directories (packages/lab/src/vm/), one per guest: `lab down` sweeps them (issue 29). */
@@ -213,6 +215,7 @@ export function labPaths(relativeOrAbsolute: string): LabPaths {
     relayLog: (node) => join(nodeDir(node), 'relay.log'),
     relayPidFile: (node) => join(nodeDir(node), 'relay.pid'),
     nodeXtablesLock: (node) => join(nodeDir(node), 'xtables.lock'),
+    nodeProxyStateDir: (node) => join(nodeDir(node), 'kube-proxy-ts'),
     iptablesBinDir: (backend) => join(stateDir, `iptables-${backend}`, 'bin'),
     guestsDir: join(stateDir, 'guests'),
     podDir: () => join(stateDir, 'pods'),
