@@ -9,7 +9,9 @@
 // KPTS_BENCH_AGENT_UPSTREAM_MAX: upstream's layout only up to this size (default 1000: its first sync at
 // 10,000 Services and more is the in-process bench's business, and slow); KPTS_BENCH_AGENT_MARKDOWN=FILE also
 // writes the table as markdown; KPTS_BENCH_AGENT_FLAGS: more agent flags, space-separated (e.g.
-// `--kube-api-qps=0`: no client-side rate limit, to see the list's own cost beside the default qps 5 / burst 10); KPTS_BENCH_AGENT_BIN: the agent's main.js to run (default: the workspace's build).
+// `--kube-api-qps=0`: no client-side rate limit, to see the list's own cost beside the default qps 5 / burst 10); KPTS_BENCH_AGENT_BIN: the agent's main.js to run (default: the workspace's build);
+// KPTS_BENCH_AGENT_NO_STATE=1: no --nftables-state-dir, so the restart refills the table (a build from before the
+// flag needs it).
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
