@@ -282,6 +282,33 @@ describe('Reflector: list and watch', () => {
     );
   });
 
+  test('a first list restarted after its continue token expired delivers the delete of an object its first pages had', async (t) => {
+    const h = await harness<Service>(t, SERVICES, {
+      limits: { pageSize: 2 },
+      seed: (s) => {
+        for (const n of ['a', 'b', 'c', 'd', 'e']) s.add(PATH, svc(n));
+      },
+    });
+    h.server.expireNextContinue = 1;
+    // Page one (a, b) is handed on as it arrives; b is deleted before the list starts over.
+    const { onAdd } = h.rec.handlers;
+    h.rec.handlers.onAdd = (o: Service) => {
+      onAdd?.(o);
+      if (o.metadata.name === 'b' && h.server.listsOf(PATH).length === 1) h.server.remove(PATH, 'default/b');
+    };
+    h.reflector.start();
+    await h.rec.waitFor((e) => e.includes('synced'), 'synced');
+    const events = h.rec.events.filter(
+      (e) => !e.startsWith('add default/c') && !e.startsWith('add default/d'),
+    );
+    assert.deepEqual(events.slice(0, 2), ['add default/a 101', 'add default/b 102']);
+    assert.ok(
+      h.rec.events.some((e) => e.startsWith('delete default/b')),
+      `no delete of b: ${h.rec.events.join(', ')}`,
+    );
+    assert.equal(h.rec.events.at(-1), 'synced');
+  });
+
   test('the first list hands each page on as it arrives; a list cut after a page resumes without repeats', async (t) => {
     const h = await harness<Service>(t, SERVICES, {
       limits: { pageSize: 2 },

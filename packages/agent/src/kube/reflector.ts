@@ -324,8 +324,11 @@ export class Reflector<T extends KubeObject> {
    * writes them (≈ 3.7 KB of JSON each), holding the whole list before the first event cost ≈ 700 MiB at once.
    */
   private async listAll(): Promise<void> {
-    const items = new Map<string, StoredObject<T>>();
     const streaming = !this.synced;
+    // A first list into an empty store keeps no second map: each object goes into the store as it comes, and the
+    // store can hold nothing the list lacks (at 100,000 objects: a map of as many entries, and a diff of the two).
+    let items: Map<string, StoredObject<T>> | undefined =
+      streaming && this.store.size === 0 ? undefined : new Map();
     let rv = '';
     let cont = '';
     let restarted = false;
@@ -341,7 +344,9 @@ export class Reflector<T extends KubeObject> {
             // old snapshot, so start the list again once before treating it as a failure.
             this.log.info('list continue token expired; restarting the list', { error: err.message });
             restarted = true;
-            items.clear();
+            // The store now holds pages of the old snapshot: the list starts over into a map of its own, whose
+            // difference from the store replace() delivers.
+            items = new Map();
             cont = '';
             continue;
           }
@@ -373,28 +378,29 @@ export class Reflector<T extends KubeObject> {
    * entry. Streaming: into the store as well, its add or update delivered now, so replace() finds only deletes.
    */
   private listed(
-    items: Map<string, StoredObject<T>>,
+    items: Map<string, StoredObject<T>> | undefined,
     key: string,
     object: T,
     resourceVersion: string,
     streaming: boolean,
   ): void {
     const held = this.store.get(key);
-    if (held?.resourceVersion === resourceVersion) return void items.set(key, held);
-    if (!streaming) return void items.set(key, { object, resourceVersion });
+    if (held?.resourceVersion === resourceVersion) return void items?.set(key, held);
+    if (!streaming) return void items?.set(key, { object, resourceVersion });
     const stored = { object: this.options.keep?.(object) ?? object, resourceVersion };
-    items.set(key, stored);
+    items?.set(key, stored);
     this.store.set(key, stored);
     const h = this.options.handlers;
     if (held) this.deliver('update', () => h.onUpdate?.(held.object, object));
     else this.deliver('add', () => h.onAdd?.(object));
   }
 
-  private replace(items: Map<string, StoredObject<T>>, rv: string): void {
-    const changes = diffStores(this.store, items);
+  /** Makes the store the list (`items`; undefined: listed() filled the store itself) and delivers the difference. */
+  private replace(items: Map<string, StoredObject<T>> | undefined, rv: string): void {
+    const changes = items === undefined ? [] : diffStores(this.store, items);
     const keep = this.options.keep;
     // The handlers below get the listed objects; the store keeps what `keep` says (an unchanged one, as it was).
-    if (keep)
+    if (items !== undefined && keep)
       for (const [key, listed] of items) {
         const held = this.store.get(key);
         if (held === listed) continue;
@@ -403,11 +409,12 @@ export class Reflector<T extends KubeObject> {
           resourceVersion: listed.resourceVersion,
         });
       }
-    this.store = items;
+    if (items !== undefined) this.store = items;
     this.rv = rv;
+    const objects = this.store.size;
     this.log.v(2, () => ({
       msg: 'listed',
-      fields: { objects: items.size, changes: changes.length, resourceVersion: rv },
+      fields: { objects, changes: changes.length, resourceVersion: rv },
     }));
     const h = this.options.handlers;
     for (const c of changes) {
