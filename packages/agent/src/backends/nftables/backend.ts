@@ -437,10 +437,8 @@ export class NftablesBackend implements ProxyBackend {
     try {
       const generation = await this.#executor.generation();
       await saveState(path, {
-        format: 1,
         family: nftFamilyOf(this.family),
         layout: this.#layout.name,
-        netns: netnsIdentity(),
         generation,
         seed,
         digest,

@@ -54,8 +54,12 @@ export function newSeed(): number {
   return randomInt(0, 2 ** 32 - 1);
 }
 
-/** Writes `state` to `path` (only root reads it), whole or not at all: a temporary file, then a rename. */
-export async function saveState(path: string, state: SavedNftablesState): Promise<void> {
+/** Writes `state` (this format, this namespace) to `path` (only root reads it), whole or not at all. */
+export async function saveState(
+  path: string,
+  fields: Omit<SavedNftablesState, 'format' | 'netns'>,
+): Promise<void> {
+  const state: SavedNftablesState = { format: FORMAT, netns: netnsIdentity(), ...fields };
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   const temporary = `${path}.${process.pid}.tmp`;
   try {
