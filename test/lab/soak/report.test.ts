@@ -387,6 +387,7 @@ describe('soak report', () => {
       formatReport(r),
       /lost: client → anchor via nodePort 198\.18\.0\.10:30080 #1: reset 0\.5 s after the stop/,
     );
+    assert.match(formatReport(r), /at 1\.0 s: SIGKILL worker \(pid 42\): synced again after 2\.0 s/);
     assert.deepEqual(
       r.perSecond.map((p) => p.pending.worker),
       [12, 0, undefined, undefined, undefined],

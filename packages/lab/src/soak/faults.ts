@@ -53,6 +53,8 @@ export interface ProxyRestart {
   connectionsUnmeasured?: number;
   /** The connections it broke: which, how, and when after the stop. */
   connectionsLost?: readonly LostConnection[];
+  /** When the stop was sent, in seconds after the soak's start (filled in by the report). */
+  atSecond?: number;
 }
 
 /** The PID of the node's kube-proxy now (its PID file, linked by the lab to the current container's). */

@@ -470,6 +470,7 @@ function proxyRestarts(o: SoakInputs): SoakReport['proxyRestarts'] {
     survived += s.survived;
     return {
       ...r,
+      atSecond: Math.round((r.at - o.startedAt) / 100) / 10,
       connectionsOpen: s.open,
       connectionsSurvived: s.survived,
       ...(s.unmeasured > 0 ? { connectionsUnmeasured: s.unmeasured } : {}),
@@ -683,7 +684,7 @@ export function formatReport(r: SoakReport): string {
     );
   for (const x of r.proxyRestarts.restarts)
     lines.push(
-      `  ${x.signal} ${x.node} (pid ${x.pid}): ${x.syncedAt === undefined ? 'no sync afterwards' : `synced again after ${((x.syncedAt - x.at) / 1000).toFixed(1)} s`}, ${x.connectionsSurvived}/${x.connectionsOpen} connections survived` +
+      `  ${x.atSecond === undefined ? '' : `at ${x.atSecond.toFixed(1)} s: `}${x.signal} ${x.node} (pid ${x.pid}): ${x.syncedAt === undefined ? 'no sync afterwards' : `synced again after ${((x.syncedAt - x.at) / 1000).toFixed(1)} s`}, ${x.connectionsSurvived}/${x.connectionsOpen} connections survived` +
         (x.connectionsUnmeasured
           ? ` (${x.connectionsUnmeasured} ended with the load before the resync)`
           : ''),
