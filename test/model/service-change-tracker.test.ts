@@ -37,11 +37,11 @@ describe('§2.1 ServiceChangeTracker.update', () => {
   });
 
   test('§2.1.2 total counts every call with an object, even no-ops and skipped Services', () => {
-    const { tracker, metrics, skipped } = newTracker();
-    tracker.update(v1, v1); // no-op
+    const { tracker, metrics, skipped } = trackerWithV1();
+    tracker.update(v1, v1); // no-op: v1 is what was applied
     const headless = service('ns', 'h', { clusterIP: 'None', ports: [{ port: 80 }] });
     tracker.update(undefined, headless); // skipped
-    assert.equal(metrics.serviceChangesTotal, 2);
+    assert.equal(metrics.serviceChangesTotal, 3, 'the add before the checkout, the no-op, the skipped one');
     assert.equal(metrics.serviceChangesPending, 0);
     assert.equal(tracker.pending, 0);
     assert.deepEqual(skipped, [

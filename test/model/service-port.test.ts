@@ -10,6 +10,8 @@ import {
   usesLocalEndpoints,
 } from '../../packages/agent/src/model/service-port.js';
 import type { ServicePort } from '../../packages/agent/src/model/service-port.js';
+import { ServiceChangeTracker } from '../../packages/agent/src/model/service-change-tracker.js';
+import type { ServicePortMap } from '../../packages/agent/src/model/service-change-tracker.js';
 
 type Spec = NonNullable<Service['spec']>;
 
@@ -493,29 +495,38 @@ describe('serviceRemnant: what the Service store keeps', () => {
     ['claimed by another proxy', whole({ 'service.kubernetes.io/service-proxy-name': 'other' }, basic)],
     ['headless', whole({}, { ...basic, clusterIP: 'None' })],
   ];
+  // What the reflector hands the tracker: the whole object on add, its remnant as an update's `old` and as a
+  // relist's delete. Either way the tracker ends where the whole objects would take it.
+  const withApplied = (s: Service) => {
+    const tracker = new ServiceChangeTracker({ family: 'IPv4' });
+    const live: ServicePortMap = new Map();
+    tracker.update(undefined, s);
+    tracker.checkout(live);
+    return { tracker, live, applied: [...live.values()] };
+  };
   for (const [what, s] of cases) {
-    test(`${what}: the remnant derives what the whole Service does, read either way`, () => {
-      const kept = serviceRemnant(s);
-      for (const family of ['IPv4', 'IPv6'] as const)
-        for (const ignoreServiceProxyName of [false, true])
-          assert.deepEqual(
-            servicePortsFromService(kept, family, { ignoreServiceProxyName }),
-            servicePortsFromService(s, family, { ignoreServiceProxyName }),
-            `${family}, ignoreServiceProxyName ${ignoreServiceProxyName}`,
-          );
+    test(`${what}: a delete with the remnant removes exactly what the whole Service had put in`, () => {
+      const { tracker, live, applied } = withApplied(s);
+      tracker.update(serviceRemnant(s), undefined);
+      const r = tracker.checkout(live);
+      assert.equal(live.size, 0);
+      assert.deepEqual(r.deletedServicePorts, applied);
+      assert.deepEqual([...r.updatedServices], applied.length > 0 ? ['ns/svc'] : []);
+    });
+    test(`${what}: an update with the remnant as \`old\` goes where the whole objects go`, () => {
+      const next = whole({}, { ...basic, ports: [{ name: 'http', port: 8080 }] });
+      const byRemnant = withApplied(s);
+      const byWhole = withApplied(s);
+      byRemnant.tracker.update(serviceRemnant(s), next);
+      byWhole.tracker.update(s, next);
+      assert.deepEqual(byRemnant.tracker.checkout(byRemnant.live), byWhole.tracker.checkout(byWhole.live));
+      assert.deepEqual([...byRemnant.live], [...byWhole.live]);
+      assert.equal(byRemnant.live.size, 1);
     });
   }
 
-  test('keeps identity, the proxy-name label, spec and status; drops the rest of the metadata', () => {
-    const s = cases[3]?.[1] as Service;
-    const kept = serviceRemnant(s);
-    assert.deepEqual(kept.metadata, {
-      namespace: 'ns',
-      name: 'svc',
-      resourceVersion: '7',
-      labels: { 'service.kubernetes.io/service-proxy-name': 'other' },
-    });
-    assert.equal(kept.spec, s.spec);
-    assert.equal(serviceRemnant(cases[0]?.[1] as Service).metadata.labels, undefined);
+  test('keeps the identity and resourceVersion only', () => {
+    const s = cases[1]?.[1] as Service;
+    assert.deepEqual(serviceRemnant(s), { metadata: { namespace: 'ns', name: 'svc', resourceVersion: '7' } });
   });
 });

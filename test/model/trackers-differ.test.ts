@@ -12,6 +12,8 @@ test('§10.5 trackers differ: service tracker compares port maps and returns "an
   const t = new ServiceChangeTracker({ family: 'IPv4', metrics });
   const a = service('ns', 'a', { clusterIP: '198.18.0.1', ports: [{ port: 80 }] }, '1');
   const b = service('ns', 'b', { clusterIP: '198.18.0.2', ports: [{ port: 80 }] }, '1');
+  t.update(undefined, b);
+  t.checkout(new Map());
   assert.equal(t.update(undefined, a), true);
   // b: a metadata-only change gives identical port maps, yet the call returns true because a is pending.
   assert.equal(

@@ -92,11 +92,6 @@ export interface ReflectorOptions<T> {
    * nothing from it).
    */
   readonly keep?: (obj: T) => T;
-  /**
-   * What `keep` makes holds all the handlers read of an object (a Service's remnant: model/service-port.ts), so a
-   * resync redelivers it as it would the whole object; without this a resource with `keep` is not resynced.
-   */
-  readonly resyncKept?: boolean;
 }
 
 type Counters = { -readonly [K in keyof ReflectorHealth['counters']]: number };
@@ -569,7 +564,7 @@ export class Reflector<T extends KubeObject> {
 
   private armResync(): void {
     const period = this.timing.resyncPeriodMs;
-    if (!(period > 0) || (this.options.keep && !this.options.resyncKept)) return;
+    if (!(period > 0) || this.options.keep) return;
     this.resyncTimer = this.options.clock.setTimeout(() => {
       if (this.stopped) return;
       if (this.synced) {

@@ -46,12 +46,12 @@ export type WatchOptions<T> = Omit<ReflectorOptions<T>, 'resource' | 'handlers'>
 };
 
 /**
- * Services: the store keeps each one's remnant (serviceRemnant: identity, the service-proxy-name label, spec,
- * status), unless the caller says what to keep. That is all the service tracker reads of an update's `old`, a
- * relist's delete or a resync, which therefore stays on.
+ * Services: the store keeps each one's identity (serviceRemnant), unless the caller says what to keep: the
+ * service tracker reads only the name of an update's `old` or a relist's delete. Like the slices, they are
+ * therefore not resynced (a resync would hand the tracker nothing it does not have).
  */
 export function serviceReflector(options: WatchOptions<Service>): Reflector<Service> {
-  const keep = options.keep === undefined ? { keep: serviceRemnant, resyncKept: true } : {};
+  const keep = options.keep === undefined ? { keep: serviceRemnant } : {};
   return new Reflector<Service>({ ...options, ...keep, resource: SERVICES });
 }
 

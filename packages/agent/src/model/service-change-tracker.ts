@@ -54,6 +54,11 @@ export class ServiceChangeTracker {
   readonly #metrics: ChangeMetrics;
   readonly #onSkip: (skipped: SkippedObject) => void;
   readonly #items = new Map<string, ServiceChange>();
+  /**
+   * "ns/name" → the ports the last checkout applied for it: one ServicePort (most Services have one port; no
+   * array for them), or all of them. Services with none are absent. The same objects as the live map's.
+   */
+  readonly #applied = new Map<string, ServicePort | readonly ServicePort[]>();
 
   constructor(options: ServiceChangeTrackerOptions) {
     this.#family = options.family;
@@ -65,6 +70,11 @@ export class ServiceChangeTracker {
    * Records a change (add: prev undefined; delete: cur undefined). Counts service_changes_total on every call
    * with an object, collapses changes that end where they started, sets service_changes_pending to the number of
    * Services with a net change, and returns true if *anything* is pending.
+   *
+   * `previous` only names the Service (a delete has nothing else): what the Service had is what the last checkout
+   * applied for it, which this tracker records. So an informer's store need keep no Service spec for an update's
+   * `old` or a relist's delete, and what is removed is what was programmed, whatever the object says now (a
+   * Service that leaves the watch carrying another proxy's service-proxy-name label loses the ports it had).
    */
   update(previous: Service | undefined, current: Service | undefined): boolean {
     if (previous === undefined && current === undefined) return false;
@@ -81,13 +91,12 @@ export class ServiceChangeTracker {
     const name = `${nn.namespace}/${nn.name}`;
     let change = this.#items.get(name);
     if (change === undefined) {
-      // The first change since checkout fixes `previous`: what was programmed for the Service, so read as it was
-      // before a service-proxy-name label took it from this proxy (servicePortsFromService's option says why).
-      // Its problems were reported when it arrived.
-      change = { previous: this.#portMap(name, previous, false), current: NO_PORTS };
+      // The first change since checkout fixes `previous`: the ports applied for the Service. Their problems were
+      // reported when they arrived.
+      change = { previous: this.#appliedPorts(name), current: NO_PORTS };
       this.#items.set(name, change);
     }
-    change.current = this.#portMap(name, current, true);
+    change.current = this.#portMap(name, current);
     if (deepEqual(change.previous, change.current)) this.#items.delete(name);
     this.#metrics.servicesPending(this.#items.size);
     return this.#items.size > 0;
@@ -110,22 +119,34 @@ export class ServiceChangeTracker {
         deletedServicePorts.push(sp);
       }
       for (const [key, sp] of change.current) live.set(key, sp);
+      this.#record(name, change.current);
     }
     this.#items.clear();
     this.#metrics.servicesPending(0);
     return { updatedServices, deletedServicePorts };
   }
 
-  #portMap(name: string, svc: Service | undefined, report: boolean): ReadonlyMap<string, ServicePort> {
+  /** What the last checkout applied for the Service, as a port map (a fresh one: a pending change holds it). */
+  #appliedPorts(name: string): ReadonlyMap<string, ServicePort> {
+    const applied = this.#applied.get(name);
+    if (applied === undefined) return NO_PORTS;
+    if (!Array.isArray(applied)) return new Map([[(applied as ServicePort).key, applied as ServicePort]]);
+    return new Map((applied as readonly ServicePort[]).map((sp) => [sp.key, sp]));
+  }
+
+  #record(name: string, ports: ReadonlyMap<string, ServicePort>): void {
+    if (ports.size === 0) this.#applied.delete(name);
+    else if (ports.size === 1) this.#applied.set(name, ports.values().next().value as ServicePort);
+    else this.#applied.set(name, [...ports.values()]);
+  }
+
+  #portMap(name: string, svc: Service | undefined): ReadonlyMap<string, ServicePort> {
     if (svc === undefined) return NO_PORTS;
-    // `report` marks the current version; the previous one is read as programmed, label or not.
-    const r = servicePortsFromService(svc, this.#family, { ignoreServiceProxyName: !report });
-    if (report) {
-      if (r.skipped !== undefined) {
-        this.#onSkip({ kind: 'Service', name, reason: r.skipped, ...(r.routine ? { routine: true } : {}) });
-      }
-      for (const reason of r.problems) this.#onSkip({ kind: 'Service', name, reason });
+    const r = servicePortsFromService(svc, this.#family);
+    if (r.skipped !== undefined) {
+      this.#onSkip({ kind: 'Service', name, reason: r.skipped, ...(r.routine ? { routine: true } : {}) });
     }
+    for (const reason of r.problems) this.#onSkip({ kind: 'Service', name, reason });
     if (r.ports.length === 0) return NO_PORTS;
     const out: ServicePortMap = new Map();
     for (const sp of r.ports) out.set(sp.key, sp);

@@ -115,35 +115,24 @@ function exactList(list: readonly string[]): readonly string[] {
   return list.length === 0 ? NO_STRINGS : list.slice();
 }
 
-export interface ServicePortsOptions {
-  /**
-   * Read the ports even when the Service carries service.kubernetes.io/service-proxy-name. The label is a
-   * selection (upstream applies it only in the informer's selector): a Service labelled after this proxy had it
-   * leaves the watch as DELETED *with* the label, and what the proxy programmed for it is its ports as if unlabelled.
-   */
-  readonly ignoreServiceProxyName?: boolean;
-}
-
 /** Derives the service ports of `svc` for `family`. Never throws, whatever the object holds. */
-export function servicePortsFromService(
-  svc: Service,
-  family: IPFamily,
-  options: ServicePortsOptions = {},
-): ServicePortsResult {
+export function servicePortsFromService(svc: Service, family: IPFamily): ServicePortsResult {
   try {
-    return derive(svc as unknown, family, options);
+    return derive(svc as unknown, family);
   } catch (e) {
     // Only a hostile object (throwing getters, proxies) gets here; skip it rather than take the proxier down.
     return skip(`unreadable Service object: ${e instanceof Error ? e.message : describeValue(e)}`);
   }
 }
 
-function derive(svc: unknown, family: IPFamily, options: ServicePortsOptions): ServicePortsResult {
+function derive(svc: unknown, family: IPFamily): ServicePortsResult {
   if (!isRecord(svc)) return skip(`not an object: ${describeValue(svc)}`);
   const nn = objectName(svc);
   if (nn === undefined) return skip('metadata.namespace or metadata.name is missing');
   const labels = field(field(svc, 'metadata'), 'labels');
-  if (!options.ignoreServiceProxyName && isRecord(labels) && labels[LABEL_SERVICE_PROXY_NAME] !== undefined) {
+  // The label is a selection (upstream applies it in the informer's selector): a Service labelled after this
+  // proxy had it leaves as a delete carrying the label, and the tracker removes what it had applied.
+  if (isRecord(labels) && labels[LABEL_SERVICE_PROXY_NAME] !== undefined) {
     return skipRoutinely(`label ${LABEL_SERVICE_PROXY_NAME} is set (handled by another proxy)`);
   }
   const spec = field(svc, 'spec');
@@ -276,25 +265,22 @@ function derive(svc: unknown, family: IPFamily, options: ServicePortsOptions): S
 }
 
 /**
- * What the agent's store keeps of a Service (the reflector's `keep`, set by kube/watches.ts): everything
- * servicePortsFromService reads, so that an update's `old`, a delete found by a relist and a resync derive exactly
- * the ports the whole object would (identity, the service-proxy-name label, spec, status), and nothing else. An
- * API server's Service carries about as much again in managedFields, annotations (kubectl's last-applied copy of
- * it), uid and timestamps: at 100,000 Services ≈ 200 MiB of the agent's heap that no reader ever looked at.
+ * What the agent's store keeps of a Service (the reflector's `keep`, set by kube/watches.ts): its identity and
+ * resourceVersion, nothing of its spec. The store's copy is read only as an update's `old` and as a delete found
+ * by a relist, and the service tracker takes from those only the name: what the Service had is what its last
+ * checkout applied (model/service-change-tracker.ts). Kept whole, at 100,000 Services the specs held ≈ 40 MiB
+ * of the agent's heap (the bench's lean objects; an API server's carry selectors, targetPorts and status too).
  */
 export function serviceRemnant(svc: Service): Service {
   if (!isRecord(svc)) return svc;
   const meta = field(svc, 'metadata');
-  const labels = field(meta, 'labels');
-  const proxyName = isRecord(labels) ? labels[LABEL_SERVICE_PROXY_NAME] : undefined;
-  // Literals of one shape each, raw values copied as they are (derive() judges them, not this).
+  // A literal of one shape, raw values copied as they are.
   const metadata = {
     namespace: field(meta, 'namespace'),
     name: field(meta, 'name'),
     resourceVersion: field(meta, 'resourceVersion'),
-    labels: proxyName === undefined ? undefined : { [LABEL_SERVICE_PROXY_NAME]: proxyName },
   };
-  return { metadata, spec: field(svc, 'spec'), status: field(svc, 'status') } as unknown as Service;
+  return { metadata } as unknown as Service;
 }
 
 /** nodePort ≠ 0, or any LB VIP or externalIP of this family (data-based, per family). */
