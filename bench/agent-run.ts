@@ -136,6 +136,8 @@ async function countedAfter(count: number): Promise<number> {
 interface ChangeResult {
   readonly changeMs: number[];
   readonly revertMs: number[];
+  readonly ackMs: number[];
+  readonly doneMs: number[];
   readonly countedMs: number[];
   readonly changeSyncMs: number[];
   readonly scrapeMs: number[];
@@ -153,7 +155,15 @@ async function timedWrite(
   i: number,
   variant: number,
   counted: number,
-): Promise<{ ms: number; countedMs: number; syncMs: number; scrapeMs: number; counted: number }> {
+): Promise<{
+  ms: number;
+  ackMs: number;
+  doneMs: number;
+  countedMs: number;
+  syncMs: number;
+  scrapeMs: number;
+  counted: number;
+}> {
   const { api, agent, monitor } = ctx;
   const address = lastEndpointAddress(i, ENDPOINTS_PER_SERVICE, variant);
   const seen = monitor.next(addsAddress(address), `element with ${address}`);
@@ -167,6 +177,12 @@ async function timedWrite(
     'the change sync',
     60_000,
   );
+  // Logged once the post-sync work (health-check servers, metrics, conntrack) is done: the next sync could start.
+  const done = await agent.waitFor(
+    (r) => agent.records.indexOf(r) >= before && r.msg === 'sync done',
+    'the change sync done',
+    60_000,
+  );
   const sync = syncRecord(synced);
   if (!sync || sync.full)
     throw new Error(`a one-endpoint change made a full sync: ${JSON.stringify(synced)}`);
@@ -175,6 +191,9 @@ async function timedWrite(
   await sleep(PACE_MS / 2);
   return {
     ms: line.at - write.writtenAt,
+    // The agent's ts is its Date.now(); the write's moment on the same clock.
+    ackMs: synced.ts - (performance.timeOrigin + write.writtenAt),
+    doneMs: done.ts - (performance.timeOrigin + write.writtenAt),
     countedMs: countedAt - write.writtenAt,
     syncMs: sync.ms,
     scrapeMs: scrape.ms,
@@ -195,6 +214,8 @@ async function changes(
   const out: ChangeResult = {
     changeMs: [],
     revertMs: [],
+    ackMs: [],
+    doneMs: [],
     countedMs: [],
     changeSyncMs: [],
     scrapeMs: [],
@@ -208,6 +229,8 @@ async function changes(
     const back = await timedWrite(ctx, i, 0, there.counted);
     counted = back.counted;
     out.revertMs.push(back.ms);
+    out.ackMs.push(there.ackMs, back.ackMs);
+    out.doneMs.push(there.doneMs, back.doneMs);
     out.countedMs.push(there.countedMs, back.countedMs);
     out.scrapeMs.push(there.scrapeMs, back.scrapeMs);
   }

@@ -34,6 +34,14 @@ export interface AgentRow {
   readonly changeMs: readonly number[];
   /** The changes back, timed the same way. */
   readonly revertMs: readonly number[];
+  /**
+   * API server's write → the agent's record that the kernel accepted the change's transaction ('synced proxy rules',
+   * logged when the netlink commit is acknowledged), per write, both ways, ms: the host's clock in both processes,
+   * the agent's to the millisecond. No observer's own delay is in it (nft monitor's grows with the table it caches).
+   */
+  readonly ackMs: readonly number[];
+  /** API server's write → the agent's 'sync done' record (its post-sync work done), per write, both ways, ms. */
+  readonly doneMs: readonly number[];
   /** API server's write → the first /metrics answer counting the change's sync (post-sync work done), per write. */
   readonly countedMs: readonly number[];
   /** Idle /metrics round trips from the bench's process, one after each write's pause, ms. */
@@ -92,6 +100,8 @@ export const AGENT_COLUMNS = [
   'peak after changes',
   'write→kernel ms med (min–max)',
   'back ms med',
+  'write→ack ms med (max)',
+  'write→done ms med (max)',
   'write→counted ms med (max)',
   '/metrics ms med (max)',
   'agent sync ms med (metrics mean)',
@@ -119,6 +129,8 @@ export function agentCells(r: AgentRow): string[] {
     f(r.peakRssAfterChangesMiB, 0),
     range(r.changeMs),
     f(median(r.revertMs), 2),
+    `${f(median(r.ackMs), 1)} (${f(Math.max(...r.ackMs), 1)})`,
+    `${f(median(r.doneMs), 1)} (${f(Math.max(...r.doneMs), 1)})`,
     `${f(median(r.countedMs), 2)} (${f(Math.max(...r.countedMs), 2)})`,
     `${f(median(r.scrapeMs), 2)} (${f(Math.max(...r.scrapeMs), 2)})`,
     `${f(median(r.changeSyncMs), 1)} (${f(r.metricsPartialMeanMs, 1)})`,

@@ -326,6 +326,8 @@ h_other_sum 9
       peakRssAfterChangesMiB: 100,
       changeMs: [1, 2, 3],
       revertMs: [1, 2, 3],
+      ackMs: [1.5, 0.5, 7, 2],
+      doneMs: [3, 2.5, 9],
       countedMs: [2.5, 4, 3],
       scrapeMs: [1.25, 0.75],
       changeSyncMs: [1, 1, 1],
@@ -347,7 +349,7 @@ h_other_sum 9
     const md = agentMarkdown([row]).split('\n');
     assert.equal(md.length, 3);
     assert.ok(md[2]?.startsWith('| flat | 1000 | 0.50 |') && md[2].includes('2.00 (1.00–3.00)'), md[2]);
-    assert.ok(md[2]?.includes('| 3.00 (4.00) | 1.00 (1.25) |'), md[2]);
+    assert.ok(md[2]?.includes('| 2.00 | 1.8 (7.0) | 3.0 (9.0) | 3.00 (4.00) | 1.00 (1.25) |'), md[2]);
     assert.ok(md[2]?.includes('TABLE GONE'), md[2]);
     assert.ok(!agentMarkdown([{ ...row, tableKept: true }]).includes('TABLE GONE'));
   });
