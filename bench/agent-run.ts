@@ -168,6 +168,9 @@ async function timedWrite(
   const address = lastEndpointAddress(i, ENDPOINTS_PER_SERVICE, variant);
   const seen = monitor.next(addsAddress(address), `element with ${address}`);
   const before = agent.records.length;
+  // The agent's records carry its Date.now(): the write's moment on that clock too (not performance.timeOrigin +
+  // now(), which sits a few ms off it), both to the millisecond.
+  const writeEpoch = Date.now();
   const write = api.write(PATHS.endpointSlices, sliceObject(i, ENDPOINTS_PER_SERVICE, variant));
   if (write.watchers !== 1) throw new Error(`${write.watchers} EndpointSlice watches open, not 1`);
   const line = await seen;
@@ -191,9 +194,8 @@ async function timedWrite(
   await sleep(PACE_MS / 2);
   return {
     ms: line.at - write.writtenAt,
-    // The agent's ts is its Date.now(); the write's moment on the same clock.
-    ackMs: synced.ts - (performance.timeOrigin + write.writtenAt),
-    doneMs: done.ts - (performance.timeOrigin + write.writtenAt),
+    ackMs: synced.ts - writeEpoch,
+    doneMs: done.ts - writeEpoch,
     countedMs: countedAt - write.writtenAt,
     syncMs: sync.ms,
     scrapeMs: scrape.ms,
