@@ -130,8 +130,8 @@ export class ServiceChangeTracker {
   #appliedPorts(name: string): ReadonlyMap<string, ServicePort> {
     const applied = this.#applied.get(name);
     if (applied === undefined) return NO_PORTS;
-    if (!Array.isArray(applied)) return new Map([[(applied as ServicePort).key, applied as ServicePort]]);
-    return new Map((applied as readonly ServicePort[]).map((sp) => [sp.key, sp]));
+    const ports = 'key' in applied ? [applied] : applied;
+    return new Map(ports.map((sp) => [sp.key, sp]));
   }
 
   #record(name: string, ports: ReadonlyMap<string, ServicePort>): void {
